@@ -1,0 +1,246 @@
+#include "crdt/blocked_filter.h"
+
+#include <sys/mman.h>
+
+#include <bit>
+#include <cassert>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace pollen::crdt {
+namespace {
+
+// Probe sequence. The block comes from the high half of h * blocks (multiply-
+// shift: uniform over any block count, no division). The in-block positions come
+// from g = (h ^ (h >> 29)) * C1 — the fold brings h's high bits, which chose the
+// block, into play only mixed with the low ones — and each probe takes the top 9
+// bits of g, then steps g *= C2. Multiplying by an odd constant is a bijection
+// on 64 bits whose top bits depend on every input bit, so the k positions behave
+// like independent draws. Measured on 10M keys at 10 bits/key, k = 7: FPR within
+// the blocked model's 99.9% interval (tests/crdt/fpr_test.cc); RocksDB's
+// 32-bit variant of this loses a few percent to probe correlation, which the
+// 64-bit state avoids.
+constexpr uint64_t kPositionMix = 0x9E3779B97F4A7C15ULL;  // 2^64 / golden ratio, odd
+constexpr uint64_t kPositionStep = 0xD6E8FEB86659FD93ULL;  // odd, good spectral test
+constexpr uint64_t kHugePage = 2 << 20;
+
+__extension__ typedef unsigned __int128 Uint128;
+
+uint64_t MulHi(uint64_t a, uint64_t b) {
+  return static_cast<uint64_t>((static_cast<Uint128>(a) * b) >> 64);
+}
+
+uint64_t Fmix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+// How far ahead the batch forms prefetch. 8 blocks in flight keeps the 10-12
+// line-fill buffers of a core busy without evicting lines before use.
+constexpr size_t kPrefetchDistance = 8;
+
+}  // namespace
+
+bool AddResult::was_present() const {
+  for (uint64_t w : new_bits) {
+    if (w != 0) return false;
+  }
+  return true;
+}
+
+void AddResult::AppendTo(std::vector<WordBits>& out) const {
+  for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
+    if (new_bits[w] != 0) out.push_back({block * kWordsPerBlock + w, new_bits[w]});
+  }
+}
+
+absl::StatusOr<std::unique_ptr<BlockedFilter>> BlockedFilter::Create(FilterShape shape) {
+  if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
+  size_t bytes = shape.bytes();
+  if (bytes >= kHugePage) bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes for a filter: ", std::strerror(errno)));
+  }
+  // Huge pages cut TLB misses on large filters; refusal is harmless.
+  if (bytes >= kHugePage) madvise(mem, bytes, MADV_HUGEPAGE);
+  return std::unique_ptr<BlockedFilter>(new BlockedFilter(shape, static_cast<uint64_t*>(mem), bytes));
+}
+
+BlockedFilter::BlockedFilter(FilterShape shape, uint64_t* words, size_t mapped_bytes)
+    : shape_(shape), words_(words), mapped_bytes_(mapped_bytes) {
+  assert(reinterpret_cast<uintptr_t>(words) % 64 == 0);
+}
+
+BlockedFilter::~BlockedFilter() { munmap(words_, mapped_bytes_); }
+
+uint64_t BlockedFilter::LoadRelaxed(uint64_t index) const {
+  return Word(words_, index).load(std::memory_order_relaxed);
+}
+
+uint64_t BlockedFilter::BlockOf(uint64_t hash) const { return MulHi(hash, shape_.blocks); }
+
+std::array<uint64_t, kWordsPerBlock> BlockedFilter::MasksOf(uint64_t hash) const {
+  std::array<uint64_t, kWordsPerBlock> masks{};
+  uint64_t g = (hash ^ (hash >> 29)) * kPositionMix;
+  for (uint32_t i = 0; i < shape_.k; ++i) {
+    const uint64_t pos = g >> 55;  // 0..511
+    masks[pos >> 6] |= uint64_t{1} << (pos & 63);
+    g *= kPositionStep;
+  }
+  return masks;
+}
+
+void BlockedFilter::Prefetch(uint64_t block) const {
+  __builtin_prefetch(words_ + block * kWordsPerBlock, 1, 3);
+}
+
+// Loads first and only issues fetch_or for words missing a bit: an add of a key
+// already present dirties no cache line, so a dedup stream full of repeats runs
+// at the cost of a test. Relaxed ordering suffices: bits only ever go from 0 to
+// 1, and a reader that learns of the add through any synchronizing channel
+// (the reply to a client, a mutex, a join) is ordered after the fetch_or.
+AddResult BlockedFilter::AddMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks) {
+  AddResult result;
+  result.block = block;
+  const uint64_t base = block * kWordsPerBlock;
+  for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
+    const uint64_t mask = masks[w];
+    if (mask == 0) continue;
+    std::atomic_ref<uint64_t> word = Word(words_, base + w);
+    if ((word.load(std::memory_order_relaxed) & mask) == mask) continue;
+    const uint64_t old = word.fetch_or(mask, std::memory_order_relaxed);
+    result.new_bits[w] = mask & ~old;
+  }
+  return result;
+}
+
+AddResult BlockedFilter::Add(uint64_t hash) { return AddMasks(BlockOf(hash), MasksOf(hash)); }
+
+bool BlockedFilter::MightContain(uint64_t hash) const {
+  const uint64_t base = BlockOf(hash) * kWordsPerBlock;
+  const std::array<uint64_t, kWordsPerBlock> masks = MasksOf(hash);
+  // Branch-free over the block: all 8 words sit in one cache line, so reading
+  // them all costs no more than the first, and avoids mispredicted early exits.
+  uint64_t missing = 0;
+  for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
+    missing |= masks[w] & ~LoadRelaxed(base + w);
+  }
+  return missing == 0;
+}
+
+void BlockedFilter::AddMany(std::span<const uint64_t> hashes, std::span<AddResult> out) {
+  assert(hashes.size() == out.size());
+  for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) Prefetch(BlockOf(hashes[i]));
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kPrefetchDistance < hashes.size()) Prefetch(BlockOf(hashes[i + kPrefetchDistance]));
+    out[i] = Add(hashes[i]);
+  }
+}
+
+void BlockedFilter::MightContainMany(std::span<const uint64_t> hashes, std::span<bool> out) const {
+  assert(hashes.size() == out.size());
+  for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) Prefetch(BlockOf(hashes[i]));
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kPrefetchDistance < hashes.size()) Prefetch(BlockOf(hashes[i + kPrefetchDistance]));
+    out[i] = MightContain(hashes[i]);
+  }
+}
+
+absl::Status BlockedFilter::Merge(std::span<const WordBits> words, std::vector<WordBits>* changed) {
+  const uint64_t limit = word_count();
+  for (const WordBits& w : words) {  // validate everything before changing anything
+    if (w.index >= limit) {
+      return absl::InvalidArgumentError(absl::StrCat("word index ", w.index, " outside filter of ", limit, " words"));
+    }
+  }
+  for (const WordBits& w : words) {
+    std::atomic_ref<uint64_t> word = Word(words_, w.index);
+    if ((word.load(std::memory_order_relaxed) & w.bits) == w.bits) continue;
+    const uint64_t fresh = w.bits & ~word.fetch_or(w.bits, std::memory_order_relaxed);
+    if (changed != nullptr && fresh != 0) changed->push_back({w.index, fresh});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockedFilter::MergeFrom(const BlockedFilter& other, std::vector<WordBits>* changed) {
+  if (other.shape_ != shape_) return absl::InvalidArgumentError("cannot merge filters of different shapes");
+  for (uint64_t i = 0; i < word_count(); ++i) {
+    const uint64_t bits = other.LoadRelaxed(i);
+    if (bits == 0) continue;
+    std::atomic_ref<uint64_t> word = Word(words_, i);
+    if ((word.load(std::memory_order_relaxed) & bits) == bits) continue;
+    const uint64_t fresh = bits & ~word.fetch_or(bits, std::memory_order_relaxed);
+    if (changed != nullptr && fresh != 0) changed->push_back({i, fresh});
+  }
+  return absl::OkStatus();
+}
+
+uint64_t BlockedFilter::LoadWord(uint64_t index) const {
+  assert(index < word_count());
+  return LoadRelaxed(index);
+}
+
+std::vector<WordBits> BlockedFilter::ExportBlocks(uint64_t first_block, uint64_t block_count) const {
+  assert(first_block <= shape_.blocks);
+  const uint64_t end = std::min(shape_.blocks, first_block + block_count) * kWordsPerBlock;
+  std::vector<WordBits> out;
+  for (uint64_t i = first_block * kWordsPerBlock; i < end; ++i) {
+    const uint64_t bits = LoadRelaxed(i);
+    if (bits != 0) out.push_back({i, bits});
+  }
+  return out;
+}
+
+uint64_t BlockedFilter::RangeCount(uint64_t blocks_per_range) const {
+  assert(blocks_per_range > 0);
+  return (shape_.blocks + blocks_per_range - 1) / blocks_per_range;
+}
+
+// A sum of per-word mixes of (index, word) over the non-zero words: order-free,
+// cheap on sparse ranges, and any change to one word changes the sum unless two
+// 64-bit mixes collide.
+uint64_t BlockedFilter::RangeSummary(uint64_t range, uint64_t blocks_per_range) const {
+  assert(blocks_per_range > 0 && range < RangeCount(blocks_per_range));
+  const uint64_t begin = range * blocks_per_range * kWordsPerBlock;
+  const uint64_t end = std::min(shape_.blocks, (range + 1) * blocks_per_range) * kWordsPerBlock;
+  uint64_t sum = 0;
+  for (uint64_t i = begin; i < end; ++i) {
+    const uint64_t bits = LoadRelaxed(i);
+    if (bits != 0) sum += Fmix64(bits ^ Fmix64(i + 1));
+  }
+  return Fmix64(sum ^ (end - begin));
+}
+
+std::vector<uint64_t> BlockedFilter::RangeSummaries(uint64_t blocks_per_range) const {
+  std::vector<uint64_t> out(RangeCount(blocks_per_range));
+  for (uint64_t r = 0; r < out.size(); ++r) out[r] = RangeSummary(r, blocks_per_range);
+  return out;
+}
+
+uint64_t BlockedFilter::CountSetBits() const {
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < word_count(); ++i) total += std::popcount(LoadRelaxed(i));
+  return total;
+}
+
+double BlockedFilter::FillRatio() const {
+  return static_cast<double>(CountSetBits()) / static_cast<double>(shape_.bits());
+}
+
+bool BlockedFilter::SameContents(const BlockedFilter& other) const {
+  if (other.shape_ != shape_) return false;
+  for (uint64_t i = 0; i < word_count(); ++i) {
+    if (LoadRelaxed(i) != other.LoadRelaxed(i)) return false;
+  }
+  return true;
+}
+
+}  // namespace pollen::crdt

@@ -1,0 +1,109 @@
+// BlockedFilter: a lock-free, cache-line-blocked Bloom filter over one 64-bit
+// hash per key.
+//
+// Layout: `blocks` 64-byte-aligned blocks of 8 atomic 64-bit words.
+// A hash h picks block  mulhi(h, blocks)  (multiply-shift: uniform, no modulo)
+// and k bit positions inside the block's 512 bits from a remix of h (see
+// blocked_filter.cc for the probe sequence and the FPR it measures).
+//
+// Promises:
+//  - Add, Merge, MightContain and the summaries may run concurrently from any
+//    number of threads without locks. Words only gain bits (the state is a
+//    join-semilattice under OR), so a bit seen set stays set.
+//  - Add returns exactly the bits it newly set (from fetch_or's old value), so a
+//    node can forward those and nothing else. An add whose bits are all set
+//    already performs loads only: no read-modify-write, no cache line made dirty.
+//  - Merge ORs in a set of words and returns the bits that changed.
+//  - No false negatives: once Add(h) or a Merge containing h's bits returned,
+//    MightContain(h) is true in every thread that observes the return.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "crdt/sizing.h"
+#include "crdt/word_bits.h"
+
+namespace pollen::crdt {
+
+// The bits one Add newly set: all in one block.
+struct AddResult {
+  uint64_t block = 0;
+  std::array<uint64_t, kWordsPerBlock> new_bits{};  // per word of the block
+  bool was_present() const;                          // no new bit: "already seen"
+  // Appends the non-zero words as WordBits (absolute word indices).
+  void AppendTo(std::vector<WordBits>& out) const;
+};
+
+class BlockedFilter {
+ public:
+  // Errors: shape outside ValidateShape, or memory could not be allocated.
+  static absl::StatusOr<std::unique_ptr<BlockedFilter>> Create(FilterShape shape);
+  ~BlockedFilter();
+  BlockedFilter(const BlockedFilter&) = delete;
+  BlockedFilter& operator=(const BlockedFilter&) = delete;
+
+  FilterShape shape() const { return shape_; }
+  uint64_t word_count() const { return shape_.blocks * kWordsPerBlock; }
+
+  AddResult Add(uint64_t hash);
+  bool MightContain(uint64_t hash) const;
+
+  // Batch forms: prefetch the blocks of upcoming hashes to overlap cache misses.
+  // `out` has the same length as `hashes`.
+  void AddMany(std::span<const uint64_t> hashes, std::span<AddResult> out);
+  void MightContainMany(std::span<const uint64_t> hashes, std::span<bool> out) const;
+
+  // ORs `words` in (indices must be < word_count(), else InvalidArgument and
+  // nothing changes). Appends the bits that were new to `changed` if non-null.
+  absl::Status Merge(std::span<const WordBits> words, std::vector<WordBits>* changed);
+
+  // ORs in all of `other` (same shape required). Appends changed bits if non-null.
+  absl::Status MergeFrom(const BlockedFilter& other, std::vector<WordBits>* changed);
+
+  // Word-level access for snapshots, range transfer and tests.
+  uint64_t LoadWord(uint64_t index) const;
+  // Non-zero words of blocks [first_block, first_block + block_count).
+  std::vector<WordBits> ExportBlocks(uint64_t first_block, uint64_t block_count) const;
+
+  // Per-range summaries: a range is `blocks_per_range` consecutive blocks (the
+  // last range may be shorter). A summary is a 64-bit mix of the range's words
+  // (and their positions): equal ranges give equal summaries; differing ranges
+  // differ except with probability ~2^-64.
+  uint64_t RangeCount(uint64_t blocks_per_range) const;
+  uint64_t RangeSummary(uint64_t range, uint64_t blocks_per_range) const;
+  std::vector<uint64_t> RangeSummaries(uint64_t blocks_per_range) const;
+
+  uint64_t CountSetBits() const;  // scans the filter: O(size)
+  double FillRatio() const;       // CountSetBits() / bits
+
+  // Equal shapes and equal words (a racy snapshot if writers are active).
+  bool SameContents(const BlockedFilter& other) const;
+
+  // Block index and in-block bit masks for `hash`: exposed for tests/benches.
+  uint64_t BlockOf(uint64_t hash) const;
+  std::array<uint64_t, kWordsPerBlock> MasksOf(uint64_t hash) const;
+
+ private:
+  BlockedFilter(FilterShape shape, uint64_t* words, size_t mapped_bytes);
+  // Words are plain uint64_t in zero-filled mmap'ed memory (so a 1 GiB filter
+  // costs nothing until touched) and are only ever accessed through
+  // std::atomic_ref, which makes every access atomic.
+  static std::atomic_ref<uint64_t> Word(uint64_t* words, uint64_t index) {
+    return std::atomic_ref<uint64_t>(words[index]);
+  }
+  uint64_t LoadRelaxed(uint64_t index) const;
+  AddResult AddMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks);
+  void Prefetch(uint64_t block) const;
+
+  FilterShape shape_;
+  uint64_t* words_;  // page-aligned (so 64-byte aligned) and zero-filled
+  size_t mapped_bytes_;
+};
+
+}  // namespace pollen::crdt

@@ -1,0 +1,119 @@
+// A filter as users see it: its pinned parameters and its last G generations.
+//
+// Writes go to the newest generation; reads test all of them (union), so a key
+// added inside the window never reads absent because of a rotation. Each
+// generation hashes under its own SipHash key (keyed_hash.h). Advancing to a
+// higher epoch opens a generation for that epoch and drops those that fall out
+// of the window [epoch - G + 1, epoch]; a lower or equal epoch changes nothing
+// (epochs are a max-register).
+//
+// Thread safety: Add/MightContain/Merge run concurrently with each other without
+// locks on the filter words; the list of generations is swapped under a
+// reader-writer lock held only for the pointer copy, so rotation never blocks a
+// reader for longer than that.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "crdt/blocked_filter.h"
+#include "crdt/keyed_hash.h"
+
+namespace pollen::crdt {
+
+inline constexpr uint32_t kHashSchemeSipBlocked1 = 1;  // SipHash-2-4, layout v1
+inline constexpr uint32_t kMaxGenerations = 16;
+inline constexpr size_t kMaxFilterNameBytes = 200;
+
+// Parameters that two replicas must share to merge (DESIGN invariant 4),
+// plus the generation count. Epochs and contents are state, not parameters.
+struct FilterParams {
+  std::string name;
+  uint64_t filter_id = 0;  // FilterIdForName(name)
+  FilterShape shape;
+  uint32_t generations = 2;  // G
+  uint32_t hash_scheme = kHashSchemeSipBlocked1;
+  uint64_t key_id = 0;  // KeyIdForSecret(secret)
+  friend bool operator==(const FilterParams&, const FilterParams&) = default;
+};
+
+// Checks name (1..kMaxFilterNameBytes, printable, no spaces), id matches name,
+// shape, 1 <= generations <= kMaxGenerations, and a known hash scheme.
+absl::Status ValidateParams(const FilterParams& params);
+
+// Builds params from user-facing sizing.
+absl::StatusOr<FilterParams> MakeParams(std::string_view name, uint64_t capacity, double fpr,
+                                        uint32_t generations, const ClusterSecret& secret);
+
+struct Generation {
+  uint64_t epoch = 0;
+  SipKey key;
+  std::unique_ptr<BlockedFilter> filter;
+};
+
+// What an Add did: in which epoch, and the bits it newly set there.
+struct KeyAdd {
+  uint64_t epoch = 0;
+  bool was_new = false;  // false: every bit was already set in the newest generation
+  AddResult bits;
+};
+
+class GenerationSet {
+ public:
+  // Opens a single generation at `epoch`. Errors: invalid params or allocation.
+  static absl::StatusOr<std::unique_ptr<GenerationSet>> Create(const FilterParams& params,
+                                                               const ClusterSecret& secret,
+                                                               uint64_t epoch);
+  const FilterParams& params() const { return params_; }
+
+  uint64_t epoch() const;               // newest generation's epoch
+  std::vector<uint64_t> epochs() const; // live epochs, ascending
+
+  KeyAdd Add(std::string_view key);
+  // Batch forms: hash a run of keys, prefetch their blocks, then probe, so the
+  // hashing of one key overlaps the cache misses of the others.
+  void AddMany(std::span<const std::string_view> keys, std::span<KeyAdd> out);
+  bool MightContain(std::string_view key) const;
+  void MightContainMany(std::span<const std::string_view> keys, std::span<bool> out) const;
+
+  // Moves to `epoch` if it is higher than the current one. Returns true if it
+  // moved. Generations older than epoch - G + 1 are dropped.
+  absl::StatusOr<bool> Advance(uint64_t epoch);
+
+  // The generation for `epoch`, or nullptr if it is not live. The shared_ptr
+  // keeps it alive across a concurrent rotation.
+  std::shared_ptr<const Generation> Find(uint64_t epoch) const;
+  std::shared_ptr<const Generation> Newest() const;
+
+  // ORs words into the generation of `epoch`. NotFound if that epoch is not
+  // live (too old, or newer than ours: the caller advances first).
+  absl::Status Merge(uint64_t epoch, std::span<const WordBits> words, std::vector<WordBits>* changed);
+
+  // Replaces one generation's contents (used by snapshot loading): `epoch` must
+  // be live and `words` of the right length (else error, nothing changes).
+  absl::Status LoadWords(uint64_t epoch, std::span<const uint64_t> words);
+
+ private:
+  struct Window {
+    std::vector<std::shared_ptr<Generation>> gens;  // ascending epochs, newest last
+  };
+  GenerationSet(FilterParams params, const ClusterSecret& secret);
+  // Window of epochs [epoch - G + 1, epoch] (clipped at 0), reusing `keep`'s
+  // generations where their epochs match.
+  std::shared_ptr<const Window> window() const;
+  absl::StatusOr<std::shared_ptr<Generation>> Open(uint64_t epoch) const;
+
+  FilterParams params_;
+  ClusterSecret secret_;  // needed to derive each new generation's key
+  mutable std::shared_mutex mu_;
+  std::shared_ptr<const Window> window_;
+};
+
+}  // namespace pollen::crdt

@@ -1,0 +1,45 @@
+// Keyed hashing: SipHash-2-4 (libsodium crypto_shorthash) under per-filter,
+// per-generation subkeys derived from the cluster secret.
+//
+// Derivation (libsodium crypto_kdf, BLAKE2b-based):
+//   filter_key  = KDF(secret,     id = filter_id,  context "PlnFiltr", 32 bytes)
+//   sip_key     = KDF(filter_key, id = generation, context "PlnGener", 16 bytes)
+// so every generation of every filter hashes with its own key, and knowing one
+// SipHash key reveals neither the secret nor another generation's key.
+// The key id (a public fingerprint of the secret) lets peers check that they
+// share a secret without revealing it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace pollen::crdt {
+
+// 32 bytes of cluster secret. Never logged, sent or persisted by Pollen.
+struct ClusterSecret {
+  std::array<uint8_t, 32> bytes{};
+};
+
+struct SipKey {
+  std::array<uint8_t, 16> bytes{};
+  friend bool operator==(const SipKey&, const SipKey&) = default;
+};
+
+// Initializes libsodium once; safe to call from any thread, any number of times.
+// Aborts if libsodium cannot initialize (no usable randomness source).
+void EnsureSodiumInitialized();
+
+// A stable 64-bit id for a filter name (BLAKE2b of the name, first 8 bytes LE).
+uint64_t FilterIdForName(std::string_view name);
+
+// Public fingerprint of the secret: BLAKE2b keyed by the secret over a fixed
+// label, 8 bytes LE. Equal secrets give equal ids; it reveals nothing useful.
+uint64_t KeyIdForSecret(const ClusterSecret& secret);
+
+SipKey DeriveSipKey(const ClusterSecret& secret, uint64_t filter_id, uint64_t generation);
+
+// SipHash-2-4 of `data` under `key`, as a little-endian uint64.
+uint64_t SipHash24(const SipKey& key, std::string_view data);
+
+}  // namespace pollen::crdt

@@ -1,0 +1,55 @@
+// Sizing math for the blocked Bloom filter.
+//
+// A blocked filter with B blocks of 512 bits and k probes per key puts each key
+// in one block chosen uniformly at random, so the number of keys in a block is
+// Binomial(n, 1/B) ~ Poisson(lambda = n / B). A block holding j keys answers a
+// non-member with probability f(j) = (1 - (1 - 1/512)^(j k))^k (k independent
+// positions, drawn with replacement). The filter's false-positive rate is the
+// expectation E[f(J)], J ~ Poisson(lambda). This is noticeably worse than the
+// classic (1 - e^{-kn/m})^k at the same bits per key, because loaded blocks
+// hurt more than light ones help; sizing with the classic formula under-provisions.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+
+namespace pollen::crdt {
+
+inline constexpr uint32_t kBlockBits = 512;
+inline constexpr uint32_t kWordsPerBlock = 8;
+inline constexpr uint32_t kMinK = 1;
+inline constexpr uint32_t kMaxK = 24;
+// 2^27 blocks = 8 GiB. Larger filters are refused rather than clamped.
+inline constexpr uint64_t kMaxBlocks = uint64_t{1} << 27;
+
+struct FilterShape {
+  uint64_t blocks = 0;
+  uint32_t k = 0;
+  uint64_t bits() const { return blocks * kBlockBits; }
+  uint64_t bytes() const { return blocks * 64; }
+  friend bool operator==(const FilterShape&, const FilterShape&) = default;
+};
+
+// Checks that blocks and k are within the limits above.
+absl::Status ValidateShape(FilterShape shape);
+
+// The model's false-positive rate for n keys in `shape`.
+double ExpectedFpr(FilterShape shape, double n);
+
+// The smallest filter (fewest blocks, then the best k for it) whose model FPR
+// at `capacity` keys is at most `fpr`. Errors: capacity 0, fpr outside (0, 1),
+// or a result larger than kMaxBlocks.
+absl::StatusOr<FilterShape> ChooseShape(uint64_t capacity, double fpr);
+
+// Estimated number of distinct keys added, from the number of set bits.
+// Inverts the expected fill E[set bits](n) of the blocked model by bisection.
+double EstimateCardinality(FilterShape shape, uint64_t set_bits);
+
+// Estimated current FPR from the number of set bits (via EstimateCardinality).
+double EstimateFpr(FilterShape shape, uint64_t set_bits);
+
+// Expected number of set bits after n distinct keys, under the blocked model.
+double ExpectedSetBits(FilterShape shape, double n);
+
+}  // namespace pollen::crdt

@@ -1,0 +1,43 @@
+// Snapshot files: one file holds one filter's parameters and live generations.
+//
+// Format v1 (all integers little-endian):
+//   magic "PLNSNAP\0" (8) | version u32 | header_len u32
+//   header: name_len u16, name, filter_id u64, blocks u64, k u32,
+//           generations u32, hash_scheme u32, key_id u64, gen_count u32
+//   per generation: epoch u64, then blocks * 8 words u64
+//   trailer: BLAKE2b-256 of every byte before it (32)
+// No key and no secret is ever written: the reader re-derives keys from its own
+// secret and checks key_id.
+//
+// Writing goes to "<path>.tmp", fsyncs it, renames it over <path> and fsyncs the
+// directory. Reading verifies size, magic, version, checksum and parameters
+// before building anything, so a bad file yields an error and no filter.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "crdt/generations.h"
+
+namespace pollen::crdt {
+
+inline constexpr uint32_t kSnapshotVersion = 1;
+
+// Serializes to bytes / parses bytes (the file functions wrap these).
+std::string EncodeSnapshot(const GenerationSet& set);
+// `expected` (if non-null) must equal the file's parameters.
+absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes,
+                                                              const ClusterSecret& secret,
+                                                              const FilterParams* expected);
+
+absl::Status WriteSnapshotFile(const GenerationSet& set, const std::string& path);
+absl::StatusOr<std::unique_ptr<GenerationSet>> ReadSnapshotFile(const std::string& path,
+                                                                const ClusterSecret& secret,
+                                                                const FilterParams* expected);
+
+// Atomic file replacement used by snapshots and other state files: writes
+// `contents` to path + ".tmp", fsyncs, renames, fsyncs the directory.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+}  // namespace pollen::crdt

@@ -1,0 +1,89 @@
+// Runs a libFuzzer-style target without libFuzzer: a deterministic, bounded
+// stream of inputs (random bytes, then byte-level mutations of earlier inputs
+// and of any seed files given on the command line). A crash, sanitizer report
+// or assertion failure fails the ctest test; the seed and iteration are printed
+// first so a failure can be replayed.
+//
+//   <target> [--iterations N] [--seed S] [--max-len L] [seed files...]
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+int main(int argc, char** argv) {
+  uint64_t iterations = 10000;
+  uint64_t seed = 1;
+  size_t max_len = 4096;
+  std::vector<std::string> corpus;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--iterations" && i + 1 < argc) {
+      iterations = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--seed" && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--max-len" && i + 1 < argc) {
+      max_len = std::strtoull(argv[++i], nullptr, 10);
+    } else {
+      std::ifstream in(arg, std::ios::binary);
+      if (!in) {
+        std::fprintf(stderr, "cannot read seed file %s\n", arg.c_str());
+        return 2;
+      }
+      corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  }
+  std::printf("fuzzing: seed=%llu iterations=%llu seeds=%zu\n", (unsigned long long)seed,
+              (unsigned long long)iterations, corpus.size());
+  std::fflush(stdout);
+  std::mt19937_64 rng(seed);
+  for (const std::string& s : corpus) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  }
+  constexpr size_t kMaxCorpus = 256;
+  for (uint64_t it = 0; it < iterations; ++it) {
+    std::string input;
+    if (corpus.empty() || rng() % 4 == 0) {
+      input.resize(rng() % (max_len + 1));
+      for (char& c : input) c = static_cast<char>(rng());
+    } else {
+      input = corpus[rng() % corpus.size()];
+      const int mutations = 1 + static_cast<int>(rng() % 8);
+      for (int m = 0; m < mutations; ++m) {
+        switch (rng() % 5) {
+          case 0:  // flip a byte
+            if (!input.empty()) input[rng() % input.size()] ^= static_cast<char>(1 + rng() % 255);
+            break;
+          case 1:  // truncate
+            if (!input.empty()) input.resize(rng() % input.size());
+            break;
+          case 2:  // insert a random byte
+            if (input.size() < max_len) input.insert(input.begin() + rng() % (input.size() + 1), static_cast<char>(rng()));
+            break;
+          case 3:  // duplicate a slice
+            if (!input.empty() && input.size() < max_len) {
+              size_t a = rng() % input.size();
+              size_t len = 1 + rng() % std::min<size_t>(16, input.size() - a);
+              input.insert(rng() % (input.size() + 1), input.substr(a, len));
+            }
+            break;
+          default:  // set an interesting value
+            if (!input.empty()) {
+              static const uint8_t kInteresting[] = {0, 1, 0x7f, 0x80, 0xff, '\r', '\n', '*', '$', ':'};
+              input[rng() % input.size()] = static_cast<char>(kInteresting[rng() % sizeof(kInteresting)]);
+            }
+        }
+      }
+    }
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+    if (corpus.size() < kMaxCorpus) corpus.push_back(std::move(input));
+  }
+  std::printf("fuzzing: done, no crash in %llu inputs\n", (unsigned long long)iterations);
+  return 0;
+}

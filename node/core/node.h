@@ -1,0 +1,129 @@
+// Node: one Pollen cluster member, as a sans-IO state machine.
+//
+// The driver (the simulator or pollend) feeds it received frames, client
+// operations and the current time, and carries out what it returns: frames to
+// send (TakeOutgoing) and events to log or check (TakeEvents). The Node owns no
+// socket, thread, clock or random source: randomness comes from a PRNG seeded by
+// NodeConfig::rng_seed, so a run is reproducible from its seeds.
+//
+// Threading: the client operations Add/AddMany/Exists/ExistsMany/WhoHas/Info are
+// thread-safe and may run concurrently with each other and with one driver thread
+// that calls everything else (Handle*, Tick, Take*, Start, Leave, Reserve, Rotate,
+// state export/import). Only that driver thread may call the non-client methods.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "crdt/keyed_hash.h"
+#include "node/core/types.h"
+
+namespace pollen::node {
+
+struct NodeConfig {
+  std::string name;                 // unique member name
+  Address advertise;                // how peers reach this node
+  std::vector<Address> seeds;       // join through these (may include self)
+  crdt::ClusterSecret secret;       // never leaves memory
+  std::string cluster_label;        // bound into every frame as associated data
+  uint64_t rng_seed = 1;
+
+  Duration gossip_interval = std::chrono::milliseconds(200);
+  uint32_t fanout = 3;
+  Duration probe_interval = std::chrono::seconds(1);
+  Duration probe_timeout = std::chrono::milliseconds(500);
+  uint32_t indirect_probes = 3;
+  double suspicion_multiplier = 4.0;  // suspicion timeout = mult * log10(N+1) * probe_interval
+  Duration anti_entropy_interval = std::chrono::seconds(10);
+  Duration dead_reconnect_interval = std::chrono::seconds(30);
+  size_t max_datagram_bytes = 1200;   // below any sane path MTU
+  bool tcp_only = false;              // send everything as stream frames
+
+  std::vector<FilterConfig> filters;  // declared filters
+};
+
+struct GenerationInfo {
+  uint64_t epoch = 0;
+  uint64_t set_bits = 0;
+  double fill_ratio = 0;
+  double estimated_items = 0;
+  double estimated_fpr = 0;
+  uint64_t digest = 0;  // hash of the generation's words: equal iff equal state (w.h.p.)
+};
+
+struct FilterInfo {
+  FilterConfig config;
+  uint64_t blocks = 0;
+  uint32_t k = 0;
+  uint64_t memory_bytes = 0;
+  uint64_t epoch = 0;
+  std::vector<GenerationInfo> generations;  // ascending epochs
+};
+
+// Counters for metrics; monotonically increasing.
+struct NodeCounters {
+  uint64_t adds = 0, queries = 0, hits = 0;
+  uint64_t delta_bits_sent = 0, delta_bits_received = 0;
+  uint64_t bytes_out = 0, bytes_in = 0;
+  uint64_t frames_out = 0, frames_in = 0;
+  uint64_t anti_entropy_runs = 0, ranges_repaired = 0;
+  std::map<std::string, uint64_t> rejected_by_reason;  // "auth", "version", "malformed", "oversize", "replay", "params"
+  std::map<std::string, uint64_t> bytes_out_by_type, bytes_in_by_type;
+};
+
+class Node {
+ public:
+  static absl::StatusOr<std::unique_ptr<Node>> Create(NodeConfig config);
+  ~Node();
+
+  // Driver thread only.
+  void Start(Time now);  // begin joining through the seeds
+  void Leave(Time now);  // graceful leave: announce, then stop probing
+  void HandleDatagram(const Address& from, std::string_view bytes, Time now);
+  void HandleStreamFrame(const Address& from, std::string_view bytes, Time now);
+  void Tick(Time now);
+  Time NextWakeup() const;  // when Tick next has work (the driver may tick earlier)
+  std::vector<Outgoing> TakeOutgoing();
+  std::vector<Event> TakeEvents();
+
+  absl::Status Reserve(const FilterConfig& filter, Time now);  // "ERR item exists" -> AlreadyExists
+  absl::Status Rotate(std::string_view filter, Time now);      // operator-proposed epoch+1
+
+  // Client operations: thread-safe. NotFound for an unknown filter.
+  absl::StatusOr<bool> Add(std::string_view filter, std::string_view key);  // true: key was new
+  absl::StatusOr<std::vector<bool>> AddMany(std::string_view filter, std::span<const std::string_view> keys);
+  absl::StatusOr<bool> Exists(std::string_view filter, std::string_view key) const;
+  absl::StatusOr<std::vector<bool>> ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const;
+  // Owners of the digest filters named in `digests` (all digests when empty)
+  // that may contain `key`, sorted by owner name.
+  std::vector<std::string> WhoHas(std::span<const std::string> digests, std::string_view key) const;
+  absl::StatusOr<FilterInfo> Info(std::string_view filter) const;
+  std::vector<FilterInfo> Filters() const;  // sorted by name
+  std::vector<MemberInfo> Members() const;  // sorted by name, self included
+  NodeCounters Counters() const;
+  const std::string& name() const;
+
+  // Persistence (driver thread): snapshot bytes per filter (crdt snapshot format)
+  // plus the catalog, and the reverse on restart before Start().
+  std::map<std::string, std::string> ExportSnapshots() const;
+  absl::Status ImportSnapshot(std::string_view bytes);
+
+  // Keyring for frame sealing (driver thread). Keys are 32 bytes.
+  absl::Status KeyringInstall(std::string_view key);
+  absl::Status KeyringUse(uint64_t key_id);
+  absl::Status KeyringRemove(uint64_t key_id);
+  std::vector<uint64_t> KeyringList() const;  // primary first
+
+ private:
+  Node();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pollen::node

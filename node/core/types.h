@@ -1,0 +1,69 @@
+// Vocabulary shared by the sans-IO node core, the simulator and the daemon.
+// The core never reads a clock: every entry point takes `now`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pollen::node {
+
+using Duration = std::chrono::nanoseconds;
+// Monotonic time since an arbitrary per-process origin. The simulator's virtual
+// clock and the daemon's steady_clock both map onto it.
+using Time = std::chrono::nanoseconds;
+
+// Where a peer can be reached. The daemon uses "host:port" ("[v6]:port" for
+// IPv6); the simulator uses any unique token. The core treats it as opaque.
+using Address = std::string;
+
+enum class Channel : uint8_t { kDatagram, kStream };
+
+// A sealed frame the driver must deliver to `to`.
+struct Outgoing {
+  Address to;
+  Channel channel = Channel::kDatagram;
+  std::string bytes;
+};
+
+enum class Scope : uint8_t { kShared, kDigest };
+
+// A filter as declared in config or by BF.RESERVE / catalog gossip.
+struct FilterConfig {
+  std::string name;
+  uint64_t capacity = 1'000'000;
+  double fpr = 0.01;
+  uint32_t generations = 2;
+  Scope scope = Scope::kShared;
+  std::string owner;               // node name; required for kDigest
+  double rotate_fill = 0.0;        // propose epoch+1 at this fill ratio; 0 = never
+  Duration rotate_interval{0};     // propose epoch+1 after this long; 0 = never
+};
+
+enum class MemberState : uint8_t { kAlive, kSuspect, kDead, kLeft };
+
+struct MemberInfo {
+  std::string name;
+  Address address;
+  MemberState state = MemberState::kAlive;
+  uint64_t incarnation = 0;
+  Time last_change{0};
+};
+
+// Something that happened, for logs, metrics and simulator checkers.
+struct Event {
+  enum class Kind : uint8_t {
+    kMemberJoined, kMemberSuspect, kMemberDead, kMemberLeft, kMemberAlive,
+    kEpochAdvanced, kFilterCreated, kFilterDiscarded,
+    kFrameRejected,        // detail: the reason (counted in metrics too)
+    kMergeRefused,         // parameter mismatch (DESIGN invariant 4)
+    kAntiEntropyRepaired,  // count: ranges repaired
+  };
+  Kind kind;
+  std::string subject;  // member or filter name
+  std::string detail;
+  uint64_t count = 0;
+};
+
+}  // namespace pollen::node

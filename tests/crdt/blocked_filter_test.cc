@@ -1,0 +1,208 @@
+#include "crdt/blocked_filter.h"
+
+#include <bit>
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "crdt/keyed_hash.h"
+#include "tests/crdt/test_util.h"
+
+namespace pollen::crdt {
+namespace {
+
+std::unique_ptr<BlockedFilter> Make(uint64_t blocks, uint32_t k) {
+  absl::StatusOr<std::unique_ptr<BlockedFilter>> f = BlockedFilter::Create({blocks, k});
+  EXPECT_TRUE(f.ok()) << f.status();
+  return *std::move(f);
+}
+
+std::vector<WordBits> AllWords(const BlockedFilter& f) { return f.ExportBlocks(0, f.shape().blocks); }
+
+TEST(BlockedFilter, RejectsInvalidShapes) {
+  EXPECT_FALSE(BlockedFilter::Create({0, 7}).ok());
+  EXPECT_FALSE(BlockedFilter::Create({1, 0}).ok());
+  EXPECT_FALSE(BlockedFilter::Create({1, kMaxK + 1}).ok());
+  EXPECT_FALSE(BlockedFilter::Create({kMaxBlocks + 1, 7}).ok());
+}
+
+TEST(BlockedFilter, NoFalseNegativesOverRandomKeysSizesAndK) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 60; ++trial) {
+    const uint64_t blocks = trial == 0 ? 1 : 1 + rng() % 3000;
+    const uint32_t k = 1 + rng() % kMaxK;
+    auto filter = Make(blocks, k);
+    const SipKey key = DeriveSipKey(testing::SecretFromSeed(trial), trial, 0);
+    std::vector<std::string> keys;
+    const size_t count = 1 + rng() % 5000;
+    for (size_t i = 0; i < count; ++i) {
+      keys.push_back(testing::RandomKey(rng, i % 3 == 0 ? 1 : 300));  // many empty and 1-byte keys
+    }
+    for (const std::string& x : keys) filter->Add(SipHash24(key, x));
+    for (const std::string& x : keys) {
+      ASSERT_TRUE(filter->MightContain(SipHash24(key, x))) << "false negative, blocks=" << blocks << " k=" << k;
+    }
+  }
+}
+
+TEST(BlockedFilter, AddReportsExactlyTheNewBits) {
+  auto filter = Make(64, 7);
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t h = rng();
+    const uint64_t block = filter->BlockOf(h);
+    std::array<uint64_t, kWordsPerBlock> before;
+    for (uint32_t w = 0; w < kWordsPerBlock; ++w) before[w] = filter->LoadWord(block * 8 + w);
+    const AddResult r = filter->Add(h);
+    ASSERT_EQ(r.block, block);
+    const auto masks = filter->MasksOf(h);
+    for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
+      ASSERT_EQ(r.new_bits[w], masks[w] & ~before[w]);
+      ASSERT_EQ(filter->LoadWord(block * 8 + w), before[w] | masks[w]);
+    }
+    EXPECT_TRUE(filter->Add(h).was_present());  // test-and-add: second time is "seen"
+  }
+}
+
+TEST(BlockedFilter, MasksHaveAtMostKBitsInOneBlock) {
+  auto filter = Make(1000, 9);
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 10000; ++i) {
+    const auto masks = filter->MasksOf(rng());
+    int bits = 0;
+    for (uint64_t m : masks) bits += std::popcount(m);
+    ASSERT_GE(bits, 1);
+    ASSERT_LE(bits, 9);
+    ASSERT_LT(filter->BlockOf(rng()), 1000u);
+  }
+}
+
+TEST(BlockedFilter, MergingAddDeltasEqualsMergingWholeFilters) {
+  std::mt19937_64 rng(9);
+  auto source = Make(256, 6);
+  std::vector<WordBits> deltas;
+  for (int i = 0; i < 3000; ++i) source->Add(rng()).AppendTo(deltas);
+  auto via_deltas = Make(256, 6);
+  auto via_whole = Make(256, 6);
+  ASSERT_TRUE(via_deltas->Merge(deltas, nullptr).ok());
+  ASSERT_TRUE(via_whole->MergeFrom(*source, nullptr).ok());
+  EXPECT_TRUE(via_deltas->SameContents(*source));
+  EXPECT_TRUE(via_whole->SameContents(*source));
+  EXPECT_EQ(CountBits(deltas), source->CountSetBits());  // each bit reported new exactly once
+}
+
+TEST(BlockedFilter, MergeIsCommutativeAssociativeAndIdempotent) {
+  std::mt19937_64 rng(21);
+  auto random_filter = [&] {
+    auto f = Make(128, 5);
+    for (int i = 0; i < 500; ++i) f->Add(rng());
+    return f;
+  };
+  auto a = random_filter(), b = random_filter(), c = random_filter();
+  auto merged = [&](std::initializer_list<const BlockedFilter*> order) {
+    auto out = Make(128, 5);
+    for (const BlockedFilter* f : order) EXPECT_TRUE(out->MergeFrom(*f, nullptr).ok());
+    return out;
+  };
+  auto abc = merged({a.get(), b.get(), c.get()});
+  EXPECT_TRUE(abc->SameContents(*merged({c.get(), a.get(), b.get()})));
+  EXPECT_TRUE(abc->SameContents(*merged({b.get(), c.get(), a.get()})));
+  // (a ∪ b) ∪ c == a ∪ (b ∪ c)
+  auto ab = merged({a.get(), b.get()});
+  auto bc = merged({b.get(), c.get()});
+  EXPECT_TRUE(merged({ab.get(), c.get()})->SameContents(*merged({a.get(), bc.get()})));
+  // Idempotent: merging again changes nothing and reports nothing.
+  std::vector<WordBits> changed;
+  ASSERT_TRUE(abc->MergeFrom(*a, &changed).ok());
+  ASSERT_TRUE(abc->Merge(AllWords(*b), &changed).ok());
+  EXPECT_TRUE(changed.empty());
+  EXPECT_TRUE(abc->SameContents(*merged({a.get(), b.get(), c.get()})));
+}
+
+TEST(BlockedFilter, MergeReportsChangedBitsAndDeltaOrderDoesNotMatter) {
+  std::mt19937_64 rng(4);
+  auto source = Make(32, 4);
+  std::vector<WordBits> deltas;
+  for (int i = 0; i < 400; ++i) source->Add(rng()).AppendTo(deltas);
+  std::vector<WordBits> shuffled = deltas;
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  shuffled.insert(shuffled.end(), deltas.begin(), deltas.begin() + 50);  // duplicates
+  auto target = Make(32, 4);
+  std::vector<WordBits> changed;
+  ASSERT_TRUE(target->Merge(shuffled, &changed).ok());
+  EXPECT_TRUE(target->SameContents(*source));
+  EXPECT_EQ(CountBits(changed), source->CountSetBits());
+}
+
+TEST(BlockedFilter, MergeWithBadIndexChangesNothing) {
+  auto f = Make(4, 3);
+  const std::vector<WordBits> words = {{0, 1}, {4 * 8, 1}};  // second is out of range
+  EXPECT_EQ(f->Merge(words, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(f->CountSetBits(), 0u);
+  auto other = Make(5, 3);
+  EXPECT_FALSE(f->MergeFrom(*other, nullptr).ok());
+}
+
+TEST(BlockedFilter, RangeSummariesFindExactlyTheDifferingRanges) {
+  std::mt19937_64 rng(8);
+  auto a = Make(1000, 7);
+  for (int i = 0; i < 5000; ++i) a->Add(rng());
+  auto b = Make(1000, 7);
+  ASSERT_TRUE(b->MergeFrom(*a, nullptr).ok());
+  constexpr uint64_t kPerRange = 64;
+  EXPECT_EQ(a->RangeSummaries(kPerRange), b->RangeSummaries(kPerRange));
+  EXPECT_EQ(a->RangeCount(kPerRange), 16u);  // 15 full ranges and a short one
+  // Flip single bits in chosen ranges of b: exactly those ranges differ.
+  const std::set<uint64_t> touched = {0, 7, 15};
+  for (uint64_t range : touched) {
+    const uint64_t block = std::min<uint64_t>(range * kPerRange + 3, 999);
+    for (uint64_t bit = 0; bit < 512; ++bit) {
+      const uint64_t word = block * 8 + bit / 64;
+      if ((b->LoadWord(word) >> (bit % 64) & 1) == 0) {
+        ASSERT_TRUE(b->Merge(std::vector<WordBits>{{word, uint64_t{1} << (bit % 64)}}, nullptr).ok());
+        break;
+      }
+    }
+  }
+  const auto sa = a->RangeSummaries(kPerRange), sb = b->RangeSummaries(kPerRange);
+  for (uint64_t r = 0; r < sa.size(); ++r) EXPECT_EQ(sa[r] != sb[r], touched.count(r) == 1) << r;
+  // Repairing the differing ranges from b makes a equal to b.
+  for (uint64_t r : touched) ASSERT_TRUE(a->Merge(b->ExportBlocks(r * kPerRange, kPerRange), nullptr).ok());
+  EXPECT_TRUE(a->SameContents(*b));
+}
+
+TEST(BlockedFilter, EmptyRangesOfDifferentLengthsDiffer) {
+  auto f = Make(100, 7);
+  EXPECT_NE(f->RangeSummary(0, 64), f->RangeSummary(1, 64));  // 64 vs 36 blocks
+}
+
+TEST(BlockedFilter, FillRatioCountsSetBits) {
+  auto f = Make(2, 3);
+  EXPECT_EQ(f->FillRatio(), 0.0);
+  ASSERT_TRUE(f->Merge(std::vector<WordBits>{{0, 0xff}, {15, 0xff00}}, nullptr).ok());
+  EXPECT_EQ(f->CountSetBits(), 16u);
+  EXPECT_DOUBLE_EQ(f->FillRatio(), 16.0 / 1024);
+}
+
+TEST(BlockedFilter, BatchFormsAgreeWithSingleForms) {
+  std::mt19937_64 rng(2);
+  auto single = Make(5000, 7), batch = Make(5000, 7);
+  std::vector<uint64_t> hashes(3001);
+  for (auto& h : hashes) h = rng();
+  std::vector<AddResult> results(hashes.size());
+  batch->AddMany(hashes, results);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const AddResult r = single->Add(hashes[i]);
+    ASSERT_EQ(r.new_bits, results[i].new_bits);
+  }
+  EXPECT_TRUE(single->SameContents(*batch));
+  std::vector<uint64_t> probes = hashes;
+  for (int i = 0; i < 3000; ++i) probes.push_back(rng());
+  std::unique_ptr<bool[]> found(new bool[probes.size()]);
+  batch->MightContainMany(probes, {found.get(), probes.size()});
+  for (size_t i = 0; i < probes.size(); ++i) ASSERT_EQ(found[i], batch->MightContain(probes[i]));
+}
+
+}  // namespace
+}  // namespace pollen::crdt

@@ -1,0 +1,125 @@
+#include "crdt/generations.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "tests/crdt/test_util.h"
+
+namespace pollen::crdt {
+namespace {
+
+const ClusterSecret kSecret = testing::SecretFromSeed(42);
+
+std::unique_ptr<GenerationSet> MakeSet(uint32_t generations, uint64_t epoch = 0) {
+  absl::StatusOr<FilterParams> params = MakeParams("gens", 10'000, 0.01, generations, kSecret);
+  EXPECT_TRUE(params.ok()) << params.status();
+  auto set = GenerationSet::Create(*params, kSecret, epoch);
+  EXPECT_TRUE(set.ok()) << set.status();
+  return *std::move(set);
+}
+
+TEST(Generations, RejectsInvalidParams) {
+  EXPECT_FALSE(MakeParams("", 100, 0.01, 2, kSecret).ok());
+  EXPECT_FALSE(MakeParams("has space", 100, 0.01, 2, kSecret).ok());
+  EXPECT_FALSE(MakeParams(std::string(kMaxFilterNameBytes + 1, 'x'), 100, 0.01, 2, kSecret).ok());
+  EXPECT_FALSE(MakeParams("f", 100, 0.01, 0, kSecret).ok());
+  EXPECT_FALSE(MakeParams("f", 100, 0.01, kMaxGenerations + 1, kSecret).ok());
+  EXPECT_FALSE(MakeParams("f", 0, 0.01, 2, kSecret).ok());
+  EXPECT_FALSE(MakeParams("f", 100, 1.0, 2, kSecret).ok());
+  absl::StatusOr<FilterParams> params = MakeParams("f", 100, 0.01, 2, kSecret);
+  ASSERT_TRUE(params.ok());
+  FilterParams bad = *params;
+  bad.filter_id ^= 1;
+  EXPECT_FALSE(ValidateParams(bad).ok());
+  bad = *params;
+  bad.hash_scheme = 99;
+  EXPECT_FALSE(ValidateParams(bad).ok());
+  // A set cannot be built under a different secret than its key id says.
+  EXPECT_FALSE(GenerationSet::Create(*params, testing::SecretFromSeed(43), 0).ok());
+}
+
+TEST(Generations, CreateOpensTheWholeWindow) {
+  EXPECT_EQ(MakeSet(3, 0)->epochs(), (std::vector<uint64_t>{0}));
+  EXPECT_EQ(MakeSet(3, 1)->epochs(), (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(MakeSet(3, 10)->epochs(), (std::vector<uint64_t>{8, 9, 10}));
+}
+
+TEST(Generations, AdvanceOpensNewAndDropsOld) {
+  auto set = MakeSet(2);
+  EXPECT_EQ(set->epoch(), 0u);
+  EXPECT_TRUE(*set->Advance(1));
+  EXPECT_EQ(set->epochs(), (std::vector<uint64_t>{0, 1}));
+  EXPECT_TRUE(*set->Advance(2));
+  EXPECT_EQ(set->epochs(), (std::vector<uint64_t>{1, 2}));
+  // Lower or equal epochs change nothing (max-register).
+  EXPECT_FALSE(*set->Advance(2));
+  EXPECT_FALSE(*set->Advance(0));
+  EXPECT_EQ(set->epochs(), (std::vector<uint64_t>{1, 2}));
+  // A jump opens every epoch of the new window.
+  EXPECT_TRUE(*set->Advance(9));
+  EXPECT_EQ(set->epochs(), (std::vector<uint64_t>{8, 9}));
+}
+
+TEST(Generations, NoFalseNegativesInsideTheWindowAcrossRotation) {
+  auto set = MakeSet(2);
+  std::vector<std::string> old_keys, new_keys;
+  for (int i = 0; i < 2000; ++i) old_keys.push_back("old-" + std::to_string(i));
+  for (const auto& k : old_keys) set->Add(k);
+  ASSERT_TRUE(*set->Advance(1));
+  for (int i = 0; i < 2000; ++i) new_keys.push_back("new-" + std::to_string(i));
+  for (const auto& k : new_keys) EXPECT_EQ(set->Add(k).epoch, 1u);
+  for (const auto& k : old_keys) ASSERT_TRUE(set->MightContain(k)) << k;
+  for (const auto& k : new_keys) ASSERT_TRUE(set->MightContain(k)) << k;
+  // Once epoch 0 leaves the window, its keys are (almost all) gone.
+  ASSERT_TRUE(*set->Advance(2));
+  int still_there = 0;
+  for (const auto& k : old_keys) still_there += set->MightContain(k);
+  EXPECT_LT(still_there, 100);  // only false positives remain (~1%)
+  for (const auto& k : new_keys) ASSERT_TRUE(set->MightContain(k));
+}
+
+TEST(Generations, AddAnswersWhetherTheKeyWasNew) {
+  auto set = MakeSet(2);
+  EXPECT_TRUE(set->Add("a").was_new);
+  EXPECT_FALSE(set->Add("a").was_new);
+  ASSERT_TRUE(*set->Advance(1));
+  // A key seen only in the previous generation is new to the newest one.
+  EXPECT_TRUE(set->Add("a").was_new);
+}
+
+TEST(Generations, EachGenerationHashesWithItsOwnKey) {
+  auto set = MakeSet(3, 2);
+  EXPECT_NE(set->Find(0)->key, set->Find(1)->key);
+  EXPECT_NE(set->Find(1)->key, set->Find(2)->key);
+  EXPECT_EQ(set->Find(2)->key, DeriveSipKey(kSecret, set->params().filter_id, 2));
+  EXPECT_EQ(set->Find(7), nullptr);
+}
+
+TEST(Generations, MergeTargetsOneLiveEpoch) {
+  auto a = MakeSet(2, 1), b = MakeSet(2, 1);
+  std::vector<WordBits> delta;
+  a->Add("x").bits.AppendTo(delta);
+  EXPECT_TRUE(b->Merge(1, delta, nullptr).ok());
+  EXPECT_TRUE(b->MightContain("x"));
+  EXPECT_EQ(b->Merge(5, delta, nullptr).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(b->Merge(0, std::vector<WordBits>{{1ull << 40, 1}}, nullptr).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Generations, BatchFormsAgreeWithSingleForms) {
+  auto single = MakeSet(2, 1), batch = MakeSet(2, 1);
+  std::vector<std::string> storage;
+  for (int i = 0; i < 1000; ++i) storage.push_back("k" + std::to_string(i % 700));
+  std::vector<std::string_view> keys(storage.begin(), storage.end());
+  std::vector<KeyAdd> adds(keys.size());
+  batch->AddMany(keys, adds);
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(single->Add(keys[i]).was_new, adds[i].was_new) << i;
+  for (int i = 0; i < 1000; ++i) storage.push_back("absent" + std::to_string(i));
+  keys.assign(storage.begin(), storage.end());
+  std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  batch->MightContainMany(keys, {found.get(), keys.size()});
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(found[i], batch->MightContain(keys[i])) << i;
+}
+
+}  // namespace
+}  // namespace pollen::crdt

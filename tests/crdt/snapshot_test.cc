@@ -1,0 +1,157 @@
+#include "crdt/snapshot.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <sodium.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/crdt/test_util.h"
+
+namespace pollen::crdt {
+namespace {
+
+const ClusterSecret kSecret = testing::SecretFromSeed(3);
+
+std::unique_ptr<GenerationSet> SmallSet(uint64_t epoch) {
+  FilterParams p;
+  p.name = "snap";
+  p.filter_id = FilterIdForName(p.name);
+  p.shape = {1, 3};  // one block: a ~230-byte snapshot, so every byte can be tested
+  p.generations = 2;
+  p.key_id = KeyIdForSecret(kSecret);
+  auto set = GenerationSet::Create(p, kSecret, epoch);
+  EXPECT_TRUE(set.ok()) << set.status();
+  return *std::move(set);
+}
+
+bool SameState(const GenerationSet& a, const GenerationSet& b) {
+  if (!(a.params() == b.params()) || a.epochs() != b.epochs()) return false;
+  for (uint64_t e : a.epochs()) {
+    if (!a.Find(e)->filter->SameContents(*b.Find(e)->filter)) return false;
+  }
+  return true;
+}
+
+TEST(Snapshot, RoundTrips) {
+  auto set = SmallSet(0);
+  set->Add("before");
+  ASSERT_TRUE(*set->Advance(1));
+  set->Add("after");
+  const std::string bytes = EncodeSnapshot(*set);
+  absl::StatusOr<std::unique_ptr<GenerationSet>> back = DecodeSnapshot(bytes, kSecret, &set->params());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(SameState(*set, **back));
+  EXPECT_TRUE((*back)->MightContain("before"));
+  EXPECT_TRUE((*back)->MightContain("after"));
+}
+
+TEST(Snapshot, RoundTripsLargerFilters) {
+  absl::StatusOr<FilterParams> p = MakeParams("big", 100'000, 0.001, 3, kSecret);
+  ASSERT_TRUE(p.ok());
+  auto set = *GenerationSet::Create(*p, kSecret, 5);
+  for (int i = 0; i < 50'000; ++i) set->Add(std::to_string(i));
+  auto back = DecodeSnapshot(EncodeSnapshot(*set), kSecret, nullptr);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(SameState(*set, **back));
+}
+
+TEST(Snapshot, NeverContainsTheSecretOrAKey) {
+  auto set = SmallSet(1);
+  set->Add("x");
+  const std::string bytes = EncodeSnapshot(*set);
+  auto contains = [&](const uint8_t* p, size_t n) {
+    return bytes.find(std::string(reinterpret_cast<const char*>(p), n)) != std::string::npos;
+  };
+  EXPECT_FALSE(contains(kSecret.bytes.data(), 16));
+  EXPECT_FALSE(contains(kSecret.bytes.data() + 16, 16));
+  for (uint64_t e : set->epochs()) EXPECT_FALSE(contains(set->Find(e)->key.bytes.data(), 16));
+}
+
+TEST(Snapshot, RejectsEverySingleByteCorruption) {
+  auto set = SmallSet(1);
+  set->Add("a");
+  set->Add("b");
+  const std::string good = EncodeSnapshot(*set);
+  ASSERT_LT(good.size(), 400u);
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (uint8_t flip : {0x01, 0x80, 0xff}) {
+      std::string bad = good;
+      bad[i] = static_cast<char>(bad[i] ^ flip);
+      EXPECT_FALSE(DecodeSnapshot(bad, kSecret, nullptr).ok()) << "byte " << i << " flip " << int(flip);
+    }
+  }
+}
+
+TEST(Snapshot, RejectsEveryTruncationAndExtension) {
+  const std::string good = EncodeSnapshot(*SmallSet(0));
+  for (size_t len = 0; len < good.size(); ++len) {
+    EXPECT_FALSE(DecodeSnapshot(good.substr(0, len), kSecret, nullptr).ok()) << len;
+  }
+  EXPECT_FALSE(DecodeSnapshot(good + '\0', kSecret, nullptr).ok());
+}
+
+TEST(Snapshot, RejectsWrongSecretVersionAndParameters) {
+  auto set = SmallSet(0);
+  const std::string good = EncodeSnapshot(*set);
+  auto wrong_secret = DecodeSnapshot(good, testing::SecretFromSeed(4), nullptr);
+  EXPECT_EQ(wrong_secret.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(wrong_secret.status().message().find("secret"), std::string::npos);
+
+  FilterParams other = set->params();
+  other.shape.k = 4;
+  EXPECT_EQ(DecodeSnapshot(good, kSecret, &other).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // A future version with a valid checksum is refused by version, not as corrupt.
+  std::string future = good.substr(0, good.size() - 32);
+  future[8] = 2;
+  std::string sum(32, '\0');
+  crypto_generichash(reinterpret_cast<uint8_t*>(sum.data()), 32, reinterpret_cast<const uint8_t*>(future.data()),
+                     future.size(), nullptr, 0);
+  auto status = DecodeSnapshot(future + sum, kSecret, nullptr).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("version"), std::string::npos);
+}
+
+class SnapshotFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pollen-snap-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(SnapshotFileTest, WritesAtomicallyAndReadsBack) {
+  auto set = SmallSet(3);
+  set->Add("k");
+  const std::string path = dir_ + "/snap.pln";
+  ASSERT_TRUE(WriteSnapshotFile(*set, path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  auto back = ReadSnapshotFile(path, kSecret, &set->params());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(SameState(*set, **back));
+  // Overwrite: the new contents replace the old whole.
+  set->Add("k2");
+  ASSERT_TRUE(WriteSnapshotFile(*set, path).ok());
+  EXPECT_TRUE((*ReadSnapshotFile(path, kSecret, nullptr))->MightContain("k2"));
+}
+
+TEST_F(SnapshotFileTest, ReportsMissingAndCorruptFiles) {
+  EXPECT_EQ(ReadSnapshotFile(dir_ + "/none", kSecret, nullptr).status().code(), absl::StatusCode::kNotFound);
+  const std::string path = dir_ + "/bad.pln";
+  std::ofstream(path) << "garbage that is not a snapshot at all, but long enough to have a checksum";
+  auto bad = ReadSnapshotFile(path, kSecret, nullptr);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find(path), std::string::npos);
+  EXPECT_FALSE(WriteSnapshotFile(*SmallSet(0), dir_ + "/no/such/dir/x").ok());
+}
+
+}  // namespace
+}  // namespace pollen::crdt
