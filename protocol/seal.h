@@ -1,24 +1,38 @@
 // Frame sealing: every datagram and stream frame is encrypted and authenticated.
 //
-// Frame = version u8 | key_id u64 | sender u64 | counter u64 | ciphertext+tag
-// sealed with XChaCha20-Poly1305 (libsodium crypto_aead_xchacha20poly1305_ietf)
-// under a gossip key that is derived from the cluster secret with its own KDF
-// context (never the SipHash subkeys, never the secret itself). The header and
-// the optional cluster label are associated data. `sender` is a random per-boot
-// id and `counter` a per-sender sequence, together the nonce; the receiver's
-// ReplayWindow rejects repeats and counters too far behind.
+// Frame layout (all integers little-endian):
+//   offset  0  version   u8     kProtocolVersion
+//   offset  1  key_id    u64    Keyring::IdOf(key) of the sealing key
+//   offset  9  sender    u64    random per-boot id of the sending node
+//   offset 17  counter   u64    per-sender sequence number, never reused
+//   offset 25  ciphertext (same length as the plaintext) followed by a 16-byte tag
+//
+// AEAD: XChaCha20-Poly1305 (libsodium crypto_aead_xchacha20poly1305_ietf)
+// under a gossip key derived from the cluster secret with its own KDF context
+// "PlnGossp" (never the SipHash subkeys, never the secret itself).
+// Associated data = the 25 header bytes followed by the optional cluster label,
+// so a frame opens only under the same header and the same label.
+// Nonce (24 bytes) = sender (8 bytes LE) | counter (8 bytes LE) | 8 zero bytes.
+// A (sender, counter) pair therefore must never be sealed twice under one key:
+// senders pick a random 64-bit id per boot and count up from there.
+//
+// Open() refuses, in order: too short or too long (kMalformed, kOversize), an
+// unknown version (kVersion), a key id not in the keyring (kUnknownKey), a
+// failed authentication (kAuth). Replay is the caller's check after Open():
+// ReplayWindow::Accept() (kReplay). Nothing is allocated from a length the
+// frame claims: the only allocation is the plaintext, sized from the actual
+// frame length, after the size check.
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <deque>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
-#include <array>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "crdt/keyed_hash.h"
 
@@ -26,46 +40,85 @@ namespace pollen::protocol {
 
 inline constexpr uint8_t kProtocolVersion = 1;
 inline constexpr size_t kFrameHeaderBytes = 1 + 8 + 8 + 8;
+inline constexpr size_t kSealTagBytes = 16;
+inline constexpr size_t kSealOverheadBytes = kFrameHeaderBytes + kSealTagBytes;  // sealed = plaintext + this
 inline constexpr size_t kMaxFrameBytes = 4 << 20;  // stream frames; datagrams are smaller
+inline constexpr size_t kMaxLabelBytes = 256;       // cluster label; Seal() aborts on a longer one
+
+using GossipKey = std::array<uint8_t, 32>;
 
 // Reasons a frame is refused, each counted by the node.
 enum class RejectReason : uint8_t { kMalformed, kOversize, kVersion, kUnknownKey, kAuth, kReplay };
-std::string_view RejectReasonName(RejectReason reason);  // "malformed", "oversize", ...
+inline constexpr size_t kRejectReasonCount = 6;
+// "malformed", "oversize", "version", "unknown_key", "auth", "replay".
+std::string_view RejectReasonName(RejectReason reason);
 
-// The gossip key derived from the cluster secret (KDF context "PlnGossp").
-std::array<uint8_t, 32> DeriveGossipKey(const crdt::ClusterSecret& secret);
+// The gossip key derived from the cluster secret (crypto_kdf, subkey id 1,
+// context "PlnGossp"). Deterministic: equal secrets give equal keys.
+GossipKey DeriveGossipKey(const crdt::ClusterSecret& secret);
 
-// Keys by id (id = public fingerprint of the key). The primary seals; every
-// installed key opens. Bounded: at most kMaxKeys keys.
+// Keys by id (id = public fingerprint of the key, see IdOf). The primary
+// seals; every installed key opens. Bounded: at most kMaxKeys keys. The
+// primary can never be removed, so the ring is never empty. Key bytes are
+// wiped when the ring is destroyed or a key is removed.
 class Keyring {
  public:
   static constexpr size_t kMaxKeys = 8;
-  explicit Keyring(const std::array<uint8_t, 32>& primary);
-  uint64_t Install(const std::array<uint8_t, 32>& key);  // returns its id; error-free if already there
-  absl::Status Use(uint64_t key_id);                      // NotFound if not installed
-  absl::Status Remove(uint64_t key_id);                   // FailedPrecondition for the primary
-  uint64_t primary_id() const;
-  std::vector<uint64_t> ids() const;                      // primary first, then ascending
-  const std::array<uint8_t, 32>* Find(uint64_t key_id) const;
-  static uint64_t IdOf(const std::array<uint8_t, 32>& key);
+  explicit Keyring(const GossipKey& primary);
+  ~Keyring();
+  Keyring(const Keyring&) = default;
+  Keyring& operator=(const Keyring&) = default;
+
+  // Returns the key's id. Installing a key that is already there is a no-op
+  // returning its id. ResourceExhausted when kMaxKeys keys are installed.
+  absl::StatusOr<uint64_t> Install(const GossipKey& key);
+  absl::Status Use(uint64_t key_id);     // NotFound if not installed
+  absl::Status Remove(uint64_t key_id);  // FailedPrecondition for the primary, NotFound if absent
+  uint64_t primary_id() const { return primary_; }
+  std::vector<uint64_t> ids() const;     // primary first, then ascending
+  size_t size() const { return keys_.size(); }
+  const GossipKey* Find(uint64_t key_id) const;  // nullptr if not installed
+  // BLAKE2b keyed by the key over a fixed label, first 8 bytes LE. Reveals
+  // nothing about the key; equal keys give equal ids.
+  static uint64_t IdOf(const GossipKey& key);
+
  private:
-  std::map<uint64_t, std::array<uint8_t, 32>> keys_;
+  std::map<uint64_t, GossipKey> keys_;
   uint64_t primary_ = 0;
 };
 
-// Per-sender sliding window over counters (like IPsec's anti-replay window).
+// Per-sender sliding window over counters (like IPsec's anti-replay window):
+// a counter is fresh if it is above the highest seen, or within kWindow below
+// it and not seen yet. At most kMaxSenders senders are tracked; beyond that
+// the least recently accepted sender is forgotten (its next frame starts a
+// new window). Feed it only frames that opened, so only key holders can
+// create entries.
 class ReplayWindow {
  public:
   static constexpr uint64_t kWindow = 1024;
-  static constexpr size_t kMaxSenders = 4096;  // oldest sender forgotten beyond this
-  // True if (sender, counter) is fresh; records it. Call only after the frame opened.
+  static constexpr size_t kMaxSenders = 4096;
+  explicit ReplayWindow(size_t max_senders = kMaxSenders);
+  // True if (sender, counter) is fresh; records it. False for a repeat or a
+  // counter kWindow or more behind the highest seen from that sender.
   bool Accept(uint64_t sender, uint64_t counter);
+  size_t senders() const { return senders_.size(); }
+
  private:
-  struct State { uint64_t highest = 0; std::vector<uint64_t> bitmap; };
+  static constexpr size_t kWords = kWindow / 64;
+  struct State {
+    uint64_t highest = 0;
+    uint64_t touched = 0;                // key in lru_
+    std::array<uint64_t, kWords> bits{};  // bit i <=> counter (highest - i) was seen
+  };
+  void Touch(uint64_t sender, State& state);
+  size_t max_senders_;
+  uint64_t clock_ = 0;
   std::map<uint64_t, State> senders_;
-  std::deque<uint64_t> order_;
+  std::map<uint64_t, uint64_t> lru_;  // touched -> sender, oldest first
 };
 
+// Seals `plaintext` under the keyring's primary key. The result is
+// plaintext.size() + kSealOverheadBytes long.
 std::string Seal(const Keyring& keys, std::string_view label, uint64_t sender, uint64_t counter,
                  std::string_view plaintext);
 
@@ -75,9 +128,13 @@ struct Opened {
   uint64_t counter = 0;
   std::string plaintext;
 };
+struct OpenError {
+  RejectReason reason;
+  std::string message;  // "<reason name>: <detail>", e.g. "auth: frame failed authentication"
+};
 // Checks size, version and key, then authenticates and decrypts. Does not
 // check replay (the caller does, with its ReplayWindow, after this succeeds).
-struct OpenError { RejectReason reason; std::string message; };
+// Frames longer than min(max_bytes, kMaxFrameBytes) are kOversize.
 std::variant<Opened, OpenError> Open(const Keyring& keys, std::string_view label, std::string_view frame,
                                      size_t max_bytes);
 

@@ -1,0 +1,423 @@
+#include "protocol/delta_codec.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace pollen::protocol {
+namespace {
+
+enum Mode : uint8_t { kEmpty = 0, kRice = 1, kBitmap = 2, kDense = 3 };
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "pollen delta codec: invariant violated: %s\n", what);
+    std::abort();
+  }
+}
+
+absl::Status Bad(std::string_view what) {
+  std::string message = "ERR delta ";
+  message.append(what);
+  return absl::InvalidArgumentError(message);
+}
+
+// Bit width of the escape payload: enough for any gap below m.
+int EscapeWidth(uint64_t universe_bits) { return std::max(1, static_cast<int>(std::bit_width(universe_bits))); }
+
+// ------------------------------------------------------------------ varints
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Canonical LEB128, at most 10 bytes, no overflow.
+bool GetVarint(std::string_view* in, uint64_t* v) {
+  uint64_t result = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (in->empty()) return false;
+    const auto byte = static_cast<uint8_t>((*in)[0]);
+    in->remove_prefix(1);
+    if (i == 9 && byte > 1) return false;  // would overflow 64 bits
+    result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+    if ((byte & 0x80) == 0) {
+      if (byte == 0 && i > 0) return false;  // non-canonical trailing zero group
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+// ------------------------------------------------------------------ bit I/O
+
+class BitWriter {
+ public:
+  explicit BitWriter(std::string* out) : out_(out) {}
+  // Appends the low `bits` bits of v (bits <= 64), LSB first.
+  void Put(uint64_t v, int bits) {
+    if (bits > 32) {
+      Put(v & 0xffffffffu, 32);
+      Put(v >> 32, bits - 32);
+      return;
+    }
+    if (bits == 0) return;
+    acc_ |= (v & ((uint64_t{1} << bits) - 1)) << filled_;
+    filled_ += bits;
+    while (filled_ >= 8) {
+      out_->push_back(static_cast<char>(acc_ & 0xff));
+      acc_ >>= 8;
+      filled_ -= 8;
+    }
+  }
+  void Flush() {
+    if (filled_ > 0) out_->push_back(static_cast<char>(acc_ & 0xff));
+    acc_ = 0;
+    filled_ = 0;
+  }
+
+ private:
+  std::string* out_;
+  uint64_t acc_ = 0;
+  int filled_ = 0;
+};
+
+class BitReader {
+ public:
+  explicit BitReader(std::string_view bytes)
+      : data_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()), total_bits_(8 * bytes.size()) {}
+
+  uint64_t remaining_bits() const { return total_bits_ - pos_; }
+  uint64_t position() const { return pos_; }
+
+  // Counts one-bits up to `max` (<= 56). Sets *q; returns false if the stream
+  // ends before a zero-bit or `max` ones.
+  bool ReadUnary(int max, int* q) {
+    const uint64_t w = Peek();
+    const int ones = std::countr_one(w);
+    if (ones >= max) {
+      if (remaining_bits() < static_cast<uint64_t>(max)) return false;
+      pos_ += max;
+      *q = max;
+      return true;
+    }
+    if (remaining_bits() < static_cast<uint64_t>(ones) + 1) return false;
+    pos_ += ones + 1;
+    *q = ones;
+    return true;
+  }
+
+  // Reads `bits` (<= 56) bits; false if fewer remain.
+  bool Read(int bits, uint64_t* v) {
+    if (remaining_bits() < static_cast<uint64_t>(bits)) return false;
+    *v = bits == 0 ? 0 : Peek() & ((uint64_t{1} << bits) - 1);
+    pos_ += bits;
+    return true;
+  }
+
+  // True if the stream ends within the current byte and the rest of it is zero.
+  bool AtCleanEnd() const {
+    if ((pos_ + 7) / 8 != size_) return false;
+    if (pos_ % 8 == 0) return true;
+    return (data_[size_ - 1] >> (pos_ % 8)) == 0;
+  }
+
+ private:
+  // At least 57 bits from pos_, zeros past the end.
+  uint64_t Peek() const {
+    const size_t byte = pos_ / 8;
+    uint64_t w = 0;
+    if (byte + 8 <= size_) {
+      std::memcpy(&w, data_ + byte, 8);
+      if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+    } else {
+      for (size_t i = byte; i < size_; ++i) w |= static_cast<uint64_t>(data_[i]) << (8 * (i - byte));
+    }
+    return w >> (pos_ % 8);
+  }
+
+  const uint8_t* data_;
+  size_t size_;
+  uint64_t total_bits_;
+  uint64_t pos_ = 0;
+};
+
+// ------------------------------------------------------------------ Rice
+
+uint64_t RiceCostBits(std::span<const uint64_t> gaps, int k, int width) {
+  uint64_t bits = 0;
+  for (uint64_t d : gaps) {
+    const uint64_t q = d >> k;
+    bits += q < static_cast<uint64_t>(kRiceEscape) ? q + 1 + k : kRiceEscape + width;
+  }
+  return bits;
+}
+
+// Cheapest k among a few candidates around log2(ln 2 * mean gap).
+int ChooseRiceK(std::span<const uint64_t> gaps, int width, uint64_t* cost_bits) {
+  long double sum = 0;
+  for (uint64_t d : gaps) sum += d;
+  const long double mean = gaps.empty() ? 0 : sum / gaps.size();
+  const int guess = mean * 0.69314718L < 1 ? 0 : static_cast<int>(std::log2(mean * 0.69314718L));
+  int best_k = 0;
+  uint64_t best = UINT64_MAX;
+  for (int k = std::max(0, guess - 2); k <= std::min(width, guess + 2); ++k) {
+    const uint64_t c = RiceCostBits(gaps, k, width);
+    if (c < best) {
+      best = c;
+      best_k = k;
+    }
+  }
+  *cost_bits = best;
+  return best_k;
+}
+
+void RiceWrite(std::span<const uint64_t> gaps, int k, int width, std::string* out) {
+  BitWriter w(out);
+  const uint64_t low_mask = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
+  for (uint64_t d : gaps) {
+    const uint64_t q = d >> k;
+    if (q < static_cast<uint64_t>(kRiceEscape)) {
+      w.Put((uint64_t{1} << q) - 1, static_cast<int>(q) + 1);  // q ones, then a zero
+      w.Put(d & low_mask, k);
+    } else {
+      w.Put((uint64_t{1} << kRiceEscape) - 1, kRiceEscape);
+      w.Put(d, width);
+    }
+  }
+  w.Flush();
+}
+
+bool RiceRead(BitReader* r, int k, int width, uint64_t* d) {
+  int q = 0;
+  if (!r->ReadUnary(kRiceEscape, &q)) return false;
+  if (q == kRiceEscape) return r->Read(width, d);
+  uint64_t low = 0;
+  if (!r->Read(k, &low)) return false;
+  *d = (static_cast<uint64_t>(q) << k) | low;
+  return true;
+}
+
+// ------------------------------------------------------------------ decode helpers
+
+// Reads k and a count of Rice-coded items from the header and checks that the
+// bitstream can hold them (each item takes at least k+1 bits).
+absl::Status ReadRiceHeader(std::string_view* in, int width, uint64_t* k, uint64_t* count) {
+  if (in->empty()) return Bad("truncated header");
+  *k = static_cast<uint8_t>((*in)[0]);
+  in->remove_prefix(1);
+  if (*k > static_cast<uint64_t>(width)) return Bad(absl::StrCat("rice parameter ", *k, " out of range"));
+  if (!GetVarint(in, count)) return Bad("bad count varint");
+  const uint64_t bits = 8 * static_cast<uint64_t>(in->size());
+  if (*count > bits / (*k + 1)) return Bad("count exceeds the bitstream");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> DecodeRice(uint64_t m, std::string_view in, size_t max_positions) {
+  const int width = EscapeWidth(m);
+  uint64_t k = 0, count = 0;
+  if (absl::Status s = ReadRiceHeader(&in, width, &k, &count); !s.ok()) return s;
+  if (count == 0) return Bad("empty rice set (use mode 0)");
+  if (count > max_positions) return Bad(absl::StrCat("count ", count, " exceeds max ", max_positions));
+  std::vector<uint64_t> out;
+  out.reserve(count);
+  BitReader r(in);
+  uint64_t next = 0;  // smallest allowed position
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t d = 0;
+    if (!RiceRead(&r, static_cast<int>(k), width, &d)) return Bad("truncated bitstream");
+    if (d >= m - next) return Bad("position out of range");
+    out.push_back(next + d);
+    next += d + 1;
+  }
+  if (!r.AtCleanEnd()) return Bad("trailing bytes or non-zero padding");
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> DecodeBitmap(uint64_t m, std::string_view in, size_t max_positions) {
+  uint64_t lo = 0, len = 0;
+  if (!GetVarint(&in, &lo) || !GetVarint(&in, &len)) return Bad("bad span varint");
+  if (len == 0 || lo >= m || len > m - lo) return Bad("span out of range");
+  if ((len + 7) / 8 != in.size()) return Bad("bitmap length mismatch");
+  const auto* bytes = reinterpret_cast<const uint8_t*>(in.data());
+  if ((bytes[0] & 1) == 0 || ((bytes[(len - 1) / 8] >> ((len - 1) % 8)) & 1) == 0) {
+    return Bad("bitmap span not tight");
+  }
+  if (len % 8 != 0 && (bytes[in.size() - 1] >> (len % 8)) != 0) return Bad("non-zero padding");
+  uint64_t count = 0;
+  for (size_t i = 0; i < in.size(); ++i) count += std::popcount(bytes[i]);
+  if (count > max_positions) return Bad(absl::StrCat("count ", count, " exceeds max ", max_positions));
+  std::vector<uint64_t> out;
+  out.reserve(count);
+  for (size_t i = 0; i < in.size(); ++i) {
+    for (unsigned b = bytes[i]; b != 0; b &= b - 1) out.push_back(lo + 8 * i + std::countr_zero(b));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> DecodeDense(uint64_t m, std::string_view in, size_t max_positions) {
+  const int width = EscapeWidth(m);
+  uint64_t lo = 0, len = 0, k = 0, holes = 0;
+  if (!GetVarint(&in, &lo) || !GetVarint(&in, &len)) return Bad("bad span varint");
+  if (len == 0 || lo >= m || len > m - lo) return Bad("span out of range");
+  if (absl::Status s = ReadRiceHeader(&in, width, &k, &holes); !s.ok()) return s;
+  // lo and lo+len-1 are present, so holes fit only strictly between them.
+  if (holes > 0 && holes + 2 > len) return Bad("more holes than span");
+  if (len - holes > max_positions) return Bad(absl::StrCat("count ", len - holes, " exceeds max ", max_positions));
+  std::vector<uint64_t> out;
+  out.reserve(len - holes);
+  BitReader r(in);
+  const uint64_t last = lo + len - 1;
+  uint64_t next = lo + 1;  // smallest allowed hole; lo itself is present
+  out.push_back(lo);
+  for (uint64_t i = 0; i < holes; ++i) {
+    uint64_t d = 0;
+    if (!RiceRead(&r, static_cast<int>(k), width, &d)) return Bad("truncated bitstream");
+    if (d >= last - next) return Bad("hole out of range");  // hole must be < last
+    const uint64_t hole = next + d;
+    for (uint64_t p = next; p < hole; ++p) out.push_back(p);
+    next = hole + 1;
+  }
+  if (lo != last) {
+    for (uint64_t p = next; p <= last; ++p) out.push_back(p);
+  }
+  if (!r.AtCleanEnd()) return Bad("trailing bytes or non-zero padding");
+  Check(out.size() == len - holes, "dense decode count");
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeBitPositions(uint64_t universe_bits, std::span<const uint64_t> positions) {
+  Check(universe_bits >= 1 && universe_bits <= kMaxUniverseBits, "universe_bits in [1, 2^48]");
+  for (size_t i = 0; i < positions.size(); ++i) {
+    Check(positions[i] < universe_bits, "position < universe_bits");
+    Check(i == 0 || positions[i - 1] < positions[i], "positions strictly ascending");
+  }
+  std::string out;
+  const size_t b = positions.size();
+  if (b == 0) {
+    out.push_back(static_cast<char>(kEmpty));
+    return out;
+  }
+  const int width = EscapeWidth(universe_bits);
+
+  // Mode 1: Rice-coded gaps.
+  std::vector<uint64_t> gaps(b);
+  for (size_t i = 0; i < b; ++i) gaps[i] = positions[i] - (i == 0 ? 0 : positions[i - 1] + 1);
+  uint64_t rice_bits = 0;
+  const int rice_k = ChooseRiceK(gaps, width, &rice_bits);
+  const uint64_t rice_bytes = 2 + VarintSize(b) + (rice_bits + 7) / 8;
+
+  // Mode 2: bitmap of the touched span.
+  const uint64_t lo = positions.front(), len = positions.back() - lo + 1;
+  const uint64_t bitmap_bytes = 1 + VarintSize(lo) + VarintSize(len) + (len + 7) / 8;
+
+  // Mode 3: the span minus Rice-coded holes, considered only when holes are fewer than positions.
+  const uint64_t holes = len - b;
+  std::vector<uint64_t> hole_gaps;
+  int dense_k = 0;
+  uint64_t dense_bytes = UINT64_MAX;
+  if (holes < b) {
+    hole_gaps.reserve(holes);
+    uint64_t next = lo + 1;
+    for (size_t i = 0; i + 1 < b; ++i) {
+      for (uint64_t h = positions[i] + 1; h < positions[i + 1]; ++h) {
+        hole_gaps.push_back(h - next);
+        next = h + 1;
+      }
+    }
+    uint64_t dense_bits = 0;
+    dense_k = ChooseRiceK(hole_gaps, width, &dense_bits);
+    dense_bytes = 2 + VarintSize(lo) + VarintSize(len) + VarintSize(holes) + (dense_bits + 7) / 8;
+  }
+
+  if (rice_bytes <= bitmap_bytes && rice_bytes <= dense_bytes) {
+    out.reserve(rice_bytes);
+    out.push_back(static_cast<char>(kRice));
+    out.push_back(static_cast<char>(rice_k));
+    PutVarint(&out, b);
+    RiceWrite(gaps, rice_k, width, &out);
+    Check(out.size() == rice_bytes, "rice size");
+  } else if (bitmap_bytes <= dense_bytes) {
+    out.reserve(bitmap_bytes);
+    out.push_back(static_cast<char>(kBitmap));
+    PutVarint(&out, lo);
+    PutVarint(&out, len);
+    const size_t start = out.size();
+    out.resize(start + (len + 7) / 8, '\0');
+    for (uint64_t p : positions) {
+      const uint64_t i = p - lo;
+      out[start + i / 8] = static_cast<char>(static_cast<uint8_t>(out[start + i / 8]) | (1u << (i % 8)));
+    }
+    Check(out.size() == bitmap_bytes, "bitmap size");
+  } else {
+    out.reserve(dense_bytes);
+    out.push_back(static_cast<char>(kDense));
+    PutVarint(&out, lo);
+    PutVarint(&out, len);
+    out.push_back(static_cast<char>(dense_k));
+    PutVarint(&out, holes);
+    RiceWrite(hole_gaps, dense_k, width, &out);
+    Check(out.size() == dense_bytes, "dense size");
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> DecodeBitPositions(uint64_t universe_bits, std::string_view bytes,
+                                                         size_t max_positions) {
+  if (universe_bits == 0 || universe_bits > kMaxUniverseBits) return Bad("universe size out of range");
+  if (bytes.empty()) return Bad("truncated header");
+  const auto mode = static_cast<uint8_t>(bytes[0]);
+  bytes.remove_prefix(1);
+  switch (mode) {
+    case kEmpty:
+      if (!bytes.empty()) return Bad("trailing bytes after empty set");
+      return std::vector<uint64_t>();
+    case kRice:
+      return DecodeRice(universe_bits, bytes, max_positions);
+    case kBitmap:
+      return DecodeBitmap(universe_bits, bytes, max_positions);
+    case kDense:
+      return DecodeDense(universe_bits, bytes, max_positions);
+    default:
+      return Bad(absl::StrCat("unknown mode ", mode));
+  }
+}
+
+double EntropyBoundBits(uint64_t m, uint64_t b) {
+  Check(b <= m, "b <= m");
+  const uint64_t r = std::min(b, m - b);
+  if (r == 0) return 0.0;
+  if (r <= 1000000) {
+    // Exact product form: log2(C(m, r)) = sum_{i<r} log2((m - i) / (r - i)).
+    long double bits = 0;
+    for (uint64_t i = 0; i < r; ++i) {
+      bits += std::log2(static_cast<long double>(m - i)) - std::log2(static_cast<long double>(r - i));
+    }
+    return static_cast<double>(bits);
+  }
+  const long double ln = std::lgamma(static_cast<long double>(m) + 1) - std::lgamma(static_cast<long double>(r) + 1) -
+                         std::lgamma(static_cast<long double>(m - r) + 1);
+  return static_cast<double>(ln / std::log(2.0L));
+}
+
+}  // namespace pollen::protocol

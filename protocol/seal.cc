@@ -1,0 +1,268 @@
+#include "protocol/seal.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+
+namespace pollen::protocol {
+namespace {
+
+static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES == 32);
+static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == 24);
+static_assert(crypto_aead_xchacha20poly1305_ietf_ABYTES == kSealTagBytes);
+static_assert(crypto_kdf_CONTEXTBYTES == 8);
+
+constexpr char kGossipContext[crypto_kdf_CONTEXTBYTES + 1] = "PlnGossp";
+constexpr uint64_t kGossipSubkeyId = 1;
+constexpr char kKeyIdLabel[] = "pollen gossip key id v1";
+
+void StoreLe64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+uint64_t LoadLe64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "pollen seal: invariant violated: %s\n", what);
+    std::abort();
+  }
+}
+
+void BuildNonce(uint64_t sender, uint64_t counter, uint8_t nonce[24]) {
+  StoreLe64(nonce, sender);
+  StoreLe64(nonce + 8, counter);
+  std::fill(nonce + 16, nonce + 24, uint8_t{0});
+}
+
+// Associated data: header bytes then the label.
+std::string BuildAd(const uint8_t* header, std::string_view label) {
+  std::string ad(reinterpret_cast<const char*>(header), kFrameHeaderBytes);
+  ad.append(label);
+  return ad;
+}
+
+OpenError Fail(RejectReason reason, std::string_view detail) {
+  std::string message(RejectReasonName(reason));
+  message.append(": ").append(detail);
+  return OpenError{reason, std::move(message)};
+}
+
+}  // namespace
+
+std::string_view RejectReasonName(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kMalformed: return "malformed";
+    case RejectReason::kOversize: return "oversize";
+    case RejectReason::kVersion: return "version";
+    case RejectReason::kUnknownKey: return "unknown_key";
+    case RejectReason::kAuth: return "auth";
+    case RejectReason::kReplay: return "replay";
+  }
+  return "unknown";
+}
+
+GossipKey DeriveGossipKey(const crdt::ClusterSecret& secret) {
+  crdt::EnsureSodiumInitialized();
+  GossipKey key;
+  crypto_kdf_derive_from_key(key.data(), key.size(), kGossipSubkeyId, kGossipContext, secret.bytes.data());
+  return key;
+}
+
+// ---------------------------------------------------------------- Keyring
+
+Keyring::Keyring(const GossipKey& primary) {
+  primary_ = IdOf(primary);
+  keys_.emplace(primary_, primary);
+}
+
+Keyring::~Keyring() {
+  for (auto& [id, key] : keys_) sodium_memzero(key.data(), key.size());
+}
+
+uint64_t Keyring::IdOf(const GossipKey& key) {
+  crdt::EnsureSodiumInitialized();
+  uint8_t out[16];
+  crypto_generichash(out, sizeof out, reinterpret_cast<const uint8_t*>(kKeyIdLabel), sizeof kKeyIdLabel - 1,
+                     key.data(), key.size());
+  return LoadLe64(out);
+}
+
+absl::StatusOr<uint64_t> Keyring::Install(const GossipKey& key) {
+  const uint64_t id = IdOf(key);
+  if (keys_.count(id) != 0) return id;
+  if (keys_.size() >= kMaxKeys) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ERR keyring full (", kMaxKeys, " keys): remove a key before installing another"));
+  }
+  keys_.emplace(id, key);
+  return id;
+}
+
+absl::Status Keyring::Use(uint64_t key_id) {
+  if (keys_.count(key_id) == 0) return absl::NotFoundError(absl::StrCat("ERR no such key ", key_id));
+  primary_ = key_id;
+  return absl::OkStatus();
+}
+
+absl::Status Keyring::Remove(uint64_t key_id) {
+  auto it = keys_.find(key_id);
+  if (it == keys_.end()) return absl::NotFoundError(absl::StrCat("ERR no such key ", key_id));
+  if (key_id == primary_) {
+    return absl::FailedPreconditionError("ERR cannot remove the primary key: use another key first");
+  }
+  sodium_memzero(it->second.data(), it->second.size());
+  keys_.erase(it);
+  return absl::OkStatus();
+}
+
+std::vector<uint64_t> Keyring::ids() const {
+  std::vector<uint64_t> out;
+  out.reserve(keys_.size());
+  out.push_back(primary_);
+  for (const auto& [id, key] : keys_) {
+    if (id != primary_) out.push_back(id);
+  }
+  return out;
+}
+
+const GossipKey* Keyring::Find(uint64_t key_id) const {
+  auto it = keys_.find(key_id);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
+// ---------------------------------------------------------------- ReplayWindow
+
+ReplayWindow::ReplayWindow(size_t max_senders) : max_senders_(max_senders) { Check(max_senders > 0, "max_senders > 0"); }
+
+void ReplayWindow::Touch(uint64_t sender, State& state) {
+  lru_.erase(state.touched);
+  state.touched = ++clock_;
+  lru_.emplace(state.touched, sender);
+}
+
+bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
+  auto it = senders_.find(sender);
+  if (it == senders_.end()) {
+    while (senders_.size() >= max_senders_) {
+      auto oldest = lru_.begin();
+      senders_.erase(oldest->second);
+      lru_.erase(oldest);
+    }
+    State fresh;
+    fresh.highest = counter;
+    fresh.bits[0] = 1;
+    it = senders_.emplace(sender, fresh).first;
+    Touch(sender, it->second);  // touched == 0 is never in lru_: clock_ starts at 1
+    return true;
+  }
+  State& s = it->second;
+  if (counter > s.highest) {
+    const uint64_t shift = counter - s.highest;
+    if (shift >= kWindow) {
+      s.bits.fill(0);
+    } else {
+      // Shift the whole bitmap up by `shift` bits (toward older counters).
+      const size_t words = shift / 64, bits = shift % 64;
+      for (size_t i = kWords; i-- > 0;) {
+        uint64_t v = 0;
+        if (i >= words) {
+          v = s.bits[i - words] << bits;
+          if (bits != 0 && i >= words + 1) v |= s.bits[i - words - 1] >> (64 - bits);
+        }
+        s.bits[i] = v;
+      }
+    }
+    s.bits[0] |= 1;
+    s.highest = counter;
+    Touch(sender, s);
+    return true;
+  }
+  const uint64_t behind = s.highest - counter;
+  if (behind >= kWindow) return false;
+  uint64_t& word = s.bits[behind / 64];
+  const uint64_t mask = uint64_t{1} << (behind % 64);
+  if (word & mask) return false;
+  word |= mask;
+  Touch(sender, s);
+  return true;
+}
+
+// ---------------------------------------------------------------- Seal / Open
+
+std::string Seal(const Keyring& keys, std::string_view label, uint64_t sender, uint64_t counter,
+                 std::string_view plaintext) {
+  crdt::EnsureSodiumInitialized();
+  Check(label.size() <= kMaxLabelBytes, "label too long");
+  Check(plaintext.size() + kSealOverheadBytes <= kMaxFrameBytes, "plaintext too large for one frame");
+  const GossipKey* key = keys.Find(keys.primary_id());
+  Check(key != nullptr, "primary key installed");
+
+  std::string frame(kFrameHeaderBytes + plaintext.size() + kSealTagBytes, '\0');
+  auto* out = reinterpret_cast<uint8_t*>(frame.data());
+  out[0] = kProtocolVersion;
+  StoreLe64(out + 1, keys.primary_id());
+  StoreLe64(out + 9, sender);
+  StoreLe64(out + 17, counter);
+  uint8_t nonce[24];
+  BuildNonce(sender, counter, nonce);
+  const std::string ad = BuildAd(out, label);
+  unsigned long long written = 0;
+  crypto_aead_xchacha20poly1305_ietf_encrypt(out + kFrameHeaderBytes, &written,
+                                             reinterpret_cast<const uint8_t*>(plaintext.data()), plaintext.size(),
+                                             reinterpret_cast<const uint8_t*>(ad.data()), ad.size(), nullptr, nonce,
+                                             key->data());
+  Check(written == plaintext.size() + kSealTagBytes, "ciphertext length");
+  return frame;
+}
+
+std::variant<Opened, OpenError> Open(const Keyring& keys, std::string_view label, std::string_view frame,
+                                     size_t max_bytes) {
+  crdt::EnsureSodiumInitialized();
+  const size_t limit = std::min(max_bytes, kMaxFrameBytes);
+  if (frame.size() < kSealOverheadBytes) {
+    return Fail(RejectReason::kMalformed, absl::StrCat("frame of ", frame.size(), " bytes is shorter than ",
+                                                       kSealOverheadBytes));
+  }
+  if (frame.size() > limit) {
+    return Fail(RejectReason::kOversize, absl::StrCat("frame of ", frame.size(), " bytes exceeds ", limit));
+  }
+  if (label.size() > kMaxLabelBytes) return Fail(RejectReason::kMalformed, "cluster label too long");
+  const auto* in = reinterpret_cast<const uint8_t*>(frame.data());
+  if (in[0] != kProtocolVersion) {
+    return Fail(RejectReason::kVersion, absl::StrCat("protocol version ", in[0], " not supported (speak ",
+                                                     kProtocolVersion, ")"));
+  }
+  Opened opened;
+  opened.key_id = LoadLe64(in + 1);
+  opened.sender = LoadLe64(in + 9);
+  opened.counter = LoadLe64(in + 17);
+  const GossipKey* key = keys.Find(opened.key_id);
+  if (key == nullptr) return Fail(RejectReason::kUnknownKey, absl::StrCat("key id ", opened.key_id, " not installed"));
+
+  uint8_t nonce[24];
+  BuildNonce(opened.sender, opened.counter, nonce);
+  const std::string ad = BuildAd(in, label);
+  const size_t cipher_len = frame.size() - kFrameHeaderBytes;
+  opened.plaintext.resize(cipher_len - kSealTagBytes);
+  unsigned long long written = 0;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<uint8_t*>(opened.plaintext.data()), &written,
+                                                 nullptr, in + kFrameHeaderBytes, cipher_len,
+                                                 reinterpret_cast<const uint8_t*>(ad.data()), ad.size(), nonce,
+                                                 key->data()) != 0) {
+    return Fail(RejectReason::kAuth, "frame failed authentication");
+  }
+  Check(written == opened.plaintext.size(), "plaintext length");
+  return opened;
+}
+
+}  // namespace pollen::protocol

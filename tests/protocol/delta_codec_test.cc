@@ -1,0 +1,256 @@
+#include "protocol/delta_codec.h"
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace pollen::protocol {
+namespace {
+
+// b distinct random positions in [0, m), ascending.
+std::vector<uint64_t> RandomPositions(std::mt19937_64& rng, uint64_t m, uint64_t b) {
+  std::vector<uint64_t> out;
+  if (b * 4 >= m) {  // dense: one Bernoulli-like pass choosing exactly b (selection sampling)
+    uint64_t need = b;
+    for (uint64_t p = 0; p < m && need > 0; ++p) {
+      if (rng() % (m - p) < need) {
+        out.push_back(p);
+        --need;
+      }
+    }
+    return out;
+  }
+  std::set<uint64_t> s;
+  while (s.size() < b) s.insert(rng() % m);
+  return {s.begin(), s.end()};
+}
+
+void ExpectRoundTrip(uint64_t m, const std::vector<uint64_t>& pos) {
+  const std::string enc = EncodeBitPositions(m, pos);
+  // No position ever costs more than an escape (kRiceEscape + 49 bits), whatever the set.
+  EXPECT_LE(enc.size(), 32 + (pos.size() * (kRiceEscape + 49) + 7) / 8) << "m=" << m << " b=" << pos.size();
+  auto dec = DecodeBitPositions(m, enc, pos.size());
+  ASSERT_TRUE(dec.ok()) << dec.status() << " m=" << m << " b=" << pos.size();
+  ASSERT_EQ(*dec, pos) << "m=" << m << " b=" << pos.size();
+  if (!pos.empty()) {
+    EXPECT_FALSE(DecodeBitPositions(m, enc, pos.size() - 1).ok()) << "cap not enforced, m=" << m;
+  }
+  EXPECT_FALSE(DecodeBitPositions(m, enc + '\0', pos.size()).ok()) << "trailing byte accepted";
+  if (enc.size() <= 64) {
+    for (size_t len = 0; len < enc.size(); ++len) {
+      EXPECT_FALSE(DecodeBitPositions(m, enc.substr(0, len), pos.size()).ok()) << "prefix " << len;
+    }
+  } else {
+    EXPECT_FALSE(DecodeBitPositions(m, enc.substr(0, enc.size() - 1), pos.size()).ok());
+  }
+}
+
+TEST(DeltaCodecTest, EdgeCases) {
+  for (uint64_t m : std::vector<uint64_t>{1, 2, 3, 8, 9, 64, 1000, uint64_t{1} << 33, kMaxUniverseBits}) {
+    ExpectRoundTrip(m, {});
+    ExpectRoundTrip(m, {0});
+    ExpectRoundTrip(m, {m - 1});
+    if (m >= 2) ExpectRoundTrip(m, {0, m - 1});
+    if (m <= 1000) {
+      std::vector<uint64_t> all(m);
+      for (uint64_t i = 0; i < m; ++i) all[i] = i;
+      ExpectRoundTrip(m, all);  // b = m
+      if (m >= 3) {
+        all.erase(all.begin() + m / 2);  // one hole in the middle
+        ExpectRoundTrip(m, all);
+      }
+    }
+  }
+  EXPECT_EQ(EncodeBitPositions(100, {}).size(), 1u);
+}
+
+TEST(DeltaCodecTest, RandomRoundTrips) {
+  std::mt19937_64 rng(12345);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int shift = 1 + static_cast<int>(rng() % 40);
+    const uint64_t m = (uint64_t{1} << shift) + rng() % (uint64_t{1} << shift);
+    const double density = std::ldexp(1.0, -static_cast<int>(rng() % 20));  // 1 .. 2^-19
+    uint64_t b = std::min<uint64_t>(static_cast<uint64_t>(density * static_cast<double>(m)), 20000);
+    if (rng() % 8 == 0) b = m <= 20000 ? m - rng() % (m / 8 + 1) : b;  // near-full sets
+    if (b * 4 >= m && m > 200000) b = std::min<uint64_t>(b, m / 8);  // keep selection sampling cheap
+    ExpectRoundTrip(m, RandomPositions(rng, m, b));
+  }
+}
+
+TEST(DeltaCodecTest, ClusteredSetsRoundTrip) {
+  std::mt19937_64 rng(99);
+  for (int trial = 0; trial < 100; ++trial) {
+    const uint64_t m = uint64_t{1} << (16 + rng() % 18);
+    std::set<uint64_t> s;
+    const int clusters = 1 + static_cast<int>(rng() % 5);
+    for (int c = 0; c < clusters; ++c) {
+      const uint64_t base = rng() % m, width = 1 + rng() % 5000;
+      const uint64_t n = 1 + rng() % width;
+      for (uint64_t i = 0; i < n; ++i) s.insert(std::min(m - 1, base + rng() % width));
+    }
+    ExpectRoundTrip(m, {s.begin(), s.end()});
+  }
+}
+
+TEST(DeltaCodecTest, SizeWithinOneAndAHalfTimesEntropyBound) {
+  std::mt19937_64 rng(2026);
+  for (int shift : {23, 26}) {
+    const uint64_t m = uint64_t{1} << shift;
+    for (uint64_t b : {100, 1000, 10000, 100000}) {
+      const auto pos = RandomPositions(rng, m, b);
+      const double bound = EntropyBoundBits(m, b);
+      const double bits = 8.0 * EncodeBitPositions(m, pos).size();
+      EXPECT_LE(bits, 1.5 * bound) << "m=2^" << shift << " b=" << b << " ratio=" << bits / bound;
+    }
+  }
+  // The aim covers 2^16 <= m <= 2^33: check the corners too, including dense ones.
+  for (int shift : {16, 17, 20, 30, 33}) {
+    const uint64_t m = uint64_t{1} << shift;
+    for (uint64_t b : {100, 1000, 10000, 30000, 60000, 100000}) {
+      if (b > m) continue;
+      const auto pos = RandomPositions(rng, m, b);
+      const double bits = 8.0 * EncodeBitPositions(m, pos).size();
+      EXPECT_LE(bits, 1.5 * EntropyBoundBits(m, b)) << "m=2^" << shift << " b=" << b;
+    }
+  }
+}
+
+TEST(DeltaCodecTest, EntropyBound) {
+  EXPECT_EQ(EntropyBoundBits(100, 0), 0.0);
+  EXPECT_EQ(EntropyBoundBits(100, 100), 0.0);
+  EXPECT_NEAR(EntropyBoundBits(100, 1), std::log2(100.0), 1e-9);
+  EXPECT_NEAR(EntropyBoundBits(10, 5), std::log2(252.0), 1e-9);
+  EXPECT_NEAR(EntropyBoundBits(1000, 3), EntropyBoundBits(1000, 997), 1e-9);
+  // lgamma path (r > 10^6) agrees with the product path near the switch.
+  const double a = EntropyBoundBits(uint64_t{1} << 30, 1000000);
+  const double b = EntropyBoundBits(uint64_t{1} << 30, 1000001);
+  EXPECT_GT(b, a);
+  EXPECT_LT(b - a, 20.0);
+}
+
+std::string Bytes(std::initializer_list<int> v) {
+  std::string s;
+  for (int x : v) s.push_back(static_cast<char>(x));
+  return s;
+}
+
+TEST(DeltaCodecTest, MalformedInputsRejected) {
+  const uint64_t m = 1 << 20;
+  auto bad = [&](const std::string& s, uint64_t universe = 1 << 20) {
+    auto r = DecodeBitPositions(universe, s, 1000);
+    EXPECT_FALSE(r.ok()) << "accepted " << ::testing::PrintToString(s);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().message().rfind("ERR delta ", 0), 0u) << r.status();
+    }
+  };
+  bad("");
+  bad(Bytes({9}));                         // unknown mode
+  bad(Bytes({0, 0}));                      // trailing after empty
+  bad(Bytes({1}));                         // rice, no k
+  bad(Bytes({1, 60, 1, 0}));               // k above the width of m
+  bad(Bytes({1, 3}));                      // no count
+  bad(Bytes({1, 3, 0}));                   // zero count in rice mode
+  bad(Bytes({1, 3, 0x80, 0x00, 0}));       // non-canonical varint
+  bad(Bytes({1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}));  // count 2^63: beyond the stream
+  bad(Bytes({1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}));  // 11-byte varint
+  EXPECT_EQ(*DecodeBitPositions(m, Bytes({1, 0, 2, 0x00}), 10), (std::vector<uint64_t>{0, 1}));  // two zero gaps
+  bad(Bytes({1, 0, 9, 0x00}));             // 9 items cannot fit in 8 bits
+  bad(Bytes({1, 0, 1, 0x02}));             // one item (bit 0 = 0 -> d=0) then non-zero padding
+  // A long run of ones: escape after kRiceEscape ones, then a W-bit value that is out of range.
+  std::string ones = Bytes({1, 0, 1});
+  ones.append(16, '\xff');
+  bad(ones);
+  bad(ones, 1000);
+  // Rice position beyond m: k=20 (== width of 2^20 is 21), d = 2^20.
+  {
+    std::string s = Bytes({1, 21, 1});
+    // q = 0: a zero bit, then 21 bits of d = 2^20 -> bit 21 of the stream... write by hand:
+    // stream bits: [0][d bits LSB-first]; d = 1<<20 means stream bit 21 set.
+    s += Bytes({0x00, 0x00, 0x20});
+    bad(s);
+  }
+  // Bitmap: zero span, span past m, length mismatch, not tight, padding.
+  bad(Bytes({2, 0, 0}));
+  bad(Bytes({2, 0x80, 0x80, 0x40, 8, 0xff}));  // lo = 2^20 >= m
+  bad(Bytes({2, 0, 9, 0xff}));                 // 9 bits need 2 bytes
+  bad(Bytes({2, 0, 8, 0x7f}));                 // last bit of span clear
+  bad(Bytes({2, 0, 8, 0xfe}));                 // first bit of span clear
+  bad(Bytes({2, 0, 4, 0x19}));                 // padding bit set
+  EXPECT_TRUE(DecodeBitPositions(m, Bytes({2, 0, 4, 0x09}), 10).ok());
+  EXPECT_EQ(*DecodeBitPositions(m, Bytes({2, 5, 4, 0x09}), 10), (std::vector<uint64_t>{5, 8}));
+  EXPECT_FALSE(DecodeBitPositions(m, Bytes({2, 5, 4, 0x09}), 1).ok());
+  // Dense: more holes than span, hole at the end, span out of range, count over the cap.
+  bad(Bytes({3, 0, 3, 0, 5, 0x00}));
+  bad(Bytes({3, 0, 1, 0, 1, 0x00}));           // a hole in a 1-bit span
+  bad(Bytes({3, 0, 3, 0, 1, 0x02}));           // hole d=1 -> position 2 = last
+  EXPECT_EQ(*DecodeBitPositions(m, Bytes({3, 0, 3, 0, 1, 0x00}), 10), (std::vector<uint64_t>{0, 2}));
+  bad(Bytes({3, 0, 0xff, 0xff, 0x3f, 0, 0}));  // 2^20 - 1 positions: over the cap of 1000
+  bad(Bytes({3, 0x80, 0x80, 0x40, 1, 0, 0}));  // lo out of range
+  // Universe sizes outside what the codec speaks.
+  EXPECT_FALSE(DecodeBitPositions(0, Bytes({0}), 10).ok());
+  EXPECT_FALSE(DecodeBitPositions(kMaxUniverseBits + 1, Bytes({0}), 10).ok());
+}
+
+TEST(DeltaCodecTest, DecodingAgainstSmallerUniverseRejectsOutOfRange) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    const uint64_t m = 1000 + rng() % 100000;
+    auto pos = RandomPositions(rng, m, 1 + rng() % 500);
+    const std::string enc = EncodeBitPositions(m, pos);
+    const uint64_t smaller = pos.back();  // the last position no longer fits
+    if (smaller == 0) continue;
+    EXPECT_FALSE(DecodeBitPositions(smaller, enc, pos.size()).ok());
+  }
+}
+
+TEST(DeltaCodecTest, EveryByteFlipDecodesToValidSetOrError) {
+  std::mt19937_64 rng(77);
+  const uint64_t m = 1 << 16;
+  for (uint64_t b : {3, 40, 2000, 60000}) {
+    const auto pos = RandomPositions(rng, m, b);
+    const std::string enc = EncodeBitPositions(m, pos);
+    for (size_t i = 0; i < enc.size(); i += 1 + enc.size() / 200) {
+      std::string mutated = enc;
+      mutated[i] = static_cast<char>(mutated[i] ^ (1 << (rng() % 8)));
+      auto r = DecodeBitPositions(m, mutated, m);
+      if (!r.ok()) {
+        continue;
+      }
+      for (size_t j = 0; j < r->size(); ++j) {
+        ASSERT_LT((*r)[j], m);
+        if (j > 0) {
+          ASSERT_LT((*r)[j - 1], (*r)[j]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pollen::protocol
+
+namespace pollen::protocol {
+namespace {
+
+TEST(DeltaCodecTest, PicksTheModeThatFitsTheDensity) {
+  std::mt19937_64 rng(3);
+  const uint64_t m = 1 << 16;
+  auto mode = [&](uint64_t b) { return static_cast<int>(EncodeBitPositions(m, RandomPositions(rng, m, b))[0]); };
+  EXPECT_EQ(mode(0), 0);
+  EXPECT_EQ(mode(100), 1);        // sparse: Rice gaps
+  // Half full: a bitmap is optimal (Rice with k = 0 costs exactly as much).
+  EXPECT_LE(EncodeBitPositions(m, RandomPositions(rng, m, m / 2)).size(), m / 8 + 8);
+  EXPECT_EQ(mode(m - 100), 3);    // nearly full: Rice-coded holes
+  // A tight cluster in a huge universe: bitmap of the span, a few bytes.
+  std::vector<uint64_t> cluster;
+  for (uint64_t i = 0; i < 64; ++i) cluster.push_back((uint64_t{1} << 32) + 2 * i);
+  const std::string enc = EncodeBitPositions(uint64_t{1} << 33, cluster);
+  EXPECT_EQ(enc[0], 2);
+  EXPECT_LE(enc.size(), 1 + 5 + 1 + 16u);
+}
+
+}  // namespace
+}  // namespace pollen::protocol
