@@ -1,5 +1,7 @@
 #include "crdt/sizing.h"
 
+#include <math.h>  // lgamma_r
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -26,7 +28,10 @@ double PoissonExpectation(double lambda, G g) {
   double sum = 0;
   const double log_lambda = std::log(lambda);
   for (double j = lo; j <= hi; j += 1) {
-    const double log_pmf = -lambda + j * log_lambda - std::lgamma(j + 1);
+    // lgamma_r: std::lgamma writes the global signgam, a data race when
+    // several threads ask for estimates at once (found by TSan).
+    int sign = 0;
+    const double log_pmf = -lambda + j * log_lambda - ::lgamma_r(j + 1, &sign);
     sum += std::exp(log_pmf) * g(j);
   }
   return sum;
