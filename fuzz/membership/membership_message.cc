@@ -1,0 +1,125 @@
+// Fuzzes Membership::Handle: arbitrary bytes are parsed as a
+// wire::MembershipMessage and fed to one long-lived instance (so state
+// accumulates across inputs), from a sender address picked by the input, with
+// time moving forward and Tick() run in between. Whatever arrives, the member
+// table, the outgoing queue and the pending relays stay within their bounds,
+// and Tick always moves the wakeup forward.
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "node/core/membership.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using pollen::node::Membership;
+using pollen::node::MembershipConfig;
+using pollen::node::Time;
+
+constexpr size_t kMaxMembers = 32;
+
+Membership& Instance() {
+  static std::unique_ptr<Membership> m = [] {
+    MembershipConfig c;
+    c.self_name = "self";
+    c.self_address = "self:1";
+    c.seeds = {"seed:1"};
+    c.max_members = kMaxMembers;
+    auto out = std::make_unique<Membership>(c, 1);
+    out->Start(Time{0});
+    // A few real members, so ping-reqs and probes have something to act on.
+    pollen::wire::MembershipMessage join;
+    join.set_sender("seed");
+    auto* pp = join.mutable_push_pull();
+    pp->set_reply(true);
+    for (const char* name : {"seed", "a", "b", "c"}) {
+      auto* u = pp->add_members();
+      u->set_name(name);
+      u->set_address(std::string(name) + ":1");
+    }
+    out->Handle("seed:1", join, Time{0});
+    return out;
+  }();
+  return *m;
+}
+
+// Builds a well-formed-ish message from the bytes, so inputs reach the
+// protocol logic rather than only the parser: names from a small set (so they
+// collide with real members), any status value, incarnations and seqs.
+pollen::wire::MembershipMessage Structured(const uint8_t* data, size_t size) {
+  static const char* kNames[] = {"self", "seed", "a", "b", "c", "d", "e", "", "zz"};
+  size_t pos = 0;
+  auto next = [&]() -> uint8_t { return pos < size ? data[pos++] : 0; };
+  auto name = [&] { return std::string(kNames[next() % 9]); };
+  pollen::wire::MembershipMessage msg;
+  msg.set_sender(name());
+  switch (next() % 6) {
+    case 0:
+      msg.mutable_ping()->set_seq(next());
+      msg.mutable_ping()->set_target(name());
+      break;
+    case 1:
+      msg.mutable_ack()->set_seq(next());
+      break;
+    case 2:
+      msg.mutable_ping_req()->set_seq(next());
+      msg.mutable_ping_req()->set_target(name());
+      msg.mutable_ping_req()->set_target_address(name() + ":1");
+      break;
+    case 3:
+      msg.mutable_push_pull()->set_join(next() & 1);
+      msg.mutable_push_pull()->set_reply(next() & 1);
+      break;
+    case 4:
+      msg.mutable_gossip();
+      break;
+    default:
+      break;  // no body
+  }
+  while (pos + 3 <= size) {
+    pollen::wire::MemberUpdate* u =
+        msg.has_push_pull() && (next() & 1) ? msg.mutable_push_pull()->add_members() : msg.add_updates();
+    u->set_name(name());
+    u->set_address(name() + ":1");
+    u->set_incarnation(next() % 8);
+    u->set_status(static_cast<pollen::wire::MemberStatus>(next() % 5));
+  }
+  return msg;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Time now{0};
+  Membership& m = Instance();
+  if (size == 0) return 0;
+  pollen::wire::MembershipMessage msg;
+  if (data[0] & 1) {
+    msg = Structured(data + 1, size - 1);
+  } else if (!msg.ParseFromArray(data + 1, static_cast<int>(size - 1))) {
+    return 0;
+  }
+  static const char* kFrom[] = {"seed:1", "a:1", "b:1", "x:1"};
+  const std::string from = kFrom[size % 4];
+  m.Handle(from, msg, now);
+  if (m.Members().size() > kMaxMembers) std::abort();
+  auto out = m.TakeOutgoing();
+  // One reply, one self-news message, relayed acks/pings and notifications.
+  if (out.size() > 3 + Membership::kMaxNotify) std::abort();
+  for (const auto& s : out) {
+    if (static_cast<size_t>(s.msg.updates_size()) > m.config().max_piggyback + 2) std::abort();
+    if (s.msg.has_push_pull() && static_cast<size_t>(s.msg.push_pull().members_size()) > kMaxMembers) std::abort();
+  }
+  m.TakeEvents();
+  now += 37ms;
+  if (m.NextWakeup() <= now) {
+    m.Tick(now);
+    if (m.NextWakeup() <= now) std::abort();
+    auto ticked = m.TakeOutgoing();
+    if (ticked.size() > 2 * Membership::kMaxSeeds + Membership::kMaxNotify + 16) std::abort();
+    m.TakeEvents();
+  }
+  return 0;
+}

@@ -1,0 +1,712 @@
+// Membership: see membership.h for what it promises.
+//
+// Design notes:
+//  - The member table is a join-semilattice per member: the kept value is the
+//    largest (incarnation, rank(state)), rank alive < suspect < dead < left.
+//    Piggybacked updates and full-state merges both go through Apply(), so any
+//    two nodes that saw the same set of updates hold the same table.
+//  - A healed partition: each side holds the other as dead at incarnation i.
+//    Every dead_reconnect_interval a node sends a join (its full state) to a
+//    random dead member. The receiver merges it (remote "dead" taken as
+//    "suspect"), learns it is held dead and refutes at i+1, and answers with
+//    its own full state, which already carries that refutation; the joiner
+//    likewise refutes. Refutations and the suspicions of the other side's
+//    members then spread by piggyback and push/pull until every member on both
+//    sides is alive at a higher incarnation everywhere.
+//  - Refutations race suspicion timeouts. Piggyback alone (each update sent
+//    ceil(3*log10(N+1))+1 times) left about 1% of observers without the
+//    refutation in time at 10% loss, i.e. false deaths. So accusations also
+//    go straight to the accused (at once, then every probe_interval while
+//    suspected), and the accused answers every accuser directly. Measured in
+//    the in-test pump (10 members, 20 seeds x 300 s): false deaths went from
+//    22 to 0 at 10% loss, and 0 at 20% loss (30 members, 10% loss: 0).
+#include "node/core/membership.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace pollen::node {
+
+namespace {
+
+int Rank(MemberState s) { return static_cast<int>(s); }  // kAlive < kSuspect < kDead < kLeft
+
+MemberState FromWire(wire::MemberStatus s) {
+  switch (s) {
+    case wire::MEMBER_STATUS_SUSPECT:
+      return MemberState::kSuspect;
+    case wire::MEMBER_STATUS_DEAD:
+      return MemberState::kDead;
+    case wire::MEMBER_STATUS_LEFT:
+      return MemberState::kLeft;
+    default:
+      return MemberState::kAlive;
+  }
+}
+
+wire::MemberStatus ToWire(MemberState s) {
+  switch (s) {
+    case MemberState::kSuspect:
+      return wire::MEMBER_STATUS_SUSPECT;
+    case MemberState::kDead:
+      return wire::MEMBER_STATUS_DEAD;
+    case MemberState::kLeft:
+      return wire::MEMBER_STATUS_LEFT;
+    case MemberState::kAlive:
+      break;
+  }
+  return wire::MEMBER_STATUS_ALIVE;
+}
+
+bool Supersedes(uint64_t inc, MemberState state, uint64_t cur_inc, MemberState cur_state) {
+  return inc > cur_inc || (inc == cur_inc && Rank(state) > Rank(cur_state));
+}
+
+}  // namespace
+
+Membership::Membership(MembershipConfig config, uint64_t rng_seed) : config_(std::move(config)), rng_(rng_seed) {
+  assert(!config_.self_name.empty() && config_.self_name.size() <= kMaxNameBytes);
+  assert(!config_.self_address.empty() && config_.self_address.size() <= kMaxAddressBytes);
+  assert(config_.probe_interval > Duration::zero());
+  assert(config_.probe_timeout > Duration::zero() && config_.probe_timeout < config_.probe_interval);
+  assert(config_.gossip_interval > Duration::zero());
+  assert(config_.dead_reconnect_interval > Duration::zero());
+  assert(config_.max_members >= 1);
+  assert(config_.suspicion_multiplier > 0);
+  config_.max_piggyback = std::min(config_.max_piggyback, kMaxPiggybackWire);
+  for (const Address& seed : config_.seeds) {
+    if (seeds_.size() >= kMaxSeeds) break;
+    if (seed.empty() || seed == config_.self_address) continue;
+    if (std::find(seeds_.begin(), seeds_.end(), seed) != seeds_.end()) continue;
+    seeds_.push_back(seed);
+  }
+  next_seq_ = rng_.Next();
+}
+
+// ---------------------------------------------------------------- lifecycle
+
+void Membership::Start(Time now) {
+  if (started_) return;
+  started_ = true;
+  Enqueue(config_.self_name, Member{config_.self_address, MemberState::kAlive, incarnation_, now, Time{0}});
+  if (seeds_.empty()) {
+    joined_ = true;
+  } else {
+    for (const Address& seed : seeds_) SendJoin(seed);
+    next_join_ = now + config_.probe_interval;
+  }
+  // A random phase so that nodes started together do not probe in lockstep.
+  next_probe_ = now + Duration(static_cast<int64_t>(rng_.Below(config_.probe_interval.count()))) + Duration(1);
+  next_gossip_ = now + config_.gossip_interval;
+  // Random phases for the long periods too: nodes started together must not
+  // all push/pull or reconnect in the same instant.
+  if (config_.push_pull_every > 0) {
+    const Duration period = config_.probe_interval * config_.push_pull_every;
+    next_push_pull_ = now + Duration(static_cast<int64_t>(rng_.Below(period.count()))) + Duration(1);
+  }
+  next_reconnect_ =
+      now + Duration(static_cast<int64_t>(rng_.Below(config_.dead_reconnect_interval.count()))) + Duration(1);
+}
+
+void Membership::Leave(Time now) {
+  if (left_) return;
+  left_ = true;
+  if (incarnation_ < std::numeric_limits<uint64_t>::max()) ++incarnation_;
+  Enqueue(config_.self_name, Member{config_.self_address, MemberState::kLeft, incarnation_, now, Time{0}});
+  for (const std::string& name : RandomMembers(kMaxLeaveFanout, {}, /*alive_only=*/false)) {
+    wire::MembershipMessage msg = NewMessage();
+    msg.mutable_gossip();
+    SendMsg(members_.at(name).address, std::move(msg), name);
+  }
+  probe_.reset();
+  next_probe_ = next_push_pull_ = next_reconnect_ = next_join_ = Time::max();
+  // Gossip continues, so the leave keeps spreading while the owner lingers.
+}
+
+// ---------------------------------------------------------------- queries
+
+std::vector<MemberInfo> Membership::Members() const {
+  std::vector<MemberInfo> out;
+  out.reserve(members_.size() + 1);
+  MemberInfo self{config_.self_name, config_.self_address, left_ ? MemberState::kLeft : MemberState::kAlive,
+                  incarnation_, Time{0}};
+  bool self_done = false;
+  for (const auto& [name, m] : members_) {
+    if (!self_done && config_.self_name < name) {
+      out.push_back(self);
+      self_done = true;
+    }
+    out.push_back(MemberInfo{name, m.address, m.state, m.incarnation, m.last_change});
+  }
+  if (!self_done) out.push_back(self);
+  return out;
+}
+
+std::optional<MemberInfo> Membership::Find(const std::string& name) const {
+  if (name == config_.self_name) {
+    return MemberInfo{name, config_.self_address, left_ ? MemberState::kLeft : MemberState::kAlive, incarnation_,
+                      Time{0}};
+  }
+  auto it = members_.find(name);
+  if (it == members_.end()) return std::nullopt;
+  return MemberInfo{name, it->second.address, it->second.state, it->second.incarnation, it->second.last_change};
+}
+
+std::vector<Address> Membership::LivePeers() const {
+  std::vector<Address> out;
+  for (const auto& [name, m] : members_) {
+    if (IsLive(m)) out.push_back(m.address);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t Membership::LiveCount() const { return live_others_ + (left_ ? 0 : 1); }
+
+Duration Membership::SuspicionTimeout() const {
+  const double n = static_cast<double>(std::max<size_t>(LiveCount(), 1));
+  const double scale = config_.suspicion_multiplier * std::log10(n + 1.0);
+  return Duration(static_cast<int64_t>(scale * static_cast<double>(config_.probe_interval.count())));
+}
+
+uint32_t Membership::RetransmitLimit() const {
+  const double n = static_cast<double>(LiveCount());
+  return static_cast<uint32_t>(std::ceil(3.0 * std::log10(n + 1.0))) + 1;
+}
+
+Time Membership::NextWakeup() const {
+  Time t = std::min({next_probe_, next_gossip_, next_push_pull_, next_reconnect_});
+  if (!joined_) t = std::min(t, next_join_);
+  if (probe_ && !probe_->acked && !probe_->indirect_sent) t = std::min(t, probe_->started + config_.probe_timeout);
+  if (!suspicions_.empty()) t = std::min(t, suspicions_.begin()->first);
+  for (const auto& [seq, relay] : relays_) t = std::min(t, relay.deadline);
+  return t;
+}
+
+std::vector<Membership::Send> Membership::TakeOutgoing() { return std::exchange(outgoing_, {}); }
+std::vector<Event> Membership::TakeEvents() { return std::exchange(events_, {}); }
+
+// ---------------------------------------------------------------- validation
+
+void Membership::Reject(const std::string& reason) { ++rejected_[reason]; }
+
+bool Membership::ValidName(const std::string& name) { return !name.empty() && name.size() <= kMaxNameBytes; }
+
+bool Membership::ValidUpdate(const wire::MemberUpdate& u) {
+  if (!ValidName(u.name())) {
+    Reject("name");
+    return false;
+  }
+  if (u.address().empty() || u.address().size() > kMaxAddressBytes) {
+    Reject("address");
+    return false;
+  }
+  if (!wire::MemberStatus_IsValid(u.status())) {
+    Reject("status");
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- table
+
+wire::MemberUpdate Membership::UpdateOf(const std::string& name, const Member& m) const {
+  wire::MemberUpdate u;
+  u.set_name(name);
+  u.set_address(m.address);
+  u.set_incarnation(m.incarnation);
+  u.set_status(ToWire(m.state));
+  return u;
+}
+
+void Membership::Enqueue(const std::string& name, const Member& m) {
+  auto it = queue_.find(name);
+  if (it != queue_.end()) {
+    queue_index_.erase({it->second.transmits, it->second.order, name});
+    queue_.erase(it);
+  }
+  // Newest first among equally transmitted updates: order counts down.
+  const uint64_t order = std::numeric_limits<uint64_t>::max() - queue_order_++;
+  queue_.emplace(name, Queued{UpdateOf(name, m), 0, order});
+  queue_index_.insert({0, order, name});
+}
+
+void Membership::Emit(Event::Kind kind, const std::string& name, const Member& m) {
+  events_.push_back(Event{kind, name, m.address, m.incarnation});
+}
+
+void Membership::SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now) {
+  const MemberState old = m.state;
+  const uint64_t old_inc = m.incarnation;
+  if (old == MemberState::kSuspect) suspicions_.erase({m.suspect_deadline, name});
+  if (IsLive(m)) --live_others_;
+  m.state = state;
+  m.incarnation = incarnation;
+  m.last_change = now;
+  if (IsLive(m)) ++live_others_;
+  if (state == MemberState::kSuspect) {
+    // A fresh suspicion (or one at a newer incarnation) restarts the timer.
+    if (old != MemberState::kSuspect || old_inc != incarnation) m.suspect_deadline = now + SuspicionTimeout();
+    suspicions_.insert({m.suspect_deadline, name});
+  }
+  if (old != state && (state == MemberState::kSuspect || state == MemberState::kDead) && started_ && !left_) {
+    notify_.push_back(name);  // tell the accused at once (sent after this update is applied)
+  }
+  if (old != state) {
+    switch (state) {
+      case MemberState::kAlive:
+        Emit(Event::Kind::kMemberAlive, name, m);
+        break;
+      case MemberState::kSuspect:
+        Emit(Event::Kind::kMemberSuspect, name, m);
+        break;
+      case MemberState::kDead:
+        Emit(Event::Kind::kMemberDead, name, m);
+        break;
+      case MemberState::kLeft:
+        Emit(Event::Kind::kMemberLeft, name, m);
+        break;
+    }
+  }
+  Enqueue(name, m);
+}
+
+bool Membership::MakeRoom() {
+  auto victim = members_.end();
+  for (MemberState wanted : {MemberState::kLeft, MemberState::kDead}) {
+    for (auto it = members_.begin(); it != members_.end(); ++it) {
+      if (it->second.state != wanted) continue;
+      if (victim == members_.end() || it->second.last_change < victim->second.last_change) victim = it;
+    }
+    if (victim != members_.end()) break;
+  }
+  if (victim == members_.end()) return false;
+  auto q = queue_.find(victim->first);
+  if (q != queue_.end()) {
+    queue_index_.erase({q->second.transmits, q->second.order, q->first});
+    queue_.erase(q);
+  }
+  members_.erase(victim);  // dead or left: not live, not in suspicions_
+  return true;
+}
+
+void Membership::Refute(uint64_t accused_incarnation, Time now) {
+  if (left_) return;
+  const uint64_t base = std::max(incarnation_, accused_incarnation);
+  if (base == std::numeric_limits<uint64_t>::max()) return;  // cannot go higher
+  incarnation_ = base + 1;
+  Enqueue(config_.self_name, Member{config_.self_address, MemberState::kAlive, incarnation_, now, Time{0}});
+}
+
+bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time now) {
+  const std::string& name = u.name();
+  MemberState state = FromWire(u.status());
+  if (name == config_.self_name) {
+    // Someone holds an older or contrary view of this node: refute it.
+    if (state != MemberState::kAlive ? u.incarnation() >= incarnation_ : u.incarnation() > incarnation_) {
+      Refute(u.incarnation(), now);
+    }
+    // The sender believes an accusation (or, after a leave, anything but the
+    // leave): it hears this node's current state directly (see Handle).
+    if (left_ ? !(state == MemberState::kLeft && u.incarnation() == incarnation_) : state != MemberState::kAlive) {
+      tell_sender_self_ = true;
+    }
+    return false;
+  }
+  if (from_full_state && state == MemberState::kDead) state = MemberState::kSuspect;
+  auto it = members_.find(name);
+  if (it == members_.end()) {
+    if (members_.size() + 1 >= config_.max_members && !MakeRoom()) {
+      Reject("table_full");
+      return false;
+    }
+    Member m{u.address(), state, u.incarnation(), now, Time{0}};
+    if (state == MemberState::kSuspect) {
+      m.suspect_deadline = now + SuspicionTimeout();
+      suspicions_.insert({m.suspect_deadline, name});
+    }
+    if (IsLive(m)) ++live_others_;
+    if (IsLive(m) && probe_order_.size() < 2 * config_.max_members) {
+      // Probe newcomers soon: a random place in the rest of this round.
+      const size_t rest = probe_order_.size() - std::min(probe_index_, probe_order_.size());
+      const size_t pos = std::min(probe_index_ + rng_.Below(rest + 1), probe_order_.size());
+      probe_order_.insert(probe_order_.begin() + pos, name);
+    }
+    auto ins = members_.emplace(name, std::move(m)).first;
+    if (IsLive(ins->second)) Emit(Event::Kind::kMemberJoined, name, ins->second);
+    Enqueue(name, ins->second);
+    return true;
+  }
+  Member& m = it->second;
+  if (!Supersedes(u.incarnation(), state, m.incarnation, m.state)) return false;
+  if (u.incarnation() > m.incarnation) m.address = u.address();
+  SetState(name, m, state, u.incarnation(), now);
+  return true;
+}
+
+// ---------------------------------------------------------------- sending
+
+wire::MembershipMessage Membership::NewMessage() const {
+  wire::MembershipMessage msg;
+  msg.set_sender(config_.self_name);
+  return msg;
+}
+
+void Membership::FillFullState(wire::MemberPushPull* pp) const {
+  auto* self = pp->add_members();
+  self->set_name(config_.self_name);
+  self->set_address(config_.self_address);
+  self->set_incarnation(incarnation_);
+  self->set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
+  for (const auto& [name, m] : members_) *pp->add_members() = UpdateOf(name, m);
+}
+
+void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name) {
+  if (!reply_peer_.empty() && peer_name == reply_peer_) replied_to_sender_ = true;
+  if (tell_sender_self_ && peer_name == reply_peer_) {
+    // This peer holds a wrong view of this node: its current state goes first
+    // (for a push/pull it is already in the list).
+    tell_sender_self_ = false;
+    if (!msg.has_push_pull()) {
+      *msg.add_updates() = UpdateOf(config_.self_name, Member{config_.self_address,
+                                                              left_ ? MemberState::kLeft : MemberState::kAlive,
+                                                              incarnation_, Time{0}, Time{0}});
+    }
+  }
+  if (!msg.has_push_pull()) {
+    std::vector<std::string> included;
+    if (msg.updates_size() > 0) included.push_back(config_.self_name);
+    // A peer held as suspect, dead or left hears that first, so it can refute.
+    auto peer = members_.find(peer_name);
+    if (peer != members_.end() && peer->second.state != MemberState::kAlive) {
+      *msg.add_updates() = UpdateOf(peer_name, peer->second);
+      included.push_back(peer_name);
+    }
+    const uint32_t limit = RetransmitLimit();
+    std::vector<std::tuple<uint32_t, uint64_t, std::string>> taken;
+    for (auto it = queue_index_.begin();
+         it != queue_index_.end() && static_cast<size_t>(msg.updates_size()) < config_.max_piggyback; ++it) {
+      const std::string& name = std::get<2>(*it);
+      if (std::find(included.begin(), included.end(), name) != included.end()) continue;
+      *msg.add_updates() = queue_.at(name).update;
+      taken.push_back(*it);
+    }
+    for (const auto& key : taken) {
+      queue_index_.erase(key);
+      Queued& q = queue_.at(std::get<2>(key));
+      if (++q.transmits >= limit) {
+        queue_.erase(std::get<2>(key));
+      } else {
+        queue_index_.insert({q.transmits, q.order, std::get<2>(key)});
+      }
+    }
+  }
+  outgoing_.push_back(Send{to, std::move(msg)});
+}
+
+void Membership::SendJoin(const Address& to) {
+  wire::MembershipMessage msg = NewMessage();
+  auto* pp = msg.mutable_push_pull();
+  pp->set_join(true);
+  FillFullState(pp);
+  SendMsg(to, std::move(msg), "");
+}
+
+std::vector<std::string> Membership::RandomMembers(size_t k, const std::vector<std::string>& exclude,
+                                                   bool alive_only) {
+  std::vector<std::string> candidates;
+  for (const auto& [name, m] : members_) {
+    if (alive_only ? m.state != MemberState::kAlive : !IsLive(m)) continue;
+    if (std::find(exclude.begin(), exclude.end(), name) != exclude.end()) continue;
+    candidates.push_back(name);
+  }
+  // Partial Fisher-Yates: the first k are a uniform random sample.
+  const size_t take = std::min(k, candidates.size());
+  for (size_t i = 0; i < take; ++i) {
+    std::swap(candidates[i], candidates[i + rng_.Below(candidates.size() - i)]);
+  }
+  candidates.resize(take);
+  return candidates;
+}
+
+// ---------------------------------------------------------------- receiving
+
+void Membership::Handle(const Address& from, const wire::MembershipMessage& msg, Time now) {
+  const std::string& sender = msg.sender();
+  if (!ValidName(sender)) return Reject("name");
+  if (sender == config_.self_name) return Reject("self");
+  if (static_cast<size_t>(msg.updates_size()) > kMaxPiggybackWire) return Reject("too_many_updates");
+  for (const auto& u : msg.updates()) {
+    if (!ValidUpdate(u)) return;
+  }
+  switch (msg.body_case()) {
+    case wire::MembershipMessage::kPing:
+      if (msg.ping().target().size() > kMaxNameBytes) return Reject("name");
+      break;
+    case wire::MembershipMessage::kPingReq:
+      if (!ValidName(msg.ping_req().target())) return Reject("name");
+      if (msg.ping_req().target_address().empty() || msg.ping_req().target_address().size() > kMaxAddressBytes) {
+        return Reject("address");
+      }
+      break;
+    case wire::MembershipMessage::kPushPull:
+      if (static_cast<size_t>(msg.push_pull().members_size()) > config_.max_members) {
+        return Reject("too_many_updates");
+      }
+      for (const auto& u : msg.push_pull().members()) {
+        if (!ValidUpdate(u)) return;
+      }
+      break;
+    case wire::MembershipMessage::kAck:
+    case wire::MembershipMessage::kGossip:
+      break;
+    case wire::MembershipMessage::BODY_NOT_SET:
+      return Reject("no_body");
+  }
+
+  tell_sender_self_ = false;
+  for (const auto& u : msg.updates()) Apply(u, /*from_full_state=*/false, now);
+  reply_peer_ = sender;
+  replied_to_sender_ = false;
+  switch (msg.body_case()) {
+    case wire::MembershipMessage::kPing:
+      HandlePing(from, sender, msg.ping());
+      break;
+    case wire::MembershipMessage::kAck:
+      HandleAck(sender, msg.ack(), now);
+      break;
+    case wire::MembershipMessage::kPingReq:
+      HandlePingReq(from, sender, msg.ping_req(), now);
+      break;
+    case wire::MembershipMessage::kPushPull:
+      HandlePushPull(from, sender, msg.push_pull(), now);
+      break;
+    default:
+      break;
+  }
+  // A sender this node holds as suspect or dead is evidently running: if no
+  // reply went to it, tell it how it is held so that it refutes (or, if it
+  // already has, answers with its newer state). Likewise when the sender holds
+  // a wrong view of this node and no reply carried the correction.
+  auto held = members_.find(sender);
+  const bool sender_accused = held != members_.end() && (held->second.state == MemberState::kSuspect ||
+                                                         held->second.state == MemberState::kDead);
+  if (tell_sender_self_ || (sender_accused && !replied_to_sender_)) {  // SendMsg clears tell_sender_self_
+    wire::MembershipMessage news = NewMessage();
+    news.mutable_gossip();
+    SendMsg(from, std::move(news), sender);
+    assert(!tell_sender_self_);
+  }
+  reply_peer_.clear();
+  FlushNotify();
+  if (!joined_ && (live_others_ > 0 || msg.has_push_pull())) {
+    joined_ = true;
+    next_join_ = Time::max();
+  }
+}
+
+void Membership::FlushNotify() {
+  // At most kMaxNotify per call: a large merge must not fan out unboundedly.
+  std::vector<std::string> names = std::exchange(notify_, {});
+  if (names.size() > kMaxNotify) names.resize(kMaxNotify);
+  for (const std::string& name : names) {
+    auto it = members_.find(name);
+    if (it == members_.end() || it->second.state == MemberState::kAlive || it->second.state == MemberState::kLeft) {
+      continue;
+    }
+    wire::MembershipMessage msg = NewMessage();
+    msg.mutable_gossip();
+    SendMsg(it->second.address, std::move(msg), name);  // carries the accusation first
+  }
+}
+
+void Membership::HandlePing(const Address& from, const std::string& sender, const wire::MemberPing& p) {
+  if (!p.target().empty() && p.target() != config_.self_name) return Reject("target");
+  wire::MembershipMessage reply = NewMessage();
+  reply.mutable_ack()->set_seq(p.seq());
+  SendMsg(from, std::move(reply), sender);
+}
+
+void Membership::HandleAck(const std::string& sender, const wire::MemberAck& a, Time now) {
+  if (probe_ && !probe_->acked && a.seq() == probe_->seq &&
+      (sender == probe_->target ||
+       std::find(probe_->helpers.begin(), probe_->helpers.end(), sender) != probe_->helpers.end())) {
+    probe_->acked = true;
+    return;
+  }
+  auto relay = relays_.find(a.seq());
+  if (relay != relays_.end() && relay->second.target == sender) {
+    wire::MembershipMessage fwd = NewMessage();
+    fwd.mutable_ack()->set_seq(relay->second.origin_seq);
+    const Address origin = relay->second.origin;
+    const std::string origin_name = relay->second.origin_name;
+    relays_.erase(relay);
+    SendMsg(origin, std::move(fwd), origin_name);
+    return;
+  }
+  Reject("unknown_ack");
+}
+
+void Membership::HandlePingReq(const Address& from, const std::string& sender, const wire::MemberPingReq& r,
+                               Time now) {
+  auto it = members_.find(sender);
+  if (it == members_.end() || !IsLive(it->second)) return Reject("unknown_sender");
+  if (r.target() == config_.self_name || r.target() == sender) return Reject("target");
+  if (relays_.size() >= kMaxRelays) return Reject("relays_full");
+  // Prefer the address this node knows for the target over the requester's.
+  auto target = members_.find(r.target());
+  const Address to = target != members_.end() ? target->second.address : r.target_address();
+  const uint64_t seq = next_seq_++;
+  relays_[seq] = Relay{from, sender, r.seq(), r.target(), now + config_.probe_timeout};
+  wire::MembershipMessage ping = NewMessage();
+  ping.mutable_ping()->set_seq(seq);
+  ping.mutable_ping()->set_target(r.target());
+  SendMsg(to, std::move(ping), r.target());
+}
+
+void Membership::HandlePushPull(const Address& from, const std::string& sender, const wire::MemberPushPull& pp,
+                                Time now) {
+  for (const auto& u : pp.members()) Apply(u, /*from_full_state=*/true, now);
+  if (pp.reply()) return;
+  wire::MembershipMessage reply = NewMessage();
+  auto* out = reply.mutable_push_pull();
+  out->set_reply(true);
+  FillFullState(out);
+  SendMsg(from, std::move(reply), sender);
+}
+
+// ---------------------------------------------------------------- timers
+
+void Membership::Tick(Time now) {
+  RelayTick(now);
+  SuspicionTick(now);
+  if (!joined_ && now >= next_join_) JoinTick(now);
+  if (probe_ && !probe_->acked && !probe_->indirect_sent && now >= probe_->started + config_.probe_timeout) {
+    SendIndirect(now);
+  }
+  if (now >= next_probe_) ProbeTick(now);
+  if (now >= next_gossip_) GossipTick(now);
+  if (now >= next_push_pull_) PushPullTick(now);
+  if (now >= next_reconnect_) ReconnectTick(now);
+  FlushNotify();
+}
+
+void Membership::RelayTick(Time now) {
+  for (auto it = relays_.begin(); it != relays_.end();) {
+    it = it->second.deadline <= now ? relays_.erase(it) : std::next(it);
+  }
+}
+
+void Membership::SuspicionTick(Time now) {
+  // Each iteration removes the first entry (SetState erases it), so this ends.
+  while (!suspicions_.empty() && suspicions_.begin()->first <= now) {
+    const std::string name = suspicions_.begin()->second;
+    Member& m = members_.at(name);
+    assert(m.state == MemberState::kSuspect);
+    SetState(name, m, MemberState::kDead, m.incarnation, now);
+  }
+}
+
+void Membership::JoinTick(Time now) {
+  for (const Address& seed : seeds_) SendJoin(seed);
+  next_join_ = now + config_.probe_interval;
+}
+
+std::optional<std::string> Membership::NextProbeTarget() {
+  // Each pass either returns or advances probe_index_; at most one reshuffle.
+  bool reshuffled = false;
+  while (true) {
+    if (probe_index_ >= probe_order_.size()) {
+      if (reshuffled) return std::nullopt;
+      reshuffled = true;
+      probe_order_.clear();
+      for (const auto& [name, m] : members_) {
+        if (IsLive(m)) probe_order_.push_back(name);
+      }
+      for (size_t i = probe_order_.size(); i > 1; --i) std::swap(probe_order_[i - 1], probe_order_[rng_.Below(i)]);
+      probe_index_ = 0;
+      if (probe_order_.empty()) return std::nullopt;
+    }
+    const std::string& name = probe_order_[probe_index_++];
+    auto it = members_.find(name);
+    if (it != members_.end() && IsLive(it->second)) return name;
+  }
+}
+
+void Membership::ProbeTick(Time now) {
+  next_probe_ = now + config_.probe_interval;
+  // Remind the members this node suspects, soonest deadline first, so a
+  // refutation lost once still arrives before the suspicion expires.
+  for (auto it = suspicions_.begin(); it != suspicions_.end() && notify_.size() < kMaxNotify; ++it) {
+    notify_.push_back(it->second);
+  }
+  if (probe_) {
+    if (!probe_->acked) {
+      auto it = members_.find(probe_->target);
+      if (it != members_.end() && it->second.state == MemberState::kAlive) {
+        SetState(it->first, it->second, MemberState::kSuspect, it->second.incarnation, now);
+      }
+    }
+    probe_.reset();
+  }
+  std::optional<std::string> target = NextProbeTarget();
+  if (!target) return;
+  probe_ = Probe{*target, next_seq_++, now, false, false, {}};
+  wire::MembershipMessage ping = NewMessage();
+  ping.mutable_ping()->set_seq(probe_->seq);
+  ping.mutable_ping()->set_target(*target);
+  SendMsg(members_.at(*target).address, std::move(ping), *target);
+}
+
+void Membership::SendIndirect(Time now) {
+  probe_->indirect_sent = true;
+  auto target = members_.find(probe_->target);
+  if (target == members_.end() || !IsLive(target->second)) return;
+  probe_->helpers = RandomMembers(config_.indirect_probes, {probe_->target}, /*alive_only=*/true);
+  for (const std::string& helper : probe_->helpers) {
+    wire::MembershipMessage req = NewMessage();
+    auto* r = req.mutable_ping_req();
+    r->set_seq(probe_->seq);
+    r->set_target(probe_->target);
+    r->set_target_address(target->second.address);
+    SendMsg(members_.at(helper).address, std::move(req), helper);
+  }
+}
+
+void Membership::GossipTick(Time now) {
+  next_gossip_ = now + config_.gossip_interval;
+  if (queue_.empty()) return;
+  for (const std::string& name : RandomMembers(config_.gossip_fanout, {}, /*alive_only=*/false)) {
+    if (queue_.empty()) break;
+    wire::MembershipMessage msg = NewMessage();
+    msg.mutable_gossip();
+    SendMsg(members_.at(name).address, std::move(msg), name);
+  }
+}
+
+void Membership::PushPullTick(Time now) {
+  next_push_pull_ = now + config_.probe_interval * config_.push_pull_every;
+  std::vector<std::string> peer = RandomMembers(1, {}, /*alive_only=*/false);
+  if (peer.empty()) return;
+  wire::MembershipMessage msg = NewMessage();
+  FillFullState(msg.mutable_push_pull());
+  SendMsg(members_.at(peer[0]).address, std::move(msg), peer[0]);
+}
+
+void Membership::ReconnectTick(Time now) {
+  next_reconnect_ = now + config_.dead_reconnect_interval;
+  std::vector<std::string> dead;
+  for (const auto& [name, m] : members_) {
+    if (m.state == MemberState::kDead) dead.push_back(name);
+  }
+  if (!dead.empty()) {
+    SendJoin(members_.at(dead[rng_.Below(dead.size())]).address);
+  } else if (live_others_ == 0 && !seeds_.empty()) {
+    SendJoin(seeds_[rng_.Below(seeds_.size())]);
+  }
+}
+
+}  // namespace pollen::node

@@ -1,0 +1,246 @@
+// Membership: SWIM-style failure detection and member dissemination, sans-IO.
+//
+// One instance per node. The owner (Node) feeds it decoded messages and the
+// current time and carries out what it returns; it owns no socket, clock or
+// random source (randomness: an Rng seeded from the constructor argument).
+//
+// What it promises:
+//  - Join: Start() sends a join (a push/pull carrying this node's full state) to
+//    every seed other than self_address, again every probe_interval until some
+//    other member has been heard from (joined(): a push/pull arrived or some
+//    other member is live). No seeds but self: joined at Start().
+//  - Failure detection: one member (alive or suspect) is probed per
+//    probe_interval, in a randomized round-robin order. No ack within
+//    probe_timeout -> indirect pings through `indirect_probes` random alive
+//    members; still none when the next probe starts -> the member is suspected.
+//    A suspect not refuted within
+//      suspicion_multiplier * log10(max(N, 1) + 1) * probe_interval
+//    (N = LiveCount()) is declared dead.
+//  - Per member, the state kept is the largest (incarnation, state) in
+//    lexicographic order, states ranked alive < suspect < dead < left. So an
+//    alive needs a strictly higher incarnation to override anything, a left
+//    member is never resurrected by an older or equal incarnation, and any two
+//    nodes that saw the same updates hold the same table. One exception: a
+//    "dead" learned through a full-state list (push/pull, join) is taken as
+//    "suspect" (as memberlist does), so a healing partition does not flap.
+//  - Refutation: a node that learns it is suspect, dead or left at an
+//    incarnation i >= its own, or alive at an i > its own (a previous life of
+//    a restarted node), moves to alive at max(own, i) + 1, unless it has left.
+//  - Dissemination: each update is queued (one entry per member, newest wins)
+//    and piggybacked on pings, acks, ping-reqs and periodic gossip messages
+//    (gossip_fanout random live members every gossip_interval while anything
+//    is queued), at most max_piggyback per message, fewest-sent and then
+//    newest first, each sent ceil(3*log10(N+1))+1 times.
+//  - Accusations reach the accused directly: a member that becomes suspect or
+//    dead here is sent its state at once, suspects are reminded every
+//    probe_interval, and every message to a member held suspect, dead or left
+//    carries that member's state first. A node that hears a wrong view of
+//    itself (an accusation, or after Leave anything but its leave) answers the
+//    sender with its current state; a sender held suspect or dead is answered
+//    with its state. (At most kMaxNotify such messages per Handle or Tick.)
+//  - Anti-entropy of the table: a push/pull with a random live member every
+//    push_pull_every probe intervals (random phase); every dead_reconnect_interval a join to one random
+//    dead (not left) member, or to a random seed when no other member is live,
+//    so a healed partition merges back by itself.
+//  - Leave(): incarnation+1, state left, announced to up to kMaxLeaveFanout
+//    live members at once; probing, push/pull and reconnects stop.
+//  - Input validation before any state change: a message with an empty or
+//    oversized name or address, an unknown status, more than
+//    kMaxPiggybackWire updates or a full list over max_members is dropped
+//    whole and counted (rejected()); so are acks that match no probe or relay,
+//    ping-reqs from senders not held alive or suspect, and pings for another
+//    name. A ping from an unknown sender is answered (one ack, no state), so a
+//    newcomer is never suspected by a member that has not heard of it yet.
+//    All tables and queues are bounded (max_members: when full, the oldest
+//    left then dead member is evicted, else the newcomer is refused;
+//    kMaxRelays, kMaxSeeds, kMaxNotify, probe order <= 2 * max_members).
+//  - Deterministic: same config, seed and inputs give the same outputs.
+//
+// Messages that carry full state (push_pull) can be large; the owner should
+// send them as stream frames when they exceed its datagram budget.
+//
+// Not thread-safe: one driver thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "node/core/rng.h"
+#include "node/core/types.h"
+#include "protocol/membership.pb.h"
+
+namespace pollen::node {
+
+struct MembershipConfig {
+  std::string self_name;
+  Address self_address;
+  std::vector<Address> seeds;  // may include self_address (skipped); at most kMaxSeeds used
+  Duration probe_interval = std::chrono::seconds(1);
+  Duration probe_timeout = std::chrono::milliseconds(500);  // < probe_interval
+  uint32_t indirect_probes = 3;
+  double suspicion_multiplier = 4.0;
+  Duration dead_reconnect_interval = std::chrono::seconds(30);
+  Duration gossip_interval = std::chrono::milliseconds(200);
+  uint32_t gossip_fanout = 3;          // peers per gossip_interval (only when updates are queued)
+  uint32_t push_pull_every = 30;       // push/pull every this many probe intervals; 0 = never
+  size_t max_piggyback = 8;            // updates per message, <= kMaxPiggybackWire
+  size_t max_members = 10000;          // table bound, self included
+};
+
+class Membership {
+ public:
+  static constexpr size_t kMaxNameBytes = 255;
+  static constexpr size_t kMaxAddressBytes = 255;
+  static constexpr size_t kMaxPiggybackWire = 64;  // more updates in one message: rejected
+  static constexpr size_t kMaxRelays = 256;        // pending ping-reqs relayed for others
+  static constexpr size_t kMaxSeeds = 64;
+  static constexpr size_t kMaxLeaveFanout = 64;
+  static constexpr size_t kMaxNotify = 16;  // accused members told directly per Handle/Tick
+
+  struct Send {
+    Address to;
+    wire::MembershipMessage msg;
+  };
+
+  // Asserts a valid config (non-empty name and address within the bounds,
+  // positive intervals, probe_timeout < probe_interval, max_members >= 1).
+  Membership(MembershipConfig config, uint64_t rng_seed);
+
+  void Start(Time now);  // join through the seeds
+  void Leave(Time now);  // announce leave (incarnation+1), stop probing
+  void Handle(const Address& from, const wire::MembershipMessage& msg, Time now);
+  void Tick(Time now);
+  Time NextWakeup() const;  // earliest time Tick has work; Time::max() if none
+
+  std::vector<Send> TakeOutgoing();
+  std::vector<Event> TakeEvents();  // kMemberJoined/Alive/Suspect/Dead/Left about others
+
+  std::vector<MemberInfo> Members() const;  // sorted by name, self included
+  std::optional<MemberInfo> Find(const std::string& name) const;
+  std::vector<Address> LivePeers() const;  // alive+suspect, excluding self, sorted
+  size_t LiveCount() const;                // alive+suspect, self included unless left
+  bool joined() const { return joined_; }
+  bool left() const { return left_; }
+  uint64_t incarnation() const { return incarnation_; }
+  const MembershipConfig& config() const { return config_; }
+
+  // Rejected input by reason ("name", "self", "address", "status", "too_many_updates",
+  // "no_body", "unknown_ack", "unknown_sender", "target", "relays_full",
+  // "table_full"), for metrics.
+  const std::map<std::string, uint64_t>& rejected() const { return rejected_; }
+
+  // Suspicion timeout for the current LiveCount().
+  Duration SuspicionTimeout() const;
+
+ private:
+  struct Member {
+    Address address;
+    MemberState state = MemberState::kAlive;
+    uint64_t incarnation = 0;
+    Time last_change{0};
+    Time suspect_deadline{0};  // valid when state == kSuspect
+  };
+  struct Probe {
+    std::string target;
+    uint64_t seq = 0;
+    Time started{0};
+    bool acked = false;
+    bool indirect_sent = false;
+    std::vector<std::string> helpers;
+  };
+  struct Relay {
+    Address origin;
+    std::string origin_name;
+    uint64_t origin_seq = 0;
+    std::string target;
+    Time deadline{0};
+  };
+  struct Queued {
+    wire::MemberUpdate update;
+    uint32_t transmits = 0;
+    uint64_t order = 0;  // insertion order, ties broken oldest first
+  };
+
+  // Validation; true if usable. Counts the reason otherwise.
+  bool ValidUpdate(const wire::MemberUpdate& u);
+  bool ValidName(const std::string& name);
+  void Reject(const std::string& reason);
+
+  // Applies one update with the lattice rule; `from_full_state` maps dead to
+  // suspect. Returns true if the local table changed.
+  bool Apply(const wire::MemberUpdate& u, bool from_full_state, Time now);
+  void Refute(uint64_t accused_incarnation, Time now);
+  void SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now);
+  bool MakeRoom();  // evicts the oldest left, then dead, member; false if none
+  void Enqueue(const std::string& name, const Member& m);
+  wire::MemberUpdate UpdateOf(const std::string& name, const Member& m) const;
+
+  void Emit(Event::Kind kind, const std::string& name, const Member& m);
+  void SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name);
+  wire::MembershipMessage NewMessage() const;
+  void FillFullState(wire::MemberPushPull* pp) const;
+
+  void HandlePing(const Address& from, const std::string& sender, const wire::MemberPing& p);
+  void HandleAck(const std::string& sender, const wire::MemberAck& a, Time now);
+  void HandlePingReq(const Address& from, const std::string& sender, const wire::MemberPingReq& r, Time now);
+  void HandlePushPull(const Address& from, const std::string& sender, const wire::MemberPushPull& pp, Time now);
+
+  void ProbeTick(Time now);
+  void SendIndirect(Time now);
+  void GossipTick(Time now);
+  void PushPullTick(Time now);
+  void ReconnectTick(Time now);
+  void JoinTick(Time now);
+  void SuspicionTick(Time now);
+  void RelayTick(Time now);
+  void FlushNotify();
+  void SendJoin(const Address& to);
+
+  std::optional<std::string> NextProbeTarget();
+  std::vector<std::string> RandomMembers(size_t k, const std::vector<std::string>& exclude, bool alive_only);
+  uint32_t RetransmitLimit() const;
+  bool IsLive(const Member& m) const { return m.state == MemberState::kAlive || m.state == MemberState::kSuspect; }
+
+  MembershipConfig config_;
+  std::vector<Address> seeds_;  // without self, at most kMaxSeeds
+  Rng rng_;
+  bool started_ = false;
+  bool joined_ = false;
+  bool left_ = false;
+  uint64_t incarnation_ = 0;
+  uint64_t next_seq_ = 0;
+  uint64_t queue_order_ = 0;
+
+  std::map<std::string, Member> members_;  // others only
+  std::map<std::string, Queued> queue_;    // piggyback queue, one per member (self included)
+  std::set<std::tuple<uint32_t, uint64_t, std::string>> queue_index_;  // (transmits, order, name)
+  std::set<std::pair<Time, std::string>> suspicions_;                 // (deadline, name) of suspects
+  size_t live_others_ = 0;                                             // alive+suspect in members_
+  std::map<uint64_t, Relay> relays_;       // by the seq this node used
+  std::optional<Probe> probe_;
+  std::vector<std::string> probe_order_;
+  size_t probe_index_ = 0;
+
+  Time next_probe_ = Time::max();
+  Time next_gossip_ = Time::max();
+  Time next_push_pull_ = Time::max();
+  Time next_reconnect_ = Time::max();
+  Time next_join_ = Time::max();
+
+  std::vector<std::string> notify_;  // members that just became suspect or dead
+  bool tell_sender_self_ = false;    // during Handle: the sender holds a wrong view of self
+  std::string reply_peer_;           // during Handle: the sender's name
+  bool replied_to_sender_ = false;   // during Handle: something was sent to the sender
+  std::vector<Send> outgoing_;
+  std::vector<Event> events_;
+  std::map<std::string, uint64_t> rejected_;
+};
+
+}  // namespace pollen::node

@@ -1,0 +1,441 @@
+// Single-instance behaviour of Membership: precedence rules, refutation,
+// input validation and bounds, join retries, leave, piggyback limits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "node/core/membership.h"
+#include "tests/membership/pump.h"
+
+namespace pollen::node {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Pump;
+
+wire::MemberUpdate Update(const std::string& name, uint64_t inc, wire::MemberStatus status) {
+  wire::MemberUpdate u;
+  u.set_name(name);
+  u.set_address(name + ":1");
+  u.set_incarnation(inc);
+  u.set_status(status);
+  return u;
+}
+
+wire::MembershipMessage Gossip(const std::string& sender, std::vector<wire::MemberUpdate> updates) {
+  wire::MembershipMessage m;
+  m.set_sender(sender);
+  m.mutable_gossip();
+  for (auto& u : updates) *m.add_updates() = u;
+  return m;
+}
+
+wire::MembershipMessage PushPull(const std::string& sender, std::vector<wire::MemberUpdate> members, bool reply) {
+  wire::MembershipMessage m;
+  m.set_sender(sender);
+  m.mutable_push_pull()->set_reply(reply);
+  for (auto& u : members) *m.mutable_push_pull()->add_members() = u;
+  return m;
+}
+
+class MembershipTest : public ::testing::Test {
+ protected:
+  MembershipTest() : m_(Pump::Config("self", {}), 7) { m_.Start(now_); }
+
+  void Apply(const std::vector<wire::MemberUpdate>& updates) {
+    m_.Handle("peer:1", Gossip("peer", updates), now_);
+  }
+  MemberState StateOf(const std::string& name) { return m_.Find(name)->state; }
+  std::vector<Event::Kind> Kinds() {
+    std::vector<Event::Kind> out;
+    for (const Event& e : m_.TakeEvents()) out.push_back(e.kind);
+    return out;
+  }
+
+  Time now_{0};
+  Membership m_;
+};
+
+TEST_F(MembershipTest, NoSeedsMeansJoinedAlone) {
+  EXPECT_TRUE(m_.joined());
+  EXPECT_EQ(m_.LiveCount(), 1u);
+  ASSERT_EQ(m_.Members().size(), 1u);
+  EXPECT_EQ(m_.Members()[0].name, "self");
+  EXPECT_TRUE(m_.LivePeers().empty());
+}
+
+TEST_F(MembershipTest, PrecedenceIsIncarnationThenState) {
+  using K = Event::Kind;
+  Apply({Update("a", 1, wire::MEMBER_STATUS_ALIVE)});
+  EXPECT_EQ(Kinds(), std::vector<K>{K::kMemberJoined});
+  Apply({Update("a", 1, wire::MEMBER_STATUS_SUSPECT)});
+  EXPECT_EQ(StateOf("a"), MemberState::kSuspect);
+  Apply({Update("a", 1, wire::MEMBER_STATUS_ALIVE)});  // same incarnation: no refutation
+  EXPECT_EQ(StateOf("a"), MemberState::kSuspect);
+  Apply({Update("a", 0, wire::MEMBER_STATUS_ALIVE)});  // older: ignored
+  EXPECT_EQ(StateOf("a"), MemberState::kSuspect);
+  EXPECT_EQ(Kinds(), std::vector<K>{K::kMemberSuspect});
+  Apply({Update("a", 2, wire::MEMBER_STATUS_ALIVE)});
+  EXPECT_EQ(StateOf("a"), MemberState::kAlive);
+  Apply({Update("a", 2, wire::MEMBER_STATUS_DEAD)});
+  EXPECT_EQ(StateOf("a"), MemberState::kDead);
+  Apply({Update("a", 2, wire::MEMBER_STATUS_SUSPECT)});  // weaker than dead at the same incarnation
+  EXPECT_EQ(StateOf("a"), MemberState::kDead);
+  EXPECT_EQ(Kinds(), (std::vector<K>{K::kMemberAlive, K::kMemberDead}));
+  EXPECT_EQ(m_.LiveCount(), 1u);
+  Apply({Update("a", 3, wire::MEMBER_STATUS_ALIVE)});
+  EXPECT_EQ(StateOf("a"), MemberState::kAlive);
+  EXPECT_EQ(m_.LiveCount(), 2u);
+  Apply({Update("a", 3, wire::MEMBER_STATUS_LEFT)});
+  EXPECT_EQ(StateOf("a"), MemberState::kLeft);
+  Apply({Update("a", 3, wire::MEMBER_STATUS_ALIVE)});
+  Apply({Update("a", 3, wire::MEMBER_STATUS_DEAD)});
+  Apply({Update("a", 2, wire::MEMBER_STATUS_ALIVE)});
+  EXPECT_EQ(StateOf("a"), MemberState::kLeft);
+  EXPECT_EQ(Kinds(), (std::vector<K>{K::kMemberAlive, K::kMemberLeft}));
+  EXPECT_EQ(m_.Find("a")->incarnation, 3u);
+}
+
+TEST_F(MembershipTest, AliveAtHigherIncarnationUpdatesAddress) {
+  Apply({Update("a", 1, wire::MEMBER_STATUS_ALIVE)});
+  auto u = Update("a", 2, wire::MEMBER_STATUS_ALIVE);
+  u.set_address("elsewhere:2");
+  Apply({u});
+  EXPECT_EQ(m_.Find("a")->address, "elsewhere:2");
+  auto same = Update("a", 2, wire::MEMBER_STATUS_SUSPECT);
+  same.set_address("third:3");
+  Apply({same});
+  EXPECT_EQ(m_.Find("a")->address, "elsewhere:2");
+}
+
+TEST_F(MembershipTest, RefutesSuspicionAndDeathWithHigherIncarnation) {
+  Apply({Update("peer", 0, wire::MEMBER_STATUS_ALIVE), Update("self", 0, wire::MEMBER_STATUS_SUSPECT)});
+  EXPECT_EQ(m_.incarnation(), 1u);
+  Apply({Update("self", 5, wire::MEMBER_STATUS_DEAD)});
+  EXPECT_EQ(m_.incarnation(), 6u);
+  Apply({Update("self", 3, wire::MEMBER_STATUS_DEAD)});  // older accusation: nothing to do
+  EXPECT_EQ(m_.incarnation(), 6u);
+  EXPECT_EQ(m_.Find("self")->state, MemberState::kAlive);
+  // The refutation is piggybacked on the next message.
+  m_.TakeOutgoing();
+  m_.Handle("peer:1", [] {
+    wire::MembershipMessage p;
+    p.set_sender("peer");
+    p.mutable_ping()->set_seq(9);
+    p.mutable_ping()->set_target("self");
+    return p;
+  }(), now_);
+  auto out = m_.TakeOutgoing();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to, "peer:1");
+  ASSERT_TRUE(out[0].msg.has_ack());
+  EXPECT_EQ(out[0].msg.ack().seq(), 9u);
+  bool found = false;
+  for (const auto& u : out[0].msg.updates()) {
+    if (u.name() == "self") {
+      found = true;
+      EXPECT_EQ(u.incarnation(), 6u);
+      EXPECT_EQ(u.status(), wire::MEMBER_STATUS_ALIVE);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(MembershipTest, DeadInFullStateIsOnlySuspected) {
+  m_.Handle("peer:1", PushPull("peer", {Update("peer", 0, wire::MEMBER_STATUS_ALIVE),
+                                        Update("c", 4, wire::MEMBER_STATUS_DEAD)}, /*reply=*/false), now_);
+  EXPECT_EQ(StateOf("c"), MemberState::kSuspect);
+  EXPECT_EQ(StateOf("peer"), MemberState::kAlive);
+  // A push (not a reply) is answered with the full state, self included.
+  auto out = m_.TakeOutgoing();
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].msg.has_push_pull());
+  EXPECT_TRUE(out[0].msg.push_pull().reply());
+  EXPECT_EQ(out[0].msg.push_pull().members_size(), 3);
+  // Replies are not answered.
+  m_.Handle("peer:1", PushPull("peer", {Update("peer", 0, wire::MEMBER_STATUS_ALIVE)}, true), now_);
+  EXPECT_TRUE(m_.TakeOutgoing().empty());
+}
+
+TEST_F(MembershipTest, SuspectBecomesDeadAfterTimeout) {
+  Apply({Update("a", 0, wire::MEMBER_STATUS_ALIVE), Update("b", 0, wire::MEMBER_STATUS_ALIVE)});
+  Apply({Update("a", 0, wire::MEMBER_STATUS_SUSPECT)});
+  const Duration timeout = m_.SuspicionTimeout();
+  m_.Tick(now_ + timeout - 1ns);
+  EXPECT_EQ(StateOf("a"), MemberState::kSuspect);
+  EXPECT_LE(m_.NextWakeup(), now_ + timeout);
+  m_.Tick(now_ + timeout);
+  EXPECT_EQ(StateOf("a"), MemberState::kDead);
+}
+
+TEST_F(MembershipTest, RejectsGarbageWithoutStateChange) {
+  auto before = m_.Members().size();
+  wire::MembershipMessage m = Gossip("", {Update("a", 0, wire::MEMBER_STATUS_ALIVE)});
+  m_.Handle("x:1", m, now_);
+  EXPECT_EQ(m_.rejected().at("name"), 1u);
+  m_.Handle("x:1", Gossip("self", {Update("a", 0, wire::MEMBER_STATUS_ALIVE)}), now_);
+  EXPECT_EQ(m_.rejected().at("self"), 1u);
+  // One bad update poisons the whole message.
+  m_.Handle("x:1", Gossip("x", {Update("a", 0, wire::MEMBER_STATUS_ALIVE), Update("", 0, wire::MEMBER_STATUS_ALIVE)}),
+            now_);
+  auto no_addr = Update("b", 0, wire::MEMBER_STATUS_ALIVE);
+  no_addr.clear_address();
+  m_.Handle("x:1", Gossip("x", {no_addr}), now_);
+  EXPECT_EQ(m_.rejected().at("address"), 1u);
+  auto bad_status = Update("c", 0, wire::MEMBER_STATUS_ALIVE);
+  bad_status.set_status(static_cast<wire::MemberStatus>(99));
+  m_.Handle("x:1", Gossip("x", {bad_status}), now_);
+  EXPECT_EQ(m_.rejected().at("status"), 1u);
+  m_.Handle("x:1", Gossip("x", {Update(std::string(256, 'n'), 0, wire::MEMBER_STATUS_ALIVE)}), now_);
+  EXPECT_EQ(m_.rejected().at("name"), 3u);
+  std::vector<wire::MemberUpdate> many;
+  for (int i = 0; i < 65; ++i) many.push_back(Update("m" + std::to_string(i), 0, wire::MEMBER_STATUS_ALIVE));
+  m_.Handle("x:1", Gossip("x", many), now_);
+  EXPECT_EQ(m_.rejected().at("too_many_updates"), 1u);
+  wire::MembershipMessage no_body;
+  no_body.set_sender("x");
+  m_.Handle("x:1", no_body, now_);
+  EXPECT_EQ(m_.rejected().at("no_body"), 1u);
+  EXPECT_EQ(m_.Members().size(), before);
+  EXPECT_TRUE(m_.TakeEvents().empty());
+  EXPECT_TRUE(m_.TakeOutgoing().empty());
+  EXPECT_FALSE(m_.Find("a").has_value());
+}
+
+TEST_F(MembershipTest, UnknownAcksAndStrangersPingReqsAreRejected) {
+  wire::MembershipMessage ack;
+  ack.set_sender("x");
+  ack.mutable_ack()->set_seq(12345);
+  m_.Handle("x:1", ack, now_);
+  EXPECT_EQ(m_.rejected().at("unknown_ack"), 1u);
+  wire::MembershipMessage req;
+  req.set_sender("stranger");
+  req.mutable_ping_req()->set_seq(1);
+  req.mutable_ping_req()->set_target("victim");
+  req.mutable_ping_req()->set_target_address("victim:1");
+  m_.Handle("s:1", req, now_);
+  EXPECT_EQ(m_.rejected().at("unknown_sender"), 1u);
+  EXPECT_TRUE(m_.TakeOutgoing().empty());
+  // A ping meant for another name is not acked.
+  wire::MembershipMessage ping;
+  ping.set_sender("x");
+  ping.mutable_ping()->set_seq(3);
+  ping.mutable_ping()->set_target("someone-else");
+  m_.Handle("x:1", ping, now_);
+  EXPECT_EQ(m_.rejected().at("target"), 1u);
+  EXPECT_TRUE(m_.TakeOutgoing().empty());
+}
+
+TEST_F(MembershipTest, PingReqRelaysAreBoundedAndRelayed) {
+  Apply({Update("peer", 0, wire::MEMBER_STATUS_ALIVE), Update("t", 0, wire::MEMBER_STATUS_ALIVE)});
+  m_.TakeOutgoing();
+  for (size_t i = 0; i < Membership::kMaxRelays + 50; ++i) {
+    wire::MembershipMessage req;
+    req.set_sender("peer");
+    req.mutable_ping_req()->set_seq(1000 + i);
+    req.mutable_ping_req()->set_target("t");
+    req.mutable_ping_req()->set_target_address("ignored:9");
+    m_.Handle("peer:1", req, now_);
+  }
+  auto out = m_.TakeOutgoing();
+  EXPECT_EQ(out.size(), Membership::kMaxRelays);
+  EXPECT_EQ(m_.rejected().at("relays_full"), 50u);
+  ASSERT_TRUE(out[0].msg.has_ping());
+  EXPECT_EQ(out[0].to, "t:1");  // the address this node knows, not the requester's
+  EXPECT_EQ(out[0].msg.ping().target(), "t");
+  // The target's ack is relayed to the requester with the requester's seq.
+  wire::MembershipMessage ack;
+  ack.set_sender("t");
+  ack.mutable_ack()->set_seq(out[0].msg.ping().seq());
+  m_.Handle("t:1", ack, now_);
+  auto relayed = m_.TakeOutgoing();
+  ASSERT_EQ(relayed.size(), 1u);
+  EXPECT_EQ(relayed[0].to, "peer:1");
+  EXPECT_EQ(relayed[0].msg.ack().seq(), 1000u);
+  // Relays expire after the probe timeout.
+  m_.Tick(now_ + m_.config().probe_timeout);
+  m_.Handle("peer:1", [] {
+    wire::MembershipMessage req;
+    req.set_sender("peer");
+    req.mutable_ping_req()->set_seq(1);
+    req.mutable_ping_req()->set_target("t");
+    req.mutable_ping_req()->set_target_address("t:1");
+    return req;
+  }(), now_ + m_.config().probe_timeout);
+  EXPECT_EQ(m_.rejected().at("relays_full"), 50u);
+}
+
+TEST(Membership, TableIsBoundedAndEvictsDeadFirst) {
+  MembershipConfig c = Pump::Config("self", {});
+  c.max_members = 8;
+  Membership m(c, 1);
+  m.Start(Time{0});
+  std::vector<wire::MemberUpdate> list;
+  for (int i = 0; i < 8; ++i) list.push_back(Update("m" + std::to_string(i), 0, wire::MEMBER_STATUS_ALIVE));
+  m.Handle("p:1", PushPull("m0", list, true), Time{0});
+  EXPECT_EQ(m.Members().size(), 8u);
+  EXPECT_EQ(m.rejected().at("table_full"), 1u);
+  m.Handle("p:1", Gossip("m0", {Update("m1", 0, wire::MEMBER_STATUS_DEAD)}), Time{1});
+  m.Handle("p:1", Gossip("m0", {Update("new", 0, wire::MEMBER_STATUS_ALIVE)}), Time{2});
+  EXPECT_EQ(m.Members().size(), 8u);
+  EXPECT_TRUE(m.Find("new").has_value());
+  EXPECT_FALSE(m.Find("m1").has_value());
+  // A full list larger than the table is refused outright.
+  std::vector<wire::MemberUpdate> huge;
+  for (int i = 0; i < 9; ++i) huge.push_back(Update("h" + std::to_string(i), 0, wire::MEMBER_STATUS_ALIVE));
+  m.Handle("p:1", PushPull("m0", huge, false), Time{3});
+  EXPECT_EQ(m.rejected().at("too_many_updates"), 1u);
+  EXPECT_FALSE(m.Find("h0").has_value());
+}
+
+TEST(Membership, JoinRetriesSeedsUntilAnswered) {
+  Membership m(Pump::Config("j", {"a:1", "j:7946", "b:1", "a:1"}), 3);
+  m.Start(Time{0});
+  auto out = m.TakeOutgoing();
+  ASSERT_EQ(out.size(), 2u);  // self and the duplicate skipped
+  EXPECT_EQ(out[0].to, "a:1");
+  EXPECT_EQ(out[1].to, "b:1");
+  ASSERT_TRUE(out[0].msg.has_push_pull());
+  EXPECT_TRUE(out[0].msg.push_pull().join());
+  ASSERT_EQ(out[0].msg.push_pull().members_size(), 1);
+  EXPECT_EQ(out[0].msg.push_pull().members(0).name(), "j");
+  EXPECT_FALSE(m.joined());
+  Time t{0};
+  int joins = 0;
+  for (int i = 0; i < 50; ++i) {
+    t = m.NextWakeup();
+    m.Tick(t);
+    for (const auto& s : m.TakeOutgoing()) joins += s.msg.has_push_pull() && s.msg.push_pull().join();
+  }
+  EXPECT_GE(joins, 2 * 5);  // every probe interval, both seeds
+  EXPECT_LE(t, Time{0} + 15s);
+  m.Handle("a:1", PushPull("a", {Update("a", 0, wire::MEMBER_STATUS_ALIVE)}, true), t);
+  EXPECT_TRUE(m.joined());
+  EXPECT_EQ(m.LivePeers(), std::vector<Address>{"a:1"});
+  joins = 0;
+  for (int i = 0; i < 30; ++i) {
+    t = m.NextWakeup();
+    m.Tick(t);
+    for (const auto& s : m.TakeOutgoing()) joins += s.msg.has_push_pull() && s.msg.push_pull().join();
+  }
+  EXPECT_EQ(joins, 0);
+}
+
+TEST(Membership, LeaveAnnouncesAndStopsProbing) {
+  Membership m(Pump::Config("l", {}), 3);
+  m.Start(Time{0});
+  for (const char* n : {"a", "b", "c"}) {
+    m.Handle("a:1", Gossip("a", {Update(n, 0, wire::MEMBER_STATUS_ALIVE)}), Time{0});
+  }
+  m.TakeOutgoing();
+  m.Leave(Time{1});
+  EXPECT_TRUE(m.left());
+  EXPECT_EQ(m.incarnation(), 1u);
+  EXPECT_EQ(m.LiveCount(), 3u);
+  auto out = m.TakeOutgoing();
+  ASSERT_EQ(out.size(), 3u);  // every live member hears it at once
+  for (const auto& s : out) {
+    bool has_leave = false;
+    for (const auto& u : s.msg.updates()) has_leave |= u.name() == "l" && u.status() == wire::MEMBER_STATUS_LEFT;
+    EXPECT_TRUE(has_leave) << s.to;
+  }
+  // Accusations after leaving are not refuted; no probes are sent.
+  m.Handle("a:1", Gossip("a", {Update("l", 1, wire::MEMBER_STATUS_DEAD)}), Time{2});
+  EXPECT_EQ(m.incarnation(), 1u);
+  Time t{2};
+  for (int i = 0; i < 100; ++i) {
+    t = std::max(t, m.NextWakeup());
+    ASSERT_LT(t, Time::max());
+    m.Tick(t);
+    for (const auto& s : m.TakeOutgoing()) {
+      EXPECT_FALSE(s.msg.has_ping());
+      EXPECT_FALSE(s.msg.has_ping_req());
+      EXPECT_FALSE(s.msg.has_push_pull());
+    }
+  }
+}
+
+TEST(Membership, PiggybackIsBoundedAndRetransmitsAreLimited) {
+  MembershipConfig c = Pump::Config("s", {});
+  c.max_piggyback = 4;
+  Membership m(c, 5);
+  m.Start(Time{0});
+  std::vector<wire::MemberUpdate> list;
+  for (int i = 0; i < 20; ++i) list.push_back(Update("m" + std::to_string(i), 0, wire::MEMBER_STATUS_ALIVE));
+  m.Handle("m0:1", PushPull("m0", list, true), Time{0});
+  m.TakeOutgoing();
+  std::map<std::string, int> sent;
+  Time t{0};
+  for (int i = 0; i < 400; ++i) {
+    t = m.NextWakeup();
+    m.Tick(t);
+    for (const auto& s : m.TakeOutgoing()) {
+      EXPECT_LE(s.msg.updates_size(), 4);
+      for (const auto& u : s.msg.updates()) ++sent[u.name()];
+      if (s.msg.has_ping()) {  // answer every probe so nobody is suspected
+        wire::MembershipMessage ack;
+        ack.set_sender(s.msg.ping().target());
+        ack.mutable_ack()->set_seq(s.msg.ping().seq());
+        m.Handle(s.to, ack, t);
+      }
+    }
+  }
+  const int limit = static_cast<int>(std::ceil(3 * std::log10(21.0 + 1))) + 1;
+  EXPECT_EQ(sent.size(), 21u);  // every member's update and self's went out
+  for (const auto& [name, n] : sent) {
+    EXPECT_GE(n, 1) << name;
+    EXPECT_LE(n, limit) << name;
+  }
+}
+
+TEST(Membership, ProbeTimeoutLeadsToIndirectThenSuspicion) {
+  Membership m(Pump::Config("p", {}), 11);
+  m.Start(Time{0});
+  for (const char* n : {"a", "b", "c", "d"}) {
+    m.Handle("a:1", Gossip("a", {Update(n, 0, wire::MEMBER_STATUS_ALIVE)}), Time{0});
+  }
+  m.TakeOutgoing();
+  std::string target;
+  Time t{0};
+  for (int i = 0; i < 20 && target.empty(); ++i) {
+    t = m.NextWakeup();
+    m.Tick(t);
+    for (const auto& s : m.TakeOutgoing()) {
+      if (s.msg.has_ping()) target = s.msg.ping().target();
+    }
+  }
+  ASSERT_FALSE(target.empty());
+  const Time probe_start = t;
+  m.Tick(probe_start + m.config().probe_timeout);
+  int reqs = 0;
+  for (const auto& s : m.TakeOutgoing()) {
+    if (!s.msg.has_ping_req()) continue;
+    ++reqs;
+    EXPECT_EQ(s.msg.ping_req().target(), target);
+    EXPECT_NE(s.to, target + ":1");
+  }
+  EXPECT_EQ(reqs, 3);
+  m.Tick(probe_start + m.config().probe_interval);
+  EXPECT_EQ(m.Find(target)->state, MemberState::kSuspect);
+}
+
+TEST(Membership, TickAlwaysMovesTheWakeupForward) {
+  Membership m(Pump::Config("w", {"seed:1"}), 2);
+  m.Start(Time{0});
+  Time t{0};
+  for (int i = 0; i < 1000; ++i) {
+    Time next = m.NextWakeup();
+    ASSERT_LT(next, Time::max());
+    t = std::max(t, next);
+    m.Tick(t);
+    ASSERT_GT(m.NextWakeup(), t);
+    m.TakeOutgoing();
+  }
+}
+
+}  // namespace
+}  // namespace pollen::node
