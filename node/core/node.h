@@ -10,6 +10,7 @@
 // thread-safe and may run concurrently with each other and with one driver thread
 // that calls everything else (Handle*, Tick, Take*, Start, Leave, Reserve, Rotate,
 // state export/import). Only that driver thread may call the non-client methods.
+// Members(), Filters(), Counters() and name() are safe from any thread as well.
 #pragma once
 
 #include <map>
@@ -73,7 +74,13 @@ struct NodeCounters {
   uint64_t bytes_out = 0, bytes_in = 0;
   uint64_t frames_out = 0, frames_in = 0;
   uint64_t anti_entropy_runs = 0, ranges_repaired = 0;
-  std::map<std::string, uint64_t> rejected_by_reason;  // "auth", "version", "malformed", "oversize", "replay", "params"
+  uint64_t epochs_advanced = 0;
+  uint64_t delta_overflows = 0;  // dissemination buffers dropped (anti-entropy repairs)
+  uint64_t stale_deltas = 0;     // deltas for epochs that left the window: dropped
+  uint64_t unknown_filter = 0;   // deltas/epochs for filters not (yet) in the catalog
+  // "auth", "version", "malformed", "oversize", "replay", "unknown_key" (frames);
+  // "params" (refused merges); "catalog_full"; "membership_<reason>".
+  std::map<std::string, uint64_t> rejected_by_reason;
   std::map<std::string, uint64_t> bytes_out_by_type, bytes_in_by_type;
 };
 
@@ -111,6 +118,9 @@ class Node {
 
   // Persistence (driver thread): snapshot bytes per filter (crdt snapshot format)
   // plus the catalog, and the reverse on restart before Start().
+  // Each value is self-contained: "PLNNODE1" | u32 LE length | the filter's
+  // catalog entry (wire::CatalogEntry) | crdt::EncodeSnapshot bytes, so values
+  // can be imported in any order. Importing a filter that exists merges it in.
   std::map<std::string, std::string> ExportSnapshots() const;
   absl::Status ImportSnapshot(std::string_view bytes);
 

@@ -1,0 +1,162 @@
+#include "node/core/catalog.h"
+
+#include <bit>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "crdt/sizing.h"
+
+namespace pollen::node {
+namespace {
+
+// Rotation intervals beyond ~292 years cannot be represented in ns anyway.
+constexpr int64_t kMaxIntervalNs = int64_t{1} << 62;
+
+// crdt::ChooseShape is a pure function but costs milliseconds (it sums the
+// blocked model over many candidate sizes), and a simulator creates hundreds
+// of nodes with the same filters. Memoized per (capacity, fpr): a bounded,
+// mutex-guarded cache of a deterministic function, so it changes no result.
+absl::StatusOr<crdt::FilterShape> CachedShape(uint64_t capacity, double fpr) {
+  static std::mutex mu;
+  static std::map<std::pair<uint64_t, uint64_t>, crdt::FilterShape> cache;
+  constexpr size_t kMaxCached = 256;
+  const auto key = std::make_pair(capacity, std::bit_cast<uint64_t>(fpr));
+  {
+    std::lock_guard lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShape(capacity, fpr);
+  if (shape.ok()) {
+    std::lock_guard lock(mu);
+    if (cache.size() >= kMaxCached) cache.clear();
+    cache[key] = *shape;
+  }
+  return shape;
+}
+
+}  // namespace
+
+absl::Status ValidateFilterConfig(const FilterConfig& c) {
+  if (c.name.empty() || c.name.size() > crdt::kMaxFilterNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("ERR filter name must be 1 to ", crdt::kMaxFilterNameBytes, " bytes"));
+  }
+  for (char ch : c.name) {
+    if (ch <= 0x20 || ch >= 0x7f) return absl::InvalidArgumentError("ERR filter name must be printable ASCII without spaces");
+  }
+  if (c.capacity == 0) return absl::InvalidArgumentError("ERR (capacity should be larger than 0)");
+  if (!(c.fpr > 0 && c.fpr < 1)) return absl::InvalidArgumentError("ERR (0 < error rate range < 1)");
+  if (c.generations < 1 || c.generations > crdt::kMaxGenerations) {
+    return absl::InvalidArgumentError(absl::StrCat("ERR generations must be 1 to ", crdt::kMaxGenerations));
+  }
+  if (c.scope != Scope::kShared && c.scope != Scope::kDigest) return absl::InvalidArgumentError("ERR unknown scope");
+  if (c.scope == Scope::kDigest && c.owner.empty()) return absl::InvalidArgumentError("ERR digest filter needs an owner");
+  if (c.scope == Scope::kShared && !c.owner.empty()) return absl::InvalidArgumentError("ERR shared filter has no owner");
+  if (c.owner.size() > kMaxOwnerBytes) return absl::InvalidArgumentError("ERR owner name too long");
+  if (!(c.rotate_fill >= 0 && c.rotate_fill < 1)) return absl::InvalidArgumentError("ERR rotate fill must be in [0, 1)");
+  if (c.rotate_interval.count() < 0 || c.rotate_interval.count() > kMaxIntervalNs) {
+    return absl::InvalidArgumentError("ERR rotate interval out of range");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CatalogEntry> MakeCatalogEntry(const FilterConfig& config, const crdt::ClusterSecret& secret,
+                                              uint64_t stamp, std::string creator) {
+  if (absl::Status s = ValidateFilterConfig(config); !s.ok()) return s;
+  absl::StatusOr<crdt::FilterShape> shape = CachedShape(config.capacity, config.fpr);
+  if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR ", shape.status().message()));
+  crdt::FilterParams params;
+  params.name = config.name;
+  params.filter_id = crdt::FilterIdForName(config.name);
+  params.shape = *shape;
+  params.generations = config.generations;
+  params.key_id = crdt::KeyIdForSecret(secret);
+  if (absl::Status s = crdt::ValidateParams(params); !s.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR ", s.message()));
+  CatalogEntry entry;
+  entry.config = config;
+  entry.params = std::move(params);
+  entry.stamp = stamp;
+  entry.creator = std::move(creator);
+  return entry;
+}
+
+std::string Descriptor(const CatalogEntry& e) {
+  const FilterConfig& c = e.config;
+  const crdt::FilterParams& p = e.params;
+  return absl::StrCat(p.name, "|", p.filter_id, "|", p.shape.blocks, "|", p.shape.k, "|", p.generations, "|",
+                      p.hash_scheme, "|", p.key_id, "|", c.capacity, "|", std::bit_cast<uint64_t>(c.fpr), "|",
+                      static_cast<int>(c.scope), "|", c.owner, "|", std::bit_cast<uint64_t>(c.rotate_fill), "|",
+                      c.rotate_interval.count());
+}
+
+bool Precedes(const CatalogEntry& a, const CatalogEntry& b) {
+  const std::string da = Descriptor(a), db = Descriptor(b);
+  return std::tie(a.stamp, da, a.creator) < std::tie(b.stamp, db, b.creator);
+}
+
+void ToWire(const crdt::FilterParams& p, wire::FilterRef* out) {
+  out->set_name(p.name);
+  out->set_filter_id(p.filter_id);
+  out->set_blocks(p.shape.blocks);
+  out->set_k(p.shape.k);
+  out->set_generations(p.generations);
+  out->set_hash_scheme(p.hash_scheme);
+  out->set_key_id(p.key_id);
+}
+
+absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref) {
+  if (ref.name().size() > crdt::kMaxFilterNameBytes) return absl::InvalidArgumentError("filter name too long");
+  crdt::FilterParams p;
+  p.name = ref.name();
+  p.filter_id = ref.filter_id();
+  p.shape.blocks = ref.blocks();
+  p.shape.k = ref.k();
+  p.generations = ref.generations();
+  p.hash_scheme = ref.hash_scheme();
+  p.key_id = ref.key_id();
+  if (absl::Status s = crdt::ValidateParams(p); !s.ok()) return s;
+  return p;
+}
+
+void ToWire(const CatalogEntry& e, uint64_t epoch, wire::CatalogEntry* out) {
+  ToWire(e.params, out->mutable_filter());
+  out->set_capacity(e.config.capacity);
+  out->set_fpr(e.config.fpr);
+  out->set_scope(static_cast<uint32_t>(e.config.scope));
+  out->set_owner(e.config.owner);
+  out->set_rotate_fill(e.config.rotate_fill);
+  out->set_rotate_interval_ns(static_cast<uint64_t>(e.config.rotate_interval.count()));
+  out->set_stamp(e.stamp);
+  out->set_creator(e.creator);
+  out->set_epoch(epoch);
+}
+
+absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& w) {
+  absl::StatusOr<crdt::FilterParams> params = FromWire(w.filter());
+  if (!params.ok()) return params.status();
+  if (w.scope() > 1) return absl::InvalidArgumentError("unknown scope");
+  if (w.rotate_interval_ns() > static_cast<uint64_t>(kMaxIntervalNs)) {
+    return absl::InvalidArgumentError("rotate interval out of range");
+  }
+  if (w.creator().size() > kMaxOwnerBytes) return absl::InvalidArgumentError("creator name too long");
+  CatalogEntry e;
+  e.config.name = params->name;
+  e.config.capacity = w.capacity();
+  e.config.fpr = w.fpr();
+  e.config.generations = params->generations;
+  e.config.scope = w.scope() == 1 ? Scope::kDigest : Scope::kShared;
+  e.config.owner = w.owner();
+  e.config.rotate_fill = w.rotate_fill();
+  e.config.rotate_interval = Duration(static_cast<int64_t>(w.rotate_interval_ns()));
+  if (absl::Status s = ValidateFilterConfig(e.config); !s.ok()) return s;
+  e.params = *std::move(params);
+  e.stamp = w.stamp();
+  e.creator = w.creator();
+  return e;
+}
+
+}  // namespace pollen::node

@@ -1,0 +1,93 @@
+#include "node/core/dissemination.h"
+
+#include <bit>
+#include <cassert>
+
+#include "crdt/sizing.h"
+#include "protocol/delta_codec.h"
+
+namespace pollen::node {
+
+void PendingAdds::Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt::AddResult> results) {
+  std::lock_guard lock(mu_);
+  for (const crdt::AddResult& r : results) {
+    for (uint32_t w = 0; w < crdt::kWordsPerBlock; ++w) {
+      if (r.new_bits[w] == 0) continue;
+      if (entries_.size() >= max_words_) {
+        ++dropped_;
+        continue;
+      }
+      entries_.push_back({filter_uid, epoch, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
+    }
+  }
+}
+
+std::vector<PendingAdds::Entry> PendingAdds::Drain(uint64_t* dropped) {
+  std::vector<Entry> out;
+  std::lock_guard lock(mu_);
+  out.swap(entries_);
+  *dropped = dropped_;
+  dropped_ = 0;
+  return out;
+}
+
+bool DeltaBuffer::Add(const std::string& filter, uint64_t filter_uid, uint64_t epoch,
+                      std::span<const crdt::WordBits> words) {
+  if (words.empty()) return true;
+  if (total_ + words.size() > max_words_) {
+    buffers_.clear();
+    total_ = 0;
+    return false;
+  }
+  Bits& bits = buffers_[Key(filter, epoch)];
+  if (bits.filter_uid != filter_uid) {  // the filter was replaced: old bits are void
+    total_ -= bits.words.size();
+    bits.words.clear();
+    bits.filter_uid = filter_uid;
+  }
+  bits.words.insert(bits.words.end(), words.begin(), words.end());
+  total_ += words.size();
+  return true;
+}
+
+std::map<DeltaBuffer::Key, DeltaBuffer::Bits> DeltaBuffer::Take() {
+  std::map<Key, Bits> out;
+  out.swap(buffers_);
+  total_ = 0;
+  for (auto& [key, bits] : out) crdt::Canonicalize(bits.words);
+  return out;
+}
+
+std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits) {
+  std::vector<uint64_t> positions;
+  positions.reserve(crdt::CountBits(words));
+  for (const crdt::WordBits& w : words) {
+    uint64_t bits = w.bits;
+    while (bits != 0) {
+      const uint64_t pos = w.index * 64 + static_cast<uint64_t>(std::countr_zero(bits));
+      assert(pos >= base_bit && pos - base_bit < universe_bits);
+      positions.push_back(pos - base_bit);
+      bits &= bits - 1;
+    }
+  }
+  return protocol::EncodeBitPositions(universe_bits, positions);
+}
+
+absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, uint64_t base_bit,
+                                                        uint64_t universe_bits, size_t max_positions) {
+  absl::StatusOr<std::vector<uint64_t>> positions = protocol::DecodeBitPositions(universe_bits, bytes, max_positions);
+  if (!positions.ok()) return positions.status();
+  std::vector<crdt::WordBits> words;
+  for (uint64_t p : *positions) {
+    const uint64_t abs = base_bit + p;
+    const uint64_t index = abs / 64, bit = uint64_t{1} << (abs % 64);
+    if (!words.empty() && words.back().index == index) {
+      words.back().bits |= bit;
+    } else {
+      words.push_back({index, bit});
+    }
+  }
+  return words;
+}
+
+}  // namespace pollen::node

@@ -1,0 +1,81 @@
+// Dissemination buffers and the bit-set codec used on the wire.
+//
+// PendingAdds is the hand-off from client threads to the driver thread: a
+// client Add pushes the bits it newly set (crdt::AddResult) under a small
+// mutex held only for a vector append; the driver swaps the whole vector out
+// in Drain(). It is bounded: past `max_words` entries further pushes are
+// dropped and counted (anti-entropy later repairs what dissemination missed).
+//
+// DeltaBuffer (driver thread only) accumulates the bits to forward, per
+// (filter, epoch): client adds drained from PendingAdds and the bits that
+// merges newly set here, so each bit leaves a node at most once per gossip
+// round. Also bounded: an overflow clears it (and is counted by the caller).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "crdt/blocked_filter.h"
+#include "crdt/word_bits.h"
+
+namespace pollen::node {
+
+class PendingAdds {
+ public:
+  struct Entry {
+    uint64_t filter_uid = 0;  // identifies one incarnation of a filter
+    uint64_t epoch = 0;
+    crdt::WordBits word;
+  };
+  explicit PendingAdds(size_t max_words) : max_words_(max_words) {}
+
+  // Thread-safe. Appends the non-zero words of each result.
+  void Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt::AddResult> results);
+  // Driver thread. Returns the pending entries and how many were dropped since
+  // the last Drain.
+  std::vector<Entry> Drain(uint64_t* dropped);
+
+ private:
+  const size_t max_words_;
+  std::mutex mu_;
+  std::vector<Entry> entries_;  // guarded by mu_
+  uint64_t dropped_ = 0;        // guarded by mu_
+};
+
+class DeltaBuffer {
+ public:
+  using Key = std::pair<std::string, uint64_t>;  // (filter name, epoch)
+  struct Bits {
+    uint64_t filter_uid = 0;
+    std::vector<crdt::WordBits> words;  // not canonical until Take()
+  };
+  explicit DeltaBuffer(size_t max_words) : max_words_(max_words) {}
+
+  // False (and the buffer is cleared) if the bound would be exceeded.
+  bool Add(const std::string& filter, uint64_t filter_uid, uint64_t epoch, std::span<const crdt::WordBits> words);
+  // Everything buffered, each list canonical; leaves the buffer empty.
+  std::map<Key, Bits> Take();
+  size_t size() const { return total_; }
+
+ private:
+  const size_t max_words_;
+  std::map<Key, Bits> buffers_;
+  size_t total_ = 0;
+};
+
+// Bit sets on the wire: delta-codec bytes of positions relative to `base_bit`
+// within a universe of `universe_bits` bits. `words` must be canonical and lie
+// inside [base_bit, base_bit + universe_bits).
+std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits);
+// Validates (via the codec) and returns canonical words at absolute positions.
+absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, uint64_t base_bit,
+                                                        uint64_t universe_bits, size_t max_positions);
+
+}  // namespace pollen::node

@@ -1,0 +1,59 @@
+// RunResult: what one simulator run measured and checked, and its renderings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simulation/network.h"
+
+namespace pollen::sim {
+
+struct RunResult {
+  uint64_t seed = 0;
+  uint32_t nodes = 0;
+  std::string scenario;   // "" when none was given
+  std::string faults;     // FaultOptions::Describe()
+  bool passed = false;
+  std::vector<std::string> failures;  // first few, readable
+  uint64_t failure_count = 0;
+  uint64_t trace_hash = 0;
+  uint64_t trace_events = 0;
+
+  double virtual_seconds = 0;     // simulated time at the end of the run
+  double wall_seconds = 0;        // filled in by the caller (not part of the trace)
+  double cpu_seconds = 0;         // likewise: process CPU time of the run
+  bool converged = false;
+  double convergence_seconds = -1;  // from the end of faults to identical state
+  double liveness_bound_seconds = 0;
+  std::string last_divergence;    // the last difference seen while converging
+
+  // Propagation of sample keys: seconds from the add until 99.9% / 100% of the
+  // live nodes read it (samples that never got there are counted apart).
+  uint32_t samples = 0, samples_reached = 0;
+  double p999_median = -1, p999_max = -1, p100_median = -1;
+
+  uint64_t adds = 0, new_keys = 0, acked = 0, volatile_acks = 0, keys_checked_live = 0;
+  uint64_t wire_bytes = 0, frames_sent = 0, frames_delivered = 0;
+  double bytes_per_new_key = 0;
+  double delta_bytes_per_new_key = 0;  // only frames of type "delta" (dissemination)
+  uint64_t delta_bits_sent = 0, distinct_bits = 0;
+  double transmissions_per_bit = 0;  // compare with N-1 and F*N
+  uint32_t fanout = 0;
+  uint64_t crashes = 0, restarts = 0, partitions = 0, rotations = 0;
+  NetworkCounters network;
+  std::map<std::string, uint64_t> rejected_by_reason;
+  std::map<std::string, uint64_t> node_counters;  // summed over nodes and boots
+  std::map<std::string, uint64_t> bytes_out_by_type;
+  std::map<std::string, uint64_t> events_by_kind;
+  std::map<std::string, uint64_t> final_epochs;  // per filter, once converged
+
+  std::string replay_command;
+};
+
+std::string FormatSummary(const RunResult& r);   // multi-line, human readable
+std::string FormatOneLine(const RunResult& r);   // "PASS seed=.. nodes=.. ..."
+std::string FormatJson(const RunResult& r);      // one JSON object, one line
+
+}  // namespace pollen::sim

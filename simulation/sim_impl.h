@@ -1,0 +1,225 @@
+// Simulator::Impl: the state and steps of one simulation run (simulator.h
+// describes the model). Internal to simulation/: simulator.cc holds the event
+// loop and node I/O, sim_faults.cc the faults, sim_workload.cc the workloads
+// and periodic safety checks, sim_liveness.cc the liveness phase.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "node/core/node.h"
+#include "node/core/rng.h"
+#include "simulation/checkers.h"
+#include "simulation/clock.h"
+#include "simulation/event_queue.h"
+#include "simulation/network.h"
+#include "simulation/trace_hash.h"
+#include "simulation/simulator.h"
+
+namespace pollen::sim {
+namespace internal {
+
+using node::Channel;
+using node::Rng;
+
+inline constexpr char kCrawlFilter[] = "crawl:seen";
+inline constexpr Time kNever = Time::max();
+inline constexpr Duration kMinTickGap = std::chrono::milliseconds(1);
+inline constexpr Duration kMaxTickGap = std::chrono::seconds(1);
+
+inline double Sec(Duration d) { return static_cast<double>(d.count()) / 1e9; }
+
+inline Duration Exponential(Rng& rng, Duration mean) {
+  const double x = -std::log(1.0 - rng.Unit()) * static_cast<double>(mean.count());
+  return Duration(static_cast<int64_t>(std::min(x, 1e18)));
+}
+inline Duration Uniform(Rng& rng, Duration lo, Duration hi) {
+  if (hi <= lo) return lo;
+  return lo + Duration(static_cast<int64_t>(rng.Unit() * static_cast<double>((hi - lo).count())));
+}
+inline Duration PerSecond(double rate) { return Duration(static_cast<int64_t>(1e9 / rate)); }
+
+// Independent streams per subsystem, all from the run seed.
+enum Stream : uint64_t { kNetwork = 1, kFaults, kWorkload, kNodeSeeds, kClocks, kSwarm };
+inline Rng StreamRng(uint64_t seed, Stream stream) { return Rng(seed ^ (0xd1342543de82ef95ULL * stream)); }
+
+inline std::string EventKindName(node::Event::Kind kind) {
+  using K = node::Event::Kind;
+  switch (kind) {
+    case K::kMemberJoined: return "member_joined";
+    case K::kMemberSuspect: return "member_suspect";
+    case K::kMemberDead: return "member_dead";
+    case K::kMemberLeft: return "member_left";
+    case K::kMemberAlive: return "member_alive";
+    case K::kEpochAdvanced: return "epoch_advanced";
+    case K::kFilterCreated: return "filter_created";
+    case K::kFilterDiscarded: return "filter_discarded";
+    case K::kFrameRejected: return "frame_rejected";
+    case K::kMergeRefused: return "merge_refused";
+    case K::kAntiEntropyRepaired: return "anti_entropy_repaired";
+  }
+  return "unknown";
+}
+
+inline void AddCounters(node::NodeCounters& into, const node::NodeCounters& c) {
+  into.adds += c.adds;
+  into.delta_bits_sent += c.delta_bits_sent;
+  into.delta_bits_received += c.delta_bits_received;
+  into.bytes_out += c.bytes_out;
+  into.frames_out += c.frames_out;
+  into.anti_entropy_runs += c.anti_entropy_runs;
+  into.ranges_repaired += c.ranges_repaired;
+  into.epochs_advanced += c.epochs_advanced;
+  into.delta_overflows += c.delta_overflows;
+  into.stale_deltas += c.stale_deltas;
+  into.unknown_filter += c.unknown_filter;
+  for (const auto& [k, v] : c.rejected_by_reason) into.rejected_by_reason[k] += v;
+  for (const auto& [k, v] : c.bytes_out_by_type) into.bytes_out_by_type[k] += v;
+}
+
+struct Ev {
+  enum class Kind : uint8_t {
+    kTick, kDeliver, kStart, kRestart, kHeal, kScripted, kRandomPartition, kRandomCrash,
+    kCrawlAdd, kDigestAdd, kDigestRotate, kOperatorRotate, kSample, kPoll, kCheck, kFaultsEnd,
+    kConvergePoll,
+  };
+  Kind kind = Kind::kTick;
+  uint32_t node = 0;
+  uint32_t from = 0;
+  uint64_t token = 0;      // kTick: wake token; kDeliver: receiver's boot; kScripted: index
+  uint64_t from_boot = 0;  // kDeliver: sender's boot
+  Channel channel = Channel::kDatagram;
+  std::string bytes;
+};
+
+struct SimNode {
+  std::string name;
+  node::Address address;
+  std::unique_ptr<node::Node> node;
+  bool up = false;
+  uint64_t boot = 0;
+  NodeClock clock;
+  uint64_t wake_token = 0;
+  Time wake_at = kNever;
+  bool has_persisted = false;
+  std::map<std::string, std::string> persisted;
+  node::NodeCounters carried;  // counters of earlier boots
+};
+
+struct Sample {
+  std::string key;
+  Time added{0};
+  std::vector<bool> seen;
+  Duration t999{-1}, t100{-1};
+  bool active = true;
+};
+
+}  // namespace internal
+using namespace internal;  // NOLINT: internal header, included by simulation/*.cc only
+
+struct Simulator::Impl {
+  explicit Impl(SimOptions options)
+      : o(std::move(options)),
+        fault_rng(StreamRng(o.seed, kFaults)),
+        work_rng(StreamRng(o.seed, kWorkload)),
+        seed_rng(StreamRng(o.seed, kNodeSeeds)),
+        net(o.nodes, NetworkWithFaults(o), StreamRng(o.seed, kNetwork)),
+        checker(o.nodes, o.generations) {}
+
+  static NetworkOptions NetworkWithFaults(const SimOptions& o) {
+    NetworkOptions n = o.network;
+    n.loss = o.faults.loss;
+    n.duplicate = o.faults.duplicate;
+    n.reorder = o.faults.reorder;
+    return n;
+  }
+
+  SimOptions o;
+  Rng fault_rng, work_rng, seed_rng;
+  Network net;
+  SafetyChecker checker;
+  EventQueue<Ev> queue;
+  TraceHash trace;
+  std::vector<SimNode> nodes;
+  std::map<node::Address, uint32_t> by_address;
+  Time now{0};
+  Time faults_end{0}, liveness_start{0};
+  bool faults_on = true, workload_on = true, done = false;
+  RunResult r;
+  std::vector<Sample> samples;
+  bool poll_pending = false;
+  uint32_t observe_cursor = 0;
+  uint32_t last_diff_node = 0;
+  Time next_progress{0};
+  std::vector<std::string> crawl_history;
+  uint64_t url_counter = 0, object_counter = 0;
+  std::string last_divergence;
+  std::map<std::string, uint64_t> unroutable;
+
+  // ---- scheduling helpers ----
+  void At(Time t, Ev ev);
+  void At(Time t, Ev::Kind kind, uint32_t node = 0, uint64_t token = 0);
+  Time Local(uint32_t i) const { return nodes[i].clock.ToLocal(now); }
+  uint32_t up_count() const;
+  // A random node that is up, or -1.
+  int RandomUp(Rng& rng);
+  std::vector<node::FilterConfig> Filters() const;
+  bool CreateNode(uint32_t i);
+
+  // ---- node I/O ----
+  void Flush(uint32_t i);
+  void Reschedule(uint32_t i, bool after_tick);
+  void AfterClientOp(uint32_t i);
+
+  // An add at node i, recorded for the checkers. Returns true if acknowledged.
+  bool ClientAdd(uint32_t i, const std::string& filter, const std::string& key);
+  void RotateAt(uint32_t i, const std::string& filter);
+
+  // Safety checks of one node; `observe` also reads its filters' bit counts
+  // (costly: Info computes estimates), which Check() spreads over time.
+  void CheckNode(uint32_t i, bool observe = true);
+
+  // ---- faults ----
+  void Crash(uint32_t i, bool keep_state, Duration down);
+  void Restart(uint32_t i);
+  std::vector<uint8_t> SidesByIndex(double fraction);
+  void StartPartition(Network::PartitionKind kind, std::vector<uint8_t> side);
+  void RandomPartition();
+  void RandomCrash();
+  void Scripted(const ScriptedFault& f);
+
+  // ---- workloads ----
+  void CrawlAdd();
+  void DigestAdd(uint32_t owner);
+  void DigestRotate(uint32_t owner);
+  void OperatorRotate();
+  void AddSample();
+  void Poll();
+  void Check();
+
+  // ---- liveness ----
+  void FaultsEnd();
+  using FilterStates = std::vector<std::tuple<std::string, std::vector<uint64_t>, std::vector<uint64_t>>>;
+  FilterStates StateOf(uint32_t i);
+
+  // True when every live node has the same filters, epochs and digests. Tries
+  // the node that differed last time first, so a poll that fails is cheap.
+  bool Converged();
+  void ConvergePoll();
+
+  // ---- the run ----
+  void Setup();
+  void Dispatch(Ev& ev);
+  RunResult Run();
+  void Finish();
+};
+
+}  // namespace pollen::sim
+

@@ -1,0 +1,278 @@
+#include "simulation/sim_options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace pollen::sim {
+
+namespace {
+
+node::Duration FromSeconds(double s) { return node::Duration(static_cast<int64_t>(std::llround(s * 1e9))); }
+node::Duration FromMillis(double ms) { return node::Duration(static_cast<int64_t>(std::llround(ms * 1e6))); }
+double ToSeconds(node::Duration d) { return static_cast<double>(d.count()) / 1e9; }
+
+node::Duration Uniform(node::Rng& rng, node::Duration lo, node::Duration hi) {
+  return lo + node::Duration(static_cast<int64_t>(rng.Unit() * static_cast<double>((hi - lo).count())));
+}
+
+}  // namespace
+
+std::string FaultOptions::Describe() const {
+  std::string out;
+  auto add = [&](const std::string& s) { absl::StrAppend(&out, out.empty() ? "" : ",", s); };
+  if (loss > 0) add(absl::StrFormat("loss=%.2f", loss));
+  if (duplicate > 0) add(absl::StrFormat("dup=%.2f", duplicate));
+  if (reorder > 0) add(absl::StrFormat("reorder=%.2f", reorder));
+  if (partition) add("partition");
+  if (one_way_partition) add("one-way-partition");
+  if (crash) add(absl::StrFormat("crash(keep=%.2f)", keep_state));
+  if (clock_drift) add(absl::StrFormat("clock-drift(%.0fppm)", max_drift * 1e6));
+  for (const ScriptedFault& f : scripted) {
+    const char* names[] = {"partition", "one-way", "heal", "crash", "rotate"};
+    std::string name = names[static_cast<int>(f.kind)];
+    if (f.kind == ScriptedFault::Kind::kCrash) name += f.keep_state ? "(keep)" : "(wipe)";
+    add(absl::StrFormat("%s@%.0fs", name, ToSeconds(f.at)));
+  }
+  return out.empty() ? "none" : out;
+}
+
+const std::vector<std::string>& ScenarioNames() {
+  static const std::vector<std::string> names = {"none",          "loss30",        "partition-heal",
+                                                 "one-way",       "crash-restart", "rotate-in-partition"};
+  return names;
+}
+
+absl::Status ApplyScenario(const std::string& name, SimOptions& o) {
+  using K = ScriptedFault::Kind;
+  FaultOptions f;  // scenarios start from no faults
+  f.clock_drift = o.faults.clock_drift;
+  if (name == "none") {
+  } else if (name == "loss30") {
+    f.loss = 0.3;
+  } else if (name == "partition-heal") {
+    f.scripted = {{K::kPartition, seconds(3), 0.5}, {K::kHeal, seconds(15)}};
+  } else if (name == "one-way") {
+    f.scripted = {{K::kOneWayPartition, seconds(3), 0.5}, {K::kHeal, seconds(15)}};
+  } else if (name == "crash-restart") {
+    ScriptedFault keep{K::kCrash, seconds(4), 0.2, true, seconds(6)};
+    ScriptedFault wipe{K::kCrash, seconds(12), 0.2, false, seconds(6)};
+    f.scripted = {keep, wipe};
+  } else if (name == "rotate-in-partition") {
+    // Both sides propose the next epoch: concurrent proposals of one epoch.
+    f.scripted = {{K::kPartition, seconds(3), 0.5},
+                  {K::kRotate, seconds(6), 0.0},
+                  {K::kRotate, seconds(7), 1.0},
+                  {K::kHeal, seconds(15)}};
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("ERR unknown scenario '", name, "'"));
+  }
+  o.faults = f;
+  o.scenario = name;
+  return absl::OkStatus();
+}
+
+void ApplySwarm(node::Rng& rng, SimOptions& o) {
+  FaultOptions f;
+  if (!o.nodes_set) o.nodes = 3 + static_cast<uint32_t>(rng.Below(14));  // 3..16
+  o.network.min_latency = Uniform(rng, milliseconds(0), milliseconds(5));
+  o.network.tail_mean = Uniform(rng, milliseconds(1), milliseconds(30));
+  if (rng.Below(2)) f.loss = rng.Unit() * 0.4;
+  if (rng.Below(3) == 0) f.duplicate = rng.Unit() * 0.2;
+  if (rng.Below(3) == 0) f.reorder = rng.Unit() * 0.3;
+  if (rng.Below(3) == 0) f.partition = true;
+  if (rng.Below(3) == 0) f.one_way_partition = true;
+  f.partition_gap = Uniform(rng, seconds(4), seconds(15));
+  f.partition_min = Uniform(rng, milliseconds(500), seconds(3));
+  f.partition_max = f.partition_min + Uniform(rng, seconds(0), seconds(10));
+  if (rng.Below(3) == 0) f.crash = true;
+  f.crash_gap = Uniform(rng, seconds(3), seconds(15));
+  f.keep_state = rng.Unit();
+  f.down_max = f.down_min + Uniform(rng, seconds(0), seconds(10));
+  if (rng.Below(2)) f.clock_drift = true;
+  f.max_drift = rng.Unit() * 2e-3;
+  o.faults = f;
+  if (rng.Below(3) == 0) o.workload.operator_rotate_every = Uniform(rng, seconds(3), seconds(15));
+  o.workload.digest_rotate_every = rng.Below(2) ? Uniform(rng, seconds(3), seconds(20)) : node::Duration(0);
+  o.workload.crawl_adds_per_sec = 5 + rng.Unit() * 45;
+}
+
+std::string UsageText() {
+  return R"(pollen-sim: deterministic simulation of a Pollen cluster (the real node core,
+a simulated network with faults, workloads and invariant checkers).
+
+Usage: pollen-sim [flags]        (flags take --name=value or --name value)
+Run:
+  --seed=S                run seed (default 1)
+  --seeds=N               run N seeds: S, S+1, ..., S+N-1 (default 1)
+  --nodes=N               cluster size (default 10; swarm picks 3..16 unless given)
+  --duration=SEC          faults + workload phase, virtual seconds (default 30)
+  --warmup=SEC            join phase before the workload (default 5)
+  --liveness-bound=SEC    after faults stop, all live nodes must converge within this (default 120)
+  --scenario=NAME         fixed scenario: none, loss30, partition-heal, one-way,
+                          crash-restart, rotate-in-partition
+  --swarm                 draw each fault switch and its parameters from the seed
+Faults (each off by default):
+  --loss[=P]              datagram loss probability (default 0.1)
+  --dup[=P]               datagram duplication probability (default 0.05)
+  --reorder[=P]           datagram reordering probability (default 0.1)
+  --partition             random symmetric partitions that heal
+  --one-way-partition     random one-way partitions that heal
+  --crash[=KEEP]          random crash/restart; KEEP = chance to keep persisted state (default 0.5)
+  --clock-drift[=PPM]     per-node clock offset (0..5 s) and drift (default +-1000 ppm)
+  --latency-min-ms=MS     minimum one-way latency (default 1)
+  --latency-tail-ms=MS    mean of the exponential latency tail (default 4)
+Node and workload:
+  --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
+  --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
+  --capacity=N            crawl filter capacity (default 100000)
+  --add-rate=R            crawl adds per virtual second, cluster-wide (default 20)
+  --digest-owners=N       nodes publishing a digest filter (default 3)
+  --digest-rotate=SEC     digest rotation period, 0 = never (default 15)
+  --rotate-every=SEC      mean gap between operator rotations, 0 = never (default 0)
+  --sample-every=SEC      add a tracked sample key this often (default 2)
+Output:
+  --json                  one JSON object per seed instead of the text summary
+  --quiet                 only the one-line result per seed
+  --progress              report virtual time on stderr every 5 virtual seconds
+  --help
+Exit status: 0 when every run passed its checkers, 1 on a checker failure, 2 on bad flags.
+)";
+}
+
+absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
+  SimOptions o;
+  std::string scenario;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("ERR unexpected argument '", arg, "'"));
+    std::string name = arg.substr(2), value;
+    bool has_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    static const std::map<std::string, bool> kTakesValue = {
+        {"seed", true},        {"seeds", true},           {"nodes", true},
+        {"duration", true},    {"warmup", true},          {"liveness-bound", true},
+        {"scenario", true},    {"latency-min-ms", true},  {"latency-tail-ms", true},
+        {"gossip-interval-ms", true}, {"fanout", true},   {"anti-entropy-ms", true},
+        {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true},
+        {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
+        {"sample-every", true},
+        {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
+        {"partition", false}, {"one-way-partition", false}, {"crash", false},
+        {"clock-drift", false}, {"json", false}, {"quiet", false}, {"progress", false}, {"help", false}};
+    auto known = kTakesValue.find(name);
+    if (known == kTakesValue.end()) return absl::InvalidArgumentError(absl::StrCat("ERR unknown flag '--", name, "'"));
+    if (known->second && !has_value) {
+      if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat("ERR flag '--", name, "' needs a value"));
+      value = args[++i];
+      has_value = true;
+    }
+    auto number = [&](double lo, double hi) -> absl::StatusOr<double> {
+      double d = 0;
+      if (!absl::SimpleAtod(value, &d) || !std::isfinite(d) || d < lo || d > hi) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("ERR invalid value '", value, "' for '--", name, "' (range ", lo, "..", hi, ")"));
+      }
+      return d;
+    };
+#define POLLEN_NUM(var, lo, hi)            \
+  auto var##_or = number(lo, hi);          \
+  if (!var##_or.ok()) return var##_or.status(); \
+  const double var = *var##_or;
+    if (name != "seed" && name != "seeds") {
+      o.replay_args.push_back(has_value ? absl::StrCat("--", name, "=", value) : absl::StrCat("--", name));
+    }
+    if (name == "seed") {
+      uint64_t s = 0;
+      if (!absl::SimpleAtoi(value, &s)) return absl::InvalidArgumentError(absl::StrCat("ERR invalid seed '", value, "'"));
+      o.seed = s;
+    } else if (name == "seeds") {
+      POLLEN_NUM(v, 1, 1e6) o.seeds = static_cast<uint32_t>(v);
+    } else if (name == "nodes") {
+      POLLEN_NUM(v, 1, 100000) o.nodes = static_cast<uint32_t>(v);
+      o.nodes_set = true;
+    } else if (name == "duration") {
+      POLLEN_NUM(v, 0, 1e6) o.duration = FromSeconds(v);
+    } else if (name == "warmup") {
+      POLLEN_NUM(v, 0, 1e6) o.warmup = FromSeconds(v);
+    } else if (name == "liveness-bound") {
+      POLLEN_NUM(v, 0.001, 1e6) o.liveness_bound = FromSeconds(v);
+    } else if (name == "scenario") {
+      scenario = value;
+    } else if (name == "latency-min-ms") {
+      POLLEN_NUM(v, 0, 1e5) o.network.min_latency = FromMillis(v);
+    } else if (name == "latency-tail-ms") {
+      POLLEN_NUM(v, 0, 1e5) o.network.tail_mean = FromMillis(v);
+    } else if (name == "gossip-interval-ms") {
+      POLLEN_NUM(v, 1, 1e6) o.gossip_interval = FromMillis(v);
+    } else if (name == "fanout") {
+      POLLEN_NUM(v, 1, 1000) o.fanout = static_cast<uint32_t>(v);
+    } else if (name == "anti-entropy-ms") {
+      POLLEN_NUM(v, 1, 1e8) o.anti_entropy_interval = FromMillis(v);
+    } else if (name == "probe-interval-ms") {
+      POLLEN_NUM(v, 1, 1e8) o.probe_interval = FromMillis(v);
+    } else if (name == "capacity") {
+      POLLEN_NUM(v, 1, 1e9) o.capacity = static_cast<uint64_t>(v);
+    } else if (name == "add-rate") {
+      POLLEN_NUM(v, 0, 1e6) o.workload.crawl_adds_per_sec = v;
+    } else if (name == "digest-owners") {
+      POLLEN_NUM(v, 0, 1e5) o.workload.digest_owners = static_cast<uint32_t>(v);
+    } else if (name == "digest-rotate") {
+      POLLEN_NUM(v, 0, 1e6) o.workload.digest_rotate_every = FromSeconds(v);
+    } else if (name == "rotate-every") {
+      POLLEN_NUM(v, 0, 1e6) o.workload.operator_rotate_every = FromSeconds(v);
+    } else if (name == "sample-every") {
+      POLLEN_NUM(v, 0.01, 1e6) o.workload.sample_every = FromSeconds(v);
+    } else if (name == "loss") {
+      if (!has_value) value = "0.1";
+      POLLEN_NUM(v, 0, 0.99) o.faults.loss = v;
+    } else if (name == "dup") {
+      if (!has_value) value = "0.05";
+      POLLEN_NUM(v, 0, 1) o.faults.duplicate = v;
+    } else if (name == "reorder") {
+      if (!has_value) value = "0.1";
+      POLLEN_NUM(v, 0, 1) o.faults.reorder = v;
+    } else if (name == "partition") {
+      o.faults.partition = true;
+    } else if (name == "one-way-partition") {
+      o.faults.one_way_partition = true;
+    } else if (name == "crash") {
+      o.faults.crash = true;
+      if (has_value) {
+        POLLEN_NUM(v, 0, 1) o.faults.keep_state = v;
+      }
+    } else if (name == "clock-drift") {
+      o.faults.clock_drift = true;
+      if (has_value) {
+        POLLEN_NUM(v, 0, 100000) o.faults.max_drift = v * 1e-6;
+      }
+    } else if (name == "swarm") {
+      o.swarm = true;
+    } else if (name == "json") {
+      o.json = true;
+    } else if (name == "quiet") {
+      o.quiet = true;
+    } else if (name == "progress") {
+      o.progress = true;
+    } else if (name == "help") {
+      o.help = true;
+    }
+#undef POLLEN_NUM
+  }
+  if (!scenario.empty()) {
+    if (o.swarm) return absl::InvalidArgumentError("ERR --scenario and --swarm are exclusive");
+    if (auto s = ApplyScenario(scenario, o); !s.ok()) return s;
+  }
+  return o;
+}
+
+}  // namespace pollen::sim

@@ -1,0 +1,122 @@
+// SimOptions: everything that determines a simulator run, and its flag parser.
+//
+// A run is a pure function of its SimOptions (seed included): the same options
+// give the same trace hash. Swarm mode draws the fault switches and their
+// parameters from the seed (ApplySwarm), so one seed names one fault mix.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "node/core/rng.h"
+#include "node/core/types.h"
+#include "simulation/network.h"
+
+namespace pollen::sim {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// A fault at a fixed virtual time (used by the fixed scenarios).
+struct ScriptedFault {
+  enum class Kind : uint8_t {
+    kPartition,         // symmetric, `fraction` of the nodes on side 1
+    kOneWayPartition,   // side 0 cannot send to side 1
+    kHeal,
+    kCrash,             // `fraction` of the nodes, from the highest index down
+    kRotate,            // operator rotation of the crawl filter at node round(fraction * (N-1))
+  };
+  Kind kind;
+  node::Duration at{0};        // after warmup
+  double fraction = 0.5;        // kPartition/kOneWay: side-1 share; kCrash: share crashed
+  bool keep_state = true;      // kCrash: restart with persisted state
+  node::Duration down{seconds(5)};  // kCrash: time until restart
+};
+
+struct FaultOptions {
+  // Datagram faults (NetworkOptions gets these while faults are on).
+  double loss = 0, duplicate = 0, reorder = 0;
+  // Random symmetric / one-way partitions: mean gap between them, and length.
+  bool partition = false, one_way_partition = false;
+  node::Duration partition_gap{seconds(10)};
+  node::Duration partition_min{seconds(2)}, partition_max{seconds(10)};
+  // Random crashes: mean gap, chance the node keeps its persisted state, downtime.
+  bool crash = false;
+  node::Duration crash_gap{seconds(8)};
+  double keep_state = 0.5;
+  node::Duration down_min{seconds(1)}, down_max{seconds(10)};
+  // Per-node clocks: offset uniform in [0, max_offset], drift uniform in +-max_drift.
+  bool clock_drift = false;
+  node::Duration max_offset{seconds(5)};
+  double max_drift = 1e-3;
+  std::vector<ScriptedFault> scripted;
+
+  std::string Describe() const;  // e.g. "loss=0.30,partition,crash(keep=0.50)" or "none"
+};
+
+struct WorkloadOptions {
+  double crawl_adds_per_sec = 20;    // cluster-wide, Poisson
+  double repeat_fraction = 0.3;      // adds that repeat an earlier URL
+  uint32_t digest_owners = 3;        // nodes that publish a digest (first indices)
+  double digest_adds_per_sec = 2;    // per owner
+  node::Duration digest_rotate_every{seconds(15)};  // per owner; 0 = never
+  node::Duration operator_rotate_every{seconds(0)};  // mean gap; 0 = never
+  node::Duration sample_every{seconds(2)};   // a tracked sample key
+  node::Duration sample_timeout{seconds(30)};
+  node::Duration sample_poll{milliseconds(10)};
+};
+
+struct SimOptions {
+  uint64_t seed = 1;
+  uint32_t seeds = 1;  // run seeds seed .. seed+seeds-1
+  uint32_t nodes = 10;
+  bool nodes_set = false;  // --nodes given (swarm keeps it)
+  node::Duration warmup{seconds(5)};
+  node::Duration duration{seconds(30)};        // faults and workload, after warmup
+  node::Duration liveness_bound{seconds(120)};  // to converge after faults stop
+  node::Duration check_every{seconds(1)};
+  node::Duration converge_poll{milliseconds(100)};
+
+  node::Duration gossip_interval{milliseconds(200)};
+  uint32_t fanout = 3;
+  node::Duration anti_entropy_interval{seconds(10)};
+  node::Duration probe_interval{seconds(1)};
+  uint64_t capacity = 100'000;     // crawl filter
+  uint64_t digest_capacity = 10'000;
+  double fpr = 0.01;
+  uint32_t generations = 2;
+
+  NetworkOptions network;  // latency; loss/dup/reorder come from `faults`
+  FaultOptions faults;
+  WorkloadOptions workload;
+
+  bool swarm = false;
+  std::string scenario;  // "" or one of ScenarioNames()
+  bool json = false;
+  bool quiet = false;
+  bool help = false;
+  std::vector<std::string> replay_args;  // flags to replay a run, minus --seed/--seeds
+  // --progress: called with the virtual time (seconds) every 5 virtual seconds.
+  // The simulator itself does no I/O; pollen-sim prints from here.
+  bool progress = false;
+  std::function<void(double)> on_progress;
+};
+
+// Names of the fixed scenarios: none, loss30, partition-heal, one-way,
+// crash-restart, rotate-in-partition.
+const std::vector<std::string>& ScenarioNames();
+
+// Applies a fixed scenario to `options`. InvalidArgument for an unknown name.
+absl::Status ApplyScenario(const std::string& name, SimOptions& options);
+
+// Swarm mode: switches each fault on or off and draws its parameters from `rng`.
+void ApplySwarm(node::Rng& rng, SimOptions& options);
+
+// Parses pollen-sim's flags (argv[0] excluded). Errors read "ERR <message>".
+absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args);
+std::string UsageText();
+
+}  // namespace pollen::sim

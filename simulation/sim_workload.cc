@@ -1,0 +1,115 @@
+// Workloads (crawl dedup, digest publishing, rotations, sample keys) and the
+// periodic safety checks.
+#include "simulation/sim_impl.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace pollen::sim {
+
+void Simulator::Impl::CrawlAdd() {
+  if (!workload_on) return;
+  const int i = RandomUp(work_rng);
+  if (i >= 0) {
+    std::string url;
+    if (!crawl_history.empty() && work_rng.Unit() < o.workload.repeat_fraction) {
+      url = crawl_history[work_rng.Below(crawl_history.size())];
+    } else {
+      url = absl::StrCat("https://site", work_rng.Below(1000), ".example/page/", url_counter++);
+      if (crawl_history.size() < 100000) crawl_history.push_back(url);
+    }
+    ClientAdd(static_cast<uint32_t>(i), kCrawlFilter, url);
+  }
+  At(now + Exponential(work_rng, PerSecond(o.workload.crawl_adds_per_sec)), Ev::Kind::kCrawlAdd);
+}
+
+void Simulator::Impl::DigestAdd(uint32_t owner) {
+  if (!workload_on) return;
+  if (nodes[owner].up) {
+    ClientAdd(owner, absl::StrCat("digest:", nodes[owner].name),
+              absl::StrCat("object/", nodes[owner].name, "/", object_counter++));
+  }
+  At(now + Exponential(work_rng, PerSecond(o.workload.digest_adds_per_sec)), Ev::Kind::kDigestAdd, owner);
+}
+
+void Simulator::Impl::DigestRotate(uint32_t owner) {
+  if (!workload_on) return;
+  if (nodes[owner].up) RotateAt(owner, absl::StrCat("digest:", nodes[owner].name));
+  At(now + o.workload.digest_rotate_every, Ev::Kind::kDigestRotate, owner);
+}
+
+void Simulator::Impl::OperatorRotate() {
+  if (!workload_on) return;
+  const int i = RandomUp(work_rng);
+  if (i >= 0) RotateAt(static_cast<uint32_t>(i), kCrawlFilter);
+  At(now + Exponential(work_rng, o.workload.operator_rotate_every), Ev::Kind::kOperatorRotate);
+}
+
+void Simulator::Impl::AddSample() {
+  if (!workload_on) return;
+  const int i = RandomUp(work_rng);
+  if (i >= 0) {
+    Sample s;
+    s.key = absl::StrCat("sample-key-", samples.size());
+    s.added = now;
+    s.seen.assign(o.nodes, false);
+    if (ClientAdd(static_cast<uint32_t>(i), kCrawlFilter, s.key)) {
+      samples.push_back(std::move(s));
+      if (!poll_pending) {
+        poll_pending = true;
+        At(now, Ev::Kind::kPoll);
+      }
+    }
+  }
+  At(now + o.workload.sample_every, Ev::Kind::kSample);
+}
+
+void Simulator::Impl::Poll() {
+  poll_pending = false;
+  const uint32_t live = up_count();
+  const uint32_t target999 = static_cast<uint32_t>(std::ceil(0.999 * live));
+  bool any_active = false;
+  for (Sample& s : samples) {
+    if (!s.active) continue;
+    uint32_t seen_live = 0;
+    for (uint32_t i = 0; i < o.nodes; ++i) {
+      if (!nodes[i].up) continue;
+      if (!s.seen[i]) {
+        auto present = nodes[i].node->Exists(kCrawlFilter, s.key);
+        s.seen[i] = present.ok() && *present;
+      }
+      seen_live += s.seen[i] ? 1 : 0;
+    }
+    const Duration age = now - s.added;
+    if (s.t999.count() < 0 && seen_live >= target999) s.t999 = age;
+    if (s.t100.count() < 0 && seen_live >= live) s.t100 = age;
+    if (s.t100.count() >= 0 || age > o.workload.sample_timeout) s.active = false;
+    any_active = any_active || s.active;
+  }
+  if (any_active) {
+    poll_pending = true;
+    At(now + o.workload.sample_poll, Ev::Kind::kPoll);
+  }
+}
+
+void Simulator::Impl::Check() {
+  // Bit counts of at most kObservePerCheck nodes per check, round robin.
+  constexpr uint32_t kObservePerCheck = 16;
+  for (uint32_t i = 0; i < o.nodes; ++i) {
+    if (!nodes[i].up) continue;
+    const bool observe = o.nodes <= kObservePerCheck || (i + o.nodes - observe_cursor) % o.nodes < kObservePerCheck;
+    CheckNode(i, observe);
+  }
+  observe_cursor = (observe_cursor + kObservePerCheck) % o.nodes;
+  if (o.on_progress && now >= next_progress) {
+    o.on_progress(Sec(now));
+    next_progress = now + std::chrono::seconds(5);
+  }
+  if (!done) At(now + o.check_every, Ev::Kind::kCheck);
+}
+
+}  // namespace pollen::sim

@@ -1,0 +1,381 @@
+// The event loop, node I/O and the run report.
+#include "simulation/sim_impl.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace pollen::sim {
+
+void Simulator::Impl::At(Time t, Ev ev) {
+  if (!queue.Push(t, std::move(ev))) checker.Fail("simulator: event queue full");
+}
+
+void Simulator::Impl::At(Time t, Ev::Kind kind, uint32_t node, uint64_t token) {
+  Ev ev;
+  ev.kind = kind;
+  ev.node = node;
+  ev.token = token;
+  At(t, std::move(ev));
+}
+
+uint32_t Simulator::Impl::up_count() const {
+  uint32_t n = 0;
+  for (const SimNode& s : nodes) n += s.up ? 1 : 0;
+  return n;
+}
+
+int Simulator::Impl::RandomUp(Rng& rng) {
+  std::vector<uint32_t> up;
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].up) up.push_back(i);
+  if (up.empty()) return -1;
+  return static_cast<int>(up[rng.Below(up.size())]);
+}
+
+std::vector<node::FilterConfig> Simulator::Impl::Filters() const {
+  std::vector<node::FilterConfig> filters;
+  node::FilterConfig crawl;
+  crawl.name = kCrawlFilter;
+  crawl.capacity = o.capacity;
+  crawl.fpr = o.fpr;
+  crawl.generations = o.generations;
+  filters.push_back(crawl);
+  for (uint32_t i = 0; i < std::min<uint32_t>(o.workload.digest_owners, o.nodes); ++i) {
+    node::FilterConfig d;
+    d.name = absl::StrCat("digest:", nodes[i].name);
+    d.capacity = o.digest_capacity;
+    d.fpr = o.fpr;
+    d.generations = o.generations;
+    d.scope = node::Scope::kDigest;
+    d.owner = nodes[i].name;
+    filters.push_back(d);
+  }
+  return filters;
+}
+
+bool Simulator::Impl::CreateNode(uint32_t i) {
+  SimNode& s = nodes[i];
+  node::NodeConfig c;
+  c.name = s.name;
+  c.advertise = s.address;
+  for (uint32_t j = 0; j < std::min<uint32_t>(3, o.nodes); ++j) c.seeds.push_back(nodes[j].address);
+  for (size_t b = 0; b < c.secret.bytes.size(); ++b) c.secret.bytes[b] = static_cast<uint8_t>(0x5a ^ (b * 37));
+  c.cluster_label = "pollen-sim";
+  c.rng_seed = seed_rng.Next();
+  c.gossip_interval = o.gossip_interval;
+  c.fanout = o.fanout;
+  c.probe_interval = o.probe_interval;
+  c.anti_entropy_interval = o.anti_entropy_interval;
+  c.filters = Filters();
+  auto created = node::Node::Create(std::move(c));
+  if (!created.ok()) {
+    checker.Fail(absl::StrCat("node ", s.name, ": Create failed: ", created.status().ToString()));
+    return false;
+  }
+  s.node = std::move(*created);
+  return true;
+}
+
+void Simulator::Impl::Flush(uint32_t i) {
+  SimNode& s = nodes[i];
+  for (node::Outgoing& out : s.node->TakeOutgoing()) {
+    auto to = by_address.find(out.to);
+    r.wire_bytes += out.bytes.size();
+    ++r.frames_sent;
+    if (to == by_address.end()) {
+      ++unroutable[out.to];
+      continue;
+    }
+    std::vector<Time> arrivals = net.Plan(i, to->second, out.channel, now);
+    for (size_t a = 0; a < arrivals.size(); ++a) {
+      Ev ev;
+      ev.kind = Ev::Kind::kDeliver;
+      ev.node = to->second;
+      ev.from = i;
+      ev.token = nodes[to->second].boot;
+      ev.from_boot = s.boot;
+      ev.channel = out.channel;
+      ev.bytes = (a + 1 == arrivals.size()) ? std::move(out.bytes) : out.bytes;
+      At(arrivals[a], std::move(ev));
+    }
+  }
+  for (const node::Event& e : s.node->TakeEvents()) {
+    trace.Mix(0xe7e7);
+    trace.Mix(i);
+    trace.Mix(static_cast<uint64_t>(now.count()));
+    trace.Mix(static_cast<uint64_t>(e.kind));
+    trace.Mix(e.subject);
+    trace.Mix(e.detail);
+    trace.Mix(e.count);
+    ++r.events_by_kind[EventKindName(e.kind)];
+    if (e.kind == node::Event::Kind::kEpochAdvanced) checker.OnEpoch(i, e.subject, e.count, now);
+    if (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded) {
+      if (auto info = s.node->Info(e.subject); info.ok()) checker.Observe(i, *info, now);
+    }
+  }
+}
+
+void Simulator::Impl::Reschedule(uint32_t i, bool after_tick) {
+  SimNode& s = nodes[i];
+  if (!s.up) return;
+  const Time local = Local(i);
+  const Time wake_local = s.node->NextWakeup();
+  Time want;
+  if (wake_local == kNever || wake_local - local > kMaxTickGap * 2) {
+    want = now + kMaxTickGap;
+  } else {
+    want = std::min(s.clock.ToVirtual(wake_local), now + kMaxTickGap);
+  }
+  want = std::max(want, after_tick ? now + kMinTickGap : now);
+  if (want >= s.wake_at) return;
+  s.wake_at = want;
+  At(want, Ev::Kind::kTick, i, ++s.wake_token);
+}
+
+void Simulator::Impl::AfterClientOp(uint32_t i) {
+  Flush(i);
+  Reschedule(i, false);
+}
+
+bool Simulator::Impl::ClientAdd(uint32_t i, const std::string& filter, const std::string& key) {
+  const uint64_t epoch = checker.CurrentEpoch(i, filter);
+  auto added = nodes[i].node->Add(filter, key);
+  trace.Mix(0xadd);
+  trace.Mix(i);
+  trace.Mix(key);
+  if (!added.ok()) {
+    checker.Fail(absl::StrFormat("add failed: node %d filter %s: %s", i, filter, added.status().ToString()));
+    return false;
+  }
+  trace.Mix(*added ? 1 : 0);
+  ++r.adds;
+  if (*added) ++r.new_keys;
+  checker.OnAck(i, filter, key, epoch);
+  AfterClientOp(i);
+  return true;
+}
+
+void Simulator::Impl::RotateAt(uint32_t i, const std::string& filter) {
+  auto st = nodes[i].node->Rotate(filter, Local(i));
+  trace.Mix(0x4074);
+  trace.Mix(i);
+  trace.Mix(filter);
+  if (!st.ok()) {
+    checker.Fail(absl::StrFormat("rotate failed: node %d filter %s: %s", i, filter, st.ToString()));
+    return;
+  }
+  ++r.rotations;
+  CheckNode(i);
+  AfterClientOp(i);
+}
+
+void Simulator::Impl::CheckNode(uint32_t i, bool observe) {
+  const node::Node& n = *nodes[i].node;
+  if (observe)
+    for (const node::FilterInfo& info : n.Filters()) checker.Observe(i, info, now);
+  checker.CheckAcked(i, n, now);
+}
+
+void Simulator::Impl::Setup() {
+  Rng clock_rng = StreamRng(o.seed, kClocks);
+  nodes.resize(o.nodes);
+  for (uint32_t i = 0; i < o.nodes; ++i) {
+    SimNode& s = nodes[i];
+    s.name = absl::StrFormat("node-%04d", i);
+    s.address = absl::StrFormat("sim-%04d:7946", i);
+    by_address[s.address] = i;
+    if (o.faults.clock_drift) {
+      s.clock.offset = Uniform(clock_rng, Duration(0), o.faults.max_offset);
+      s.clock.drift = (clock_rng.Unit() * 2 - 1) * o.faults.max_drift;
+    } else {
+      s.clock.offset = std::chrono::seconds(1);  // any origin; keeps local times positive
+    }
+    // Staggered start over the first second; the seeds first.
+    const Duration start = i < 3 ? Duration(i) : Uniform(work_rng, Duration(0), std::chrono::seconds(1));
+    At(start, Ev::Kind::kStart, i);
+  }
+  const Time w = o.warmup;
+  faults_end = w + o.duration;
+  const WorkloadOptions& wl = o.workload;
+  if (wl.crawl_adds_per_sec > 0) At(w, Ev::Kind::kCrawlAdd);
+  for (uint32_t k = 0; k < std::min<uint32_t>(wl.digest_owners, o.nodes); ++k) {
+    if (wl.digest_adds_per_sec > 0) At(w, Ev::Kind::kDigestAdd, k);
+    if (wl.digest_rotate_every.count() > 0) At(w + wl.digest_rotate_every, Ev::Kind::kDigestRotate, k);
+  }
+  if (wl.operator_rotate_every.count() > 0)
+    At(w + Exponential(work_rng, wl.operator_rotate_every), Ev::Kind::kOperatorRotate);
+  At(w, Ev::Kind::kSample);
+  const FaultOptions& f = o.faults;
+  if (f.partition || f.one_way_partition) At(w + Exponential(fault_rng, f.partition_gap), Ev::Kind::kRandomPartition);
+  if (f.crash) At(w + Exponential(fault_rng, f.crash_gap), Ev::Kind::kRandomCrash);
+  for (size_t k = 0; k < f.scripted.size(); ++k) At(w + f.scripted[k].at, Ev::Kind::kScripted, 0, k);
+  At(o.check_every, Ev::Kind::kCheck);
+  At(faults_end, Ev::Kind::kFaultsEnd);
+}
+
+void Simulator::Impl::Dispatch(Ev& ev) {
+  switch (ev.kind) {
+    case Ev::Kind::kTick: {
+      SimNode& s = nodes[ev.node];
+      if (!s.up || ev.token != s.wake_token) return;
+      s.wake_at = kNever;
+      s.node->Tick(Local(ev.node));
+      Flush(ev.node);
+      Reschedule(ev.node, true);
+      return;
+    }
+    case Ev::Kind::kDeliver: {
+      SimNode& to = nodes[ev.node];
+      const SimNode& from = nodes[ev.from];
+      if (!to.up || ev.token != to.boot) return;  // host down or rebooted: frame lost
+      if (ev.channel == Channel::kStream && (!from.up || from.boot != ev.from_boot)) return;  // connection broken
+      if (!net.Deliverable(ev.from, ev.node)) return;
+      trace.Mix(ev.from);
+      trace.Mix(ev.node);
+      trace.Mix(static_cast<uint64_t>(now.count()));
+      trace.Mix(static_cast<uint64_t>(ev.channel));
+      trace.Mix(ev.bytes);
+      ++r.frames_delivered;
+      if (ev.channel == Channel::kStream) {
+        to.node->HandleStreamFrame(from.address, ev.bytes, Local(ev.node));
+      } else {
+        to.node->HandleDatagram(from.address, ev.bytes, Local(ev.node));
+      }
+      Flush(ev.node);
+      Reschedule(ev.node, false);
+      return;
+    }
+    case Ev::Kind::kStart: {
+      SimNode& s = nodes[ev.node];
+      if (!CreateNode(ev.node)) return;
+      for (const node::FilterInfo& info : s.node->Filters()) checker.Observe(ev.node, info, now);
+      s.up = true;
+      s.node->Start(Local(ev.node));
+      Flush(ev.node);
+      Reschedule(ev.node, false);
+      return;
+    }
+    case Ev::Kind::kRestart: Restart(ev.node); return;
+    case Ev::Kind::kHeal:
+      if (faults_on) {
+        net.Heal();
+        trace.Mix(0x4ea1);
+      }
+      return;
+    case Ev::Kind::kScripted: Scripted(o.faults.scripted[ev.token]); return;
+    case Ev::Kind::kRandomPartition: RandomPartition(); return;
+    case Ev::Kind::kRandomCrash: RandomCrash(); return;
+    case Ev::Kind::kCrawlAdd: CrawlAdd(); return;
+    case Ev::Kind::kDigestAdd: DigestAdd(ev.node); return;
+    case Ev::Kind::kDigestRotate: DigestRotate(ev.node); return;
+    case Ev::Kind::kOperatorRotate: OperatorRotate(); return;
+    case Ev::Kind::kSample: AddSample(); return;
+    case Ev::Kind::kPoll: Poll(); return;
+    case Ev::Kind::kCheck: Check(); return;
+    case Ev::Kind::kFaultsEnd: FaultsEnd(); return;
+    case Ev::Kind::kConvergePoll: ConvergePoll(); return;
+  }
+}
+
+RunResult Simulator::Impl::Run() {
+  Setup();
+  const Time hard_stop = faults_end + o.liveness_bound + std::chrono::seconds(10);
+  while (!done && !queue.empty()) {
+    auto entry = queue.Pop();
+    now = entry.time;
+    if (now > hard_stop) {
+      checker.Fail("simulator: passed the hard stop without a liveness verdict");
+      break;
+    }
+    Dispatch(entry.payload);
+  }
+  if (!done) checker.Fail("simulator: ran out of events before the liveness verdict");
+  Finish();
+  return r;
+}
+
+void Simulator::Impl::Finish() {
+  r.seed = o.seed;
+  r.nodes = o.nodes;
+  r.scenario = o.scenario;
+  r.faults = o.faults.Describe();
+  r.fanout = o.fanout;
+  r.virtual_seconds = Sec(now);
+  r.liveness_bound_seconds = Sec(o.liveness_bound);
+  r.last_divergence = last_divergence;
+  r.network = net.counters();
+  node::NodeCounters total;
+  for (SimNode& s : nodes) {
+    AddCounters(total, s.carried);
+    if (s.up) AddCounters(total, s.node->Counters());
+  }
+  r.delta_bits_sent = total.delta_bits_sent;
+  r.rejected_by_reason = total.rejected_by_reason;
+  r.node_counters = {{"adds", total.adds},
+                     {"delta_bits_received", total.delta_bits_received},
+                     {"anti_entropy_runs", total.anti_entropy_runs},
+                     {"ranges_repaired", total.ranges_repaired},
+                     {"epochs_advanced", total.epochs_advanced},
+                     {"delta_overflows", total.delta_overflows},
+                     {"stale_deltas", total.stale_deltas},
+                     {"unknown_filter", total.unknown_filter}};
+  r.bytes_out_by_type = total.bytes_out_by_type;
+  r.distinct_bits = checker.distinct_bits();
+  r.transmissions_per_bit =
+      r.distinct_bits ? static_cast<double>(r.delta_bits_sent) / static_cast<double>(r.distinct_bits) : 0;
+  r.bytes_per_new_key = r.new_keys ? static_cast<double>(r.wire_bytes) / static_cast<double>(r.new_keys) : 0;
+  if (auto d = r.bytes_out_by_type.find("delta"); d != r.bytes_out_by_type.end() && r.new_keys > 0) {
+    r.delta_bytes_per_new_key = static_cast<double>(d->second) / static_cast<double>(r.new_keys);
+  }
+  for (const auto& [address, count] : unroutable) {
+    checker.Fail(absl::StrFormat("node sent %d frames to unknown address '%s'", count, address));
+  }
+  std::vector<double> t999, t100;
+  for (const Sample& s : samples) {
+    if (s.t999.count() >= 0) t999.push_back(Sec(s.t999));
+    if (s.t100.count() >= 0) t100.push_back(Sec(s.t100));
+  }
+  r.samples = static_cast<uint32_t>(samples.size());
+  r.samples_reached = static_cast<uint32_t>(t999.size());
+  std::sort(t999.begin(), t999.end());
+  std::sort(t100.begin(), t100.end());
+  if (!t999.empty()) {
+    r.p999_median = t999[t999.size() / 2];
+    r.p999_max = t999.back();
+  }
+  if (!t100.empty()) r.p100_median = t100[t100.size() / 2];
+  r.acked = checker.acked();
+  r.volatile_acks = checker.volatile_acks();
+  r.failures = checker.failures();
+  r.failure_count = checker.failure_count();
+  r.passed = r.failure_count == 0 && r.converged;
+  r.trace_hash = trace.value();
+  r.trace_events = trace.count();
+  r.replay_command = ReplayCommand(o);
+}
+
+Simulator::Simulator(SimOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Simulator::~Simulator() = default;
+RunResult Simulator::Run() { return impl_->Run(); }
+
+SimOptions OptionsForSeed(const SimOptions& base, uint64_t seed) {
+  SimOptions o = base;
+  o.seed = seed;
+  if (o.swarm) {
+    Rng swarm = StreamRng(seed, kSwarm);
+    ApplySwarm(swarm, o);
+  }
+  return o;
+}
+
+std::string ReplayCommand(const SimOptions& options) {
+  std::string cmd = absl::StrCat("pollen-sim --seed=", options.seed);
+  for (const std::string& a : options.replay_args) absl::StrAppend(&cmd, " ", a);
+  return cmd;
+}
+
+}  // namespace pollen::sim

@@ -1,0 +1,202 @@
+// Frames from outside: garbage, forgeries, replays and parameter mismatches
+// change nothing and are counted by reason.
+#include <gtest/gtest.h>
+
+#include "crdt/generations.h"
+#include "node/core/anti_entropy.h"
+#include "node/core/catalog.h"
+#include "node/core/dissemination.h"
+#include "tests/node/cluster.h"
+
+namespace pollen::node::testing {
+namespace {
+
+// Everything observable about a node's replicated state.
+struct Observed {
+  std::vector<std::pair<std::string, std::vector<std::pair<uint64_t, uint64_t>>>> filters;
+  friend bool operator==(const Observed&, const Observed&) = default;
+};
+
+Observed Observe(Cluster& c, size_t n) {
+  Observed o;
+  for (const FilterInfo& f : c.node(n).Filters()) {
+    std::vector<std::pair<uint64_t, uint64_t>> gens;
+    for (const GenerationInfo& g : f.generations) gens.emplace_back(g.epoch, g.digest);
+    o.filters.emplace_back(f.config.name, gens);
+  }
+  return o;
+}
+
+class Frames : public ::testing::Test {
+ protected:
+  Frames() : forger_(TestSecret()) {
+    ClusterOptions o;
+    o.nodes = 1;
+    o.filters = {SharedFilter("crawl")};
+    cluster_ = std::make_unique<Cluster>(o);
+    cluster_->StartAll();
+    for (int i = 0; i < 20; ++i) EXPECT_TRUE(node().Add("crawl", "k" + std::to_string(i)).ok());
+    cluster_->RunFor(1s);
+    (void)node().TakeEvents();
+    cluster_->events(0).clear();
+    auto entry = MakeCatalogEntry(SharedFilter("crawl"), TestSecret(), 0, "");
+    EXPECT_TRUE(entry.ok());
+    params_ = entry->params;
+  }
+  Node& node() { return cluster_->node(0); }
+
+  // Delivers a frame; expects it refused for `reason` with no state change.
+  void ExpectRejected(const std::string& frame, const std::string& reason, bool stream = false) {
+    const Observed before = Observe(*cluster_, 0);
+    const uint64_t count = Count(reason);
+    if (stream) {
+      node().HandleStreamFrame("addr-evil", frame, cluster_->now());
+    } else {
+      node().HandleDatagram("addr-evil", frame, cluster_->now());
+    }
+    EXPECT_EQ(Count(reason), count + 1) << reason;
+    EXPECT_EQ(Observe(*cluster_, 0), before);
+    std::vector<Event> events = node().TakeEvents();
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().detail, reason);
+    EXPECT_TRUE(node().TakeOutgoing().empty());
+  }
+  uint64_t Count(const std::string& reason) {
+    auto c = node().Counters().rejected_by_reason;
+    return c.count(reason) ? c[reason] : 0;
+  }
+  wire::Envelope DeltaEnvelope(crdt::FilterParams params, uint64_t epoch) {
+    wire::Envelope env;
+    ToWire(params, env.mutable_delta()->mutable_filter());
+    env.mutable_delta()->set_epoch(epoch);
+    std::vector<crdt::WordBits> words = {{5, 0xff}, {77, 1}};
+    env.mutable_delta()->set_positions(EncodeWords(words, 0, params.shape.bits()));
+    return env;
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+  Forger forger_;
+  crdt::FilterParams params_;
+};
+
+TEST_F(Frames, GarbageIsRejected) {
+  Rng rng(1);
+  for (int i = 0; i < 200; ++i) {
+    std::string junk(rng.Below(300), '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng.Next());
+    const Observed before = Observe(*cluster_, 0);
+    const NodeCounters c0 = node().Counters();
+    node().HandleDatagram("addr-evil", junk, cluster_->now());
+    const NodeCounters c1 = node().Counters();
+    uint64_t r0 = 0, r1 = 0;
+    for (auto& [k, v] : c0.rejected_by_reason) r0 += v;
+    for (auto& [k, v] : c1.rejected_by_reason) r1 += v;
+    EXPECT_EQ(r1, r0 + 1);
+    EXPECT_EQ(Observe(*cluster_, 0), before);
+  }
+  EXPECT_TRUE(node().TakeOutgoing().empty());
+}
+
+TEST_F(Frames, TamperedForgedReplayedAndOversizedFrames) {
+  std::string good = forger_.Seal(DeltaEnvelope(params_, 0));
+  std::string tampered = good;
+  tampered[tampered.size() - 3] ^= 0x40;
+  ExpectRejected(tampered, "auth");
+  // Sealed under another cluster secret: an unknown key id.
+  Forger stranger(TestSecret(999));
+  ExpectRejected(stranger.Seal(DeltaEnvelope(params_, 0)), "unknown_key");
+  // Genuine, then replayed.
+  node().HandleDatagram("addr-x", good, cluster_->now());
+  EXPECT_EQ(Count("replay"), 0u);
+  ExpectRejected(good, "replay");
+  // Too large for a datagram (fine as a stream frame).
+  wire::Envelope big = DeltaEnvelope(params_, 0);
+  big.set_sender_name(std::string(2000, 'x'));
+  ExpectRejected(forger_.Seal(big, false), "oversize");
+  ExpectRejected("", "malformed");
+  std::string bad_version = forger_.Seal(DeltaEnvelope(params_, 0));
+  bad_version[0] = 9;
+  ExpectRejected(bad_version, "version");
+}
+
+TEST_F(Frames, ValidlySealedButMalformedContent) {
+  ExpectRejected(forger_.SealBytes("\xff\xff\xff garbage"), "malformed");
+  wire::Envelope v2 = DeltaEnvelope(params_, 0);
+  v2.set_version(2);
+  ExpectRejected(forger_.Seal(v2), "version");
+  ExpectRejected(forger_.Seal(wire::Envelope()), "malformed");  // no body
+  // Delta: corrupt positions, bad params, epoch too large.
+  wire::Envelope env = DeltaEnvelope(params_, 0);
+  env.mutable_delta()->set_positions("\x07\x01\x02");
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env = DeltaEnvelope(params_, 0);
+  env.mutable_delta()->mutable_filter()->set_k(0);
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env = DeltaEnvelope(params_, 0);
+  env.mutable_delta()->mutable_filter()->set_filter_id(params_.filter_id ^ 1);
+  ExpectRejected(forger_.Seal(env), "malformed");
+  ExpectRejected(forger_.Seal(DeltaEnvelope(params_, ~uint64_t{0})), "malformed");
+  // Anti-entropy: wrong summary count, out-of-range wanted range, bad range data.
+  wire::Envelope req;
+  wire::FilterSummary* fs = req.mutable_sync_request()->add_filters();
+  ToWire(params_, fs->mutable_filter());
+  wire::GenerationSummary* gs = fs->add_generations();
+  gs->set_blocks_per_range(BlocksPerRange(params_.shape.blocks));
+  gs->add_summaries(1);
+  ExpectRejected(forger_.Seal(req), "malformed", true);
+  wire::Envelope ranges;
+  ranges.mutable_sync_ranges()->set_reply(true);
+  wire::FilterRanges* fr = ranges.mutable_sync_ranges()->add_filters();
+  ToWire(params_, fr->mutable_filter());
+  wire::GenerationRanges* gr = fr->add_generations();
+  gr->set_blocks_per_range(BlocksPerRange(params_.shape.blocks));
+  gr->add_wanted(1'000'000);
+  ExpectRejected(forger_.Seal(ranges), "malformed", true);
+  gr->clear_wanted();
+  wire::RangeData* rd = gr->add_data();
+  rd->set_range(0);
+  rd->set_positions("\x01\x09");
+  ExpectRejected(forger_.Seal(ranges), "malformed", true);
+  // Catalog: a digest filter without owner.
+  wire::Envelope cat;
+  auto entry = MakeCatalogEntry(SharedFilter("other"), TestSecret(), 5, "n9");
+  ASSERT_TRUE(entry.ok());
+  ToWire(*entry, 0, cat.mutable_catalog()->add_entries());
+  cat.mutable_catalog()->mutable_entries(0)->set_scope(1);
+  ExpectRejected(forger_.Seal(cat), "malformed");
+  EXPECT_FALSE(node().Info("other").ok());
+}
+
+TEST_F(Frames, ParameterMismatchIsRefused) {
+  const Observed before = Observe(*cluster_, 0);
+  // Same name, other shape: a legitimate frame whose merge must be refused.
+  auto other = crdt::MakeParams("crawl", 50'000, 0.001, 2, TestSecret());
+  ASSERT_TRUE(other.ok());
+  ASSERT_FALSE(*other == params_);
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(*other, 0)), cluster_->now());
+  EXPECT_EQ(Count("params"), 1u);
+  // Other generation count, other key id.
+  crdt::FilterParams g3 = params_;
+  g3.generations = 3;
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(g3, 0)), cluster_->now());
+  crdt::FilterParams key = params_;
+  key.key_id ^= 1;
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(key, 0)), cluster_->now());
+  EXPECT_EQ(Count("params"), 3u);
+  EXPECT_EQ(CountEvents(node().TakeEvents(), Event::Kind::kMergeRefused), 3u);
+  EXPECT_EQ(Observe(*cluster_, 0), before);
+  // Epoch announcements under other parameters are refused as well.
+  wire::Envelope ep;
+  wire::FilterEpoch* fe = ep.mutable_epochs()->add_epochs();
+  ToWire(*other, fe->mutable_filter());
+  fe->set_epoch(5);
+  node().HandleDatagram("addr-x", forger_.Seal(ep), cluster_->now());
+  EXPECT_EQ(Count("params"), 4u);
+  EXPECT_EQ(node().Info("crawl")->epoch, 0u);
+  // The matching one is accepted and merges.
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(params_, 0)), cluster_->now());
+  EXPECT_NE(Observe(*cluster_, 0), before);
+}
+
+}  // namespace
+}  // namespace pollen::node::testing

@@ -1,0 +1,330 @@
+// Replication: dissemination, anti-entropy, idempotent merges, epochs.
+#include <gtest/gtest.h>
+
+#include "crdt/generations.h"
+#include "node/core/catalog.h"
+#include "node/core/dissemination.h"
+#include "tests/node/cluster.h"
+
+namespace pollen::node::testing {
+namespace {
+
+std::string Key(int i) { return "key-" + std::to_string(i); }
+
+ClusterOptions Options(size_t nodes, uint64_t seed = 1) {
+  ClusterOptions o;
+  o.nodes = nodes;
+  o.seed = seed;
+  o.filters = {SharedFilter("crawl")};
+  return o;
+}
+
+bool AllPresent(Cluster& c, const std::string& filter, int first, int last) {
+  for (size_t n = 0; n < c.size(); ++n) {
+    for (int i = first; i < last; ++i) {
+      auto r = c.node(n).Exists(filter, Key(i));
+      if (!r.ok() || !*r) return false;
+    }
+  }
+  return true;
+}
+
+uint64_t EpochOf(Node& node, const std::string& filter) {
+  auto info = node.Info(filter);
+  return info.ok() ? info->epoch : 0;
+}
+
+// Fails the test if any node's epoch of `filter` ever goes back.
+void WatchEpochs(Cluster& c, const std::string& filter, std::vector<uint64_t>& seen) {
+  seen.assign(c.size(), 0);
+  c.on_step = [&c, &seen, filter] {
+    for (size_t n = 0; n < c.size(); ++n) {
+      const uint64_t e = EpochOf(c.node(n), filter);
+      EXPECT_GE(e, seen[n]) << "epoch went back at node " << n;
+      seen[n] = std::max(seen[n], e);
+    }
+  };
+}
+
+TEST(Replication, AddAtOneNodeBecomesPresentEverywhere) {
+  ClusterOptions o = Options(6);
+  o.anti_entropy_interval = 1000s;  // dissemination alone (after the join syncs)
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 60; ++i) {
+    auto added = c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i));
+    ASSERT_TRUE(added.ok());
+    EXPECT_TRUE(*added);
+  }
+  EXPECT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 60); }, 3s));
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 3s));
+  uint64_t received = 0;
+  for (size_t n = 0; n < c.size(); ++n) received += c.node(n).Counters().delta_bits_received;
+  EXPECT_GT(received, 0u);
+  // Already present after propagation: "not new" at another node.
+  auto again = c.node(3).Add("crawl", Key(0));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);
+  EXPECT_EQ(c.node(2).Exists("unknown", "x").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(c.node(2).Add("unknown", "x").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Replication, AntiEntropyAloneConvergesWhenDisseminationIsLost) {
+  ClusterOptions o = Options(8, 3);
+  o.anti_entropy_interval = 1s;
+  // Every dissemination message is lost, on both channels; membership and
+  // anti-entropy get through.
+  o.drop = [](size_t, const Outgoing&, const wire::Envelope& env) {
+    return env.has_delta() || env.has_epochs() || env.has_catalog();
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  Rng rng(5);
+  for (int i = 0; i < 400; ++i) ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 60s));
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 400));
+  uint64_t received = 0, repaired = 0;
+  for (size_t n = 0; n < c.size(); ++n) {
+    received += c.node(n).Counters().delta_bits_received;
+    repaired += c.node(n).Counters().ranges_repaired;
+  }
+  EXPECT_EQ(received, 0u);  // nothing came by dissemination
+  EXPECT_GT(repaired, 0u);
+  EXPECT_GT(c.dropped(), 0u);
+}
+
+TEST(Replication, ConvergesUnderHeavyDatagramLoss) {
+  ClusterOptions o = Options(10, 4);
+  o.datagram_loss = 0.3;
+  o.anti_entropy_interval = 2s;
+  Cluster c(o);
+  c.StartAll();
+  c.RunFor(10s);
+  Rng rng(6);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 300); }, 120s));
+}
+
+// Deltas for "crawl" forged as a fake member would send them.
+class ForgedDeltas : public ::testing::Test {
+ protected:
+  ForgedDeltas() : forger_(TestSecret()) {
+    auto entry = MakeCatalogEntry(SharedFilter("crawl"), TestSecret(), 0, "");
+    EXPECT_TRUE(entry.ok());
+    params_ = entry->params;
+  }
+  std::string Delta(uint64_t epoch, std::vector<crdt::WordBits> words) {
+    crdt::Canonicalize(words);
+    wire::Envelope env;
+    ToWire(params_, env.mutable_delta()->mutable_filter());
+    env.mutable_delta()->set_epoch(epoch);
+    env.mutable_delta()->set_positions(EncodeWords(words, 0, params_.shape.bits()));
+    return forger_.Seal(env);
+  }
+  std::vector<crdt::WordBits> RandomWords(Rng& rng, size_t n) {
+    std::vector<crdt::WordBits> words;
+    for (size_t i = 0; i < n; ++i) words.push_back({rng.Below(params_.shape.blocks * 8), rng.Next() | 1});
+    return words;
+  }
+  Forger forger_;
+  crdt::FilterParams params_;
+};
+
+TEST_F(ForgedDeltas, MergesAreIdempotentAndOrderFree) {
+  ClusterOptions o = Options(3);
+  Cluster c(o);  // not started: no gossip, we deliver by hand
+  Rng rng(9);
+  std::vector<std::vector<crdt::WordBits>> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(RandomWords(rng, 30));
+  std::vector<crdt::WordBits> all;
+  for (auto& b : batches) all.insert(all.end(), b.begin(), b.end());
+  // Node 0: in order. Node 1: reversed, each twice. Node 2: the union at once.
+  for (auto& b : batches) c.node(0).HandleDatagram("addr-x", Delta(0, b), c.now());
+  for (int rep = 0; rep < 2; ++rep) {
+    for (auto it = batches.rbegin(); it != batches.rend(); ++it) c.node(1).HandleStreamFrame("addr-x", Delta(0, *it), c.now());
+  }
+  c.node(2).HandleStreamFrame("addr-x", Delta(0, all), c.now());
+  EXPECT_TRUE(c.Converged("crawl"));
+  const auto before = c.Digests(0, "crawl");
+  const uint64_t bits_before = c.node(0).Info("crawl")->generations.back().set_bits;
+  EXPECT_GT(bits_before, 0u);
+  // Re-applying anything already merged changes nothing.
+  c.node(0).HandleDatagram("addr-x", Delta(0, batches[2]), c.now());
+  c.node(0).HandleStreamFrame("addr-x", Delta(0, all), c.now());
+  EXPECT_EQ(c.Digests(0, "crawl"), before);
+  EXPECT_EQ(c.node(0).Info("crawl")->generations.back().set_bits, bits_before);
+  EXPECT_TRUE(c.node(0).Counters().rejected_by_reason.empty());
+}
+
+TEST_F(ForgedDeltas, NewerEpochAdvancesAndStaleEpochIsDropped) {
+  Cluster c(Options(1));
+  Rng rng(10);
+  c.node(0).HandleDatagram("addr-x", Delta(3, RandomWords(rng, 5)), c.now());
+  auto info = c.node(0).Info("crawl");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->epoch, 3u);  // the delta implied epoch 3
+  ASSERT_EQ(info->generations.size(), 2u);
+  EXPECT_EQ(info->generations[0].epoch, 2u);
+  EXPECT_GT(info->generations[1].set_bits, 0u);
+  const auto before = c.Digests(0, "crawl");
+  c.node(0).HandleDatagram("addr-x", Delta(1, RandomWords(rng, 5)), c.now());  // left the window
+  EXPECT_EQ(c.Digests(0, "crawl"), before);
+  EXPECT_EQ(c.node(0).Counters().stale_deltas, 1u);
+  EXPECT_EQ(c.node(0).Info("crawl")->epoch, 3u);
+}
+
+TEST(Replication, TcpOnlyClusterSendsOnlyStreamFrames) {
+  ClusterOptions o = Options(4, 15);
+  o.tcp_only = true;  // the pump fails the test on any datagram
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i) % 4).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 50); }, 10s));
+}
+
+TEST(Replication, LargeBatchesGoAsStreamFramesAndStillArrive) {
+  ClusterOptions o = Options(3, 16);
+  o.filters = {SharedFilter("crawl", 200'000)};
+  o.anti_entropy_interval = 1000s;
+  o.inspect = true;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(2s);
+  const std::string small = "datagram/" + std::to_string(wire::Envelope::kDelta);
+  const std::string large = "stream/" + std::to_string(wire::Envelope::kDelta);
+  EXPECT_EQ(c.delivered().count(large), 0u);
+  ASSERT_TRUE(c.node(1).Add("crawl", "one").ok());  // a small batch: a datagram
+  EXPECT_TRUE(c.RunUntil([&] { return *c.node(2).Exists("crawl", "one"); }, 2s));
+  EXPECT_GT(c.delivered().count(small), 0u);
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());  // ~35k bits in one round
+  EXPECT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 5000); }, 5s));
+  EXPECT_GT(c.delivered().count(large), 0u);
+  EXPECT_GT(c.node(1).Counters().delta_bits_received, 0u);
+}
+
+TEST(Replication, TwentyNodesConverge) {
+  ClusterOptions o = Options(20, 12);
+  o.datagram_loss = 0.1;
+  o.anti_entropy_interval = 5s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  Rng rng(13);
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 500); }, 60s));
+}
+
+TEST(Replication, RestartedNodeCatchesUpByAntiEntropy) {
+  ClusterOptions o = Options(5, 14);
+  o.anti_entropy_interval = 1000s;  // only the join-triggered syncs
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i) % 5).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 10s));
+  c.RunFor(2s);  // let the dissemination rounds finish
+  // Crash node 3 and bring it back empty: it rejoins and pulls everything.
+  c.Restart(3);
+  EXPECT_FALSE(*c.node(3).Exists("crawl", Key(0)) && *c.node(3).Exists("crawl", Key(1)) && *c.node(3).Exists("crawl", Key(2)));
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 200); }, 30s));
+  EXPECT_GT(c.node(3).Counters().ranges_repaired, 0u);
+  // Crash node 1 with its snapshot: it comes back with everything at once.
+  std::map<std::string, std::string> snaps = c.node(1).ExportSnapshots();
+  c.Restart(1, snaps);
+  EXPECT_TRUE(c.Converged("crawl"));
+}
+
+TEST(Epochs, OperatorRotationPropagatesAndNeverGoesBack) {
+  ClusterOptions o = Options(6, 7);
+  o.anti_entropy_interval = 5s;
+  Cluster c(o);
+  std::vector<uint64_t> seen;
+  WatchEpochs(c, "crawl", seen);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  ASSERT_TRUE(c.node(2).Rotate("crawl", c.now()).ok());
+  EXPECT_EQ(EpochOf(c.node(2), "crawl"), 1u);
+  auto all_at = [&](uint64_t e) {
+    for (size_t n = 0; n < c.size(); ++n) {
+      if (EpochOf(c.node(n), "crawl") != e) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(c.RunUntil([&] { return all_at(1); }, 5s));
+  // Concurrent proposals of epoch 2 at two nodes are one proposal.
+  ASSERT_TRUE(c.node(0).Rotate("crawl", c.now()).ok());
+  ASSERT_TRUE(c.node(4).Rotate("crawl", c.now()).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return all_at(2); }, 5s));
+  c.RunFor(3s);
+  EXPECT_TRUE(all_at(2));
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 20s));
+  EXPECT_EQ(c.node(1).Rotate("nope", c.now()).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Epochs, FillThresholdRotatesEverywhere) {
+  ClusterOptions o = Options(4, 8);
+  FilterConfig f = SharedFilter("fill", 2000, 0.01);
+  f.rotate_fill = 0.25;
+  o.filters = {f};
+  Cluster c(o);
+  std::vector<uint64_t> seen;
+  WatchEpochs(c, "fill", seen);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  int added = 0;
+  while (EpochOf(c.node(0), "fill") == 0 && added < 20000) {
+    for (int i = 0; i < 100; ++i, ++added) ASSERT_TRUE(c.node(1).Add("fill", Key(added)).ok());
+    c.Step();
+  }
+  ASSERT_GE(EpochOf(c.node(0), "fill"), 1u);
+  auto same = [&] {
+    const uint64_t e = EpochOf(c.node(0), "fill");
+    for (size_t n = 1; n < c.size(); ++n) {
+      if (EpochOf(c.node(n), "fill") != e) return false;
+    }
+    return c.Converged("fill");
+  };
+  EXPECT_TRUE(c.RunUntil(same, 30s));
+  auto info = c.node(3).Info("fill");
+  ASSERT_TRUE(info.ok());
+  EXPECT_LT(info->generations.back().fill_ratio, 0.25);
+}
+
+TEST(Epochs, IntervalRotationAdvancesAllNodesTogether) {
+  ClusterOptions o = Options(4, 9);
+  FilterConfig f = SharedFilter("timed");
+  f.rotate_interval = 5s;
+  o.filters = {f};
+  Cluster c(o);
+  std::vector<uint64_t> seen;
+  WatchEpochs(c, "timed", seen);
+  c.StartAll();
+  c.RunFor(12s);
+  const uint64_t e = EpochOf(c.node(0), "timed");
+  EXPECT_GE(e, 2u);
+  EXPECT_LE(e, 3u);
+  c.RunFor(500ms);
+  const uint64_t now_e = EpochOf(c.node(0), "timed");
+  for (size_t n = 1; n < c.size(); ++n) EXPECT_LE(std::max(now_e, EpochOf(c.node(n), "timed")) - std::min(now_e, EpochOf(c.node(n), "timed")), 1u);
+}
+
+TEST(Epochs, NoFalseNegativesInsideTheWindowAcrossRotation) {
+  ClusterOptions o = Options(5, 11);
+  o.filters[0].generations = 2;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i) % 5).Add("crawl", Key(i)).ok());
+  // Rotate while adds are still in flight.
+  ASSERT_TRUE(c.node(1).Rotate("crawl", c.now()).ok());
+  for (int i = 100; i < 200; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i) % 5).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 200); }, 30s));
+  for (size_t n = 0; n < c.size(); ++n) EXPECT_EQ(EpochOf(c.node(n), "crawl"), 1u);
+}
+
+}  // namespace
+}  // namespace pollen::node::testing

@@ -1,0 +1,73 @@
+#include "simulation/sim_options.h"
+
+#include <gtest/gtest.h>
+
+namespace pollen::sim {
+namespace {
+
+TEST(SimOptions, ParsesFlagsBothForms) {
+  auto o = ParseFlags({"--seed=7", "--nodes", "12", "--loss=0.25", "--partition", "--crash", "--fanout=4",
+                       "--gossip-interval-ms", "100", "--duration=12.5"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->seed, 7u);
+  EXPECT_EQ(o->nodes, 12u);
+  EXPECT_TRUE(o->nodes_set);
+  EXPECT_DOUBLE_EQ(o->faults.loss, 0.25);
+  EXPECT_TRUE(o->faults.partition);
+  EXPECT_TRUE(o->faults.crash);
+  EXPECT_EQ(o->fanout, 4u);
+  EXPECT_EQ(o->gossip_interval, std::chrono::milliseconds(100));
+  EXPECT_EQ(o->duration, std::chrono::milliseconds(12500));
+  // Replay flags omit the seed.
+  for (const auto& a : o->replay_args) EXPECT_EQ(a.find("--seed"), std::string::npos);
+  EXPECT_EQ(o->faults.Describe(), "loss=0.25,partition,crash(keep=0.50)");
+}
+
+TEST(SimOptions, RejectsBadFlags) {
+  EXPECT_FALSE(ParseFlags({"--bogus"}).ok());
+  EXPECT_FALSE(ParseFlags({"--loss=1.5"}).ok());
+  EXPECT_FALSE(ParseFlags({"--nodes"}).ok());
+  EXPECT_FALSE(ParseFlags({"--nodes=abc"}).ok());
+  EXPECT_FALSE(ParseFlags({"--scenario=nope"}).ok());
+  EXPECT_FALSE(ParseFlags({"--swarm", "--scenario=none"}).ok());
+  EXPECT_FALSE(ParseFlags({"stray"}).ok());
+  EXPECT_EQ(ParseFlags({"--bogus"}).status().message().substr(0, 4), "ERR ");
+}
+
+TEST(SimOptions, EveryScenarioApplies) {
+  for (const std::string& name : ScenarioNames()) {
+    SimOptions o;
+    ASSERT_TRUE(ApplyScenario(name, o).ok()) << name;
+    EXPECT_EQ(o.scenario, name);
+  }
+  SimOptions o;
+  ASSERT_TRUE(ApplyScenario("loss30", o).ok());
+  EXPECT_DOUBLE_EQ(o.faults.loss, 0.3);
+  ASSERT_TRUE(ApplyScenario("partition-heal", o).ok());
+  EXPECT_EQ(o.faults.scripted.size(), 2u);
+  EXPECT_DOUBLE_EQ(o.faults.loss, 0.0);
+}
+
+TEST(SimOptions, SwarmDrawsFromTheSeed) {
+  auto draw = [](uint64_t seed) {
+    SimOptions o;
+    node::Rng rng(seed);
+    ApplySwarm(rng, o);
+    return std::make_pair(o.faults.Describe(), o.nodes);
+  };
+  EXPECT_EQ(draw(5), draw(5));
+  int distinct = 0;
+  auto first = draw(0);
+  for (uint64_t s = 1; s < 20; ++s) distinct += draw(s) != first ? 1 : 0;
+  EXPECT_GT(distinct, 10);
+  // --nodes is kept in swarm mode.
+  SimOptions o;
+  o.nodes = 42;
+  o.nodes_set = true;
+  node::Rng rng(1);
+  ApplySwarm(rng, o);
+  EXPECT_EQ(o.nodes, 42u);
+}
+
+}  // namespace
+}  // namespace pollen::sim
