@@ -1,0 +1,269 @@
+#include "node/runtime/daemon.h"
+
+#include <sodium.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "node/core/node.h"
+#include "node/runtime/config.h"
+#include "node/runtime/driver.h"
+#include "node/runtime/http_server.h"
+#include "node/runtime/metrics.h"
+#include "node/runtime/net_address.h"
+#include "node/runtime/persistence.h"
+#include "node/runtime/resp/resp_server.h"
+#include "node/runtime/resp/server_context.h"
+#include "node/runtime/secret.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+#include "node/runtime/sv.h"
+
+namespace pollen::runtime {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr int kExitConfig = 2;
+constexpr int kExitRuntime = 1;
+
+int Fail(int code, std::string_view message) {
+  std::fprintf(stderr, "pollend: %.*s\n", static_cast<int>(message.size()), message.data());
+  return code;
+}
+int Fail(int code, absl::string_view message) { return Fail(code, SV(message)); }
+int Fail(int code, const std::string& message) { return Fail(code, std::string_view(message)); }
+int Fail(int code, const char* message) { return Fail(code, std::string_view(message)); }
+
+asio::ip::tcp::endpoint TcpEndpoint(const std::string& host_port) {
+  auto hp = ParseHostPort(host_port);
+  return asio::ip::tcp::endpoint(asio::ip::make_address(hp->host), hp->port);
+}
+
+node::NodeConfig MakeNodeConfig(const DaemonConfig& c, const crdt::ClusterSecret& secret) {
+  node::NodeConfig nc;
+  nc.name = c.node_name;
+  nc.advertise = c.advertise.empty() ? c.gossip_bind : c.advertise;
+  nc.seeds = c.seeds;
+  nc.secret = secret;
+  nc.cluster_label = c.cluster_label;
+  randombytes_buf(&nc.rng_seed, sizeof nc.rng_seed);
+  nc.gossip_interval = c.gossip_interval;
+  nc.fanout = c.fanout;
+  nc.probe_interval = c.probe_interval;
+  nc.probe_timeout = c.probe_timeout;
+  nc.indirect_probes = c.indirect_probes;
+  nc.suspicion_multiplier = c.suspicion_multiplier;
+  nc.anti_entropy_interval = c.anti_entropy_interval;
+  nc.dead_reconnect_interval = c.dead_reconnect_interval;
+  nc.max_datagram_bytes = c.max_datagram_bytes;
+  nc.tcp_only = c.tcp_only;
+  nc.filters = c.filters;
+  return nc;
+}
+
+}  // namespace
+
+int RunDaemon(int argc, char** argv) {
+  auto cl = ParseCommandLine(argc, argv, nullptr);
+  if (!cl.ok()) return Fail(kExitConfig, Cat(cl.status().message(), " (see pollend --help)"));
+  if (cl->help) {
+    std::cout << HelpText();
+    return 0;
+  }
+  if (cl->version) {
+    std::cout << "pollend " << kPollenVersion << "\n";
+    return 0;
+  }
+  const DaemonConfig& config = cl->config;
+  if (cl->print_config) {
+    std::cout << RenderConfig(config);
+    return 0;
+  }
+
+  auto logger = spdlog::stderr_color_mt("pollend");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [" + config.node_name + "] %v");
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::flush_on(spdlog::level::info);
+
+  if (sodium_init() < 0) return Fail(kExitRuntime, "libsodium failed to initialize");
+  std::string warning;
+  auto secret = LoadSecret(config.secret_file, std::getenv("POLLEN_SECRET"), &warning);
+  ::unsetenv("POLLEN_SECRET");  // children never inherit it
+  if (!secret.ok()) return Fail(kExitConfig, secret.status().message());
+  if (!warning.empty()) spdlog::warn("{}", warning);
+
+  auto node_or = node::Node::Create(MakeNodeConfig(config, *secret));
+  sodium_memzero(secret->bytes.data(), secret->bytes.size());
+  if (!node_or.ok()) return Fail(kExitConfig, Cat("invalid node configuration: ", node_or.status().message()));
+  std::unique_ptr<node::Node> node = std::move(*node_or);
+
+  std::signal(SIGPIPE, SIG_IGN);
+  // Signals are delivered to the signal_set, which the main thread waits on.
+  asio::io_context signal_io;
+  asio::signal_set signals(signal_io, SIGTERM, SIGINT, SIGUSR1);
+
+  node::FilterConfig default_filter;  // what BF.ADD auto-creates
+  std::unique_ptr<Persistence> persistence;
+  if (!config.data_dir.empty()) {
+    auto p = Persistence::Open(config.data_dir, config.appendfsync);
+    if (!p.ok()) return Fail(kExitConfig, p.status().message());
+    persistence = std::move(*p);
+    auto stats = persistence->Recover(node.get(), MonotonicNow(), default_filter);
+    if (!stats.ok()) return Fail(kExitRuntime, Cat("recovery failed: ", stats.status().message()));
+    spdlog::info("recovered from {}: {} snapshots, {} adds from {} log segments, {} files moved aside, {} torn tails",
+                 config.data_dir, stats->snapshots_loaded, stats->records_replayed, stats->segments_replayed,
+                 stats->files_moved_aside, stats->torn_tails);
+  } else {
+    spdlog::warn("no data-dir: state is kept in memory only and rebuilt from peers after a restart");
+  }
+
+  Driver driver(*node, config, persistence.get());
+  if (absl::Status s = driver.Bind(); !s.ok()) return Fail(kExitRuntime, s.message());
+
+  // RESP.
+  auto ctx = std::make_unique<resp::ServerContext>();
+  ctx->node = node.get();
+  ctx->run_on_driver = [&driver](std::function<absl::Status(node::Time)> fn) {
+    return driver.RunOnDriver(std::move(fn));
+  };
+  if (persistence) {
+    Persistence* p = persistence.get();
+    ctx->log_adds = [p](std::string_view filter, std::span<const std::string_view> keys) {
+      return p->LogAdds(filter, keys);
+    };
+    ctx->snapshot = [&driver]() { return driver.SnapshotNow(); };
+  }
+  ctx->info_text = [&driver, &config, p = persistence.get()]() {
+    std::string s = Cat("# Pollen\r\nready:", driver.ready() ? 1 : 0, "\r\nnode_name:", config.node_name,
+                                 "\r\ngossip_bind:", config.gossip_bind, "\r\ntcp_only:", config.tcp_only ? 1 : 0,
+                                 "\r\n# Persistence\r\n");
+    if (p == nullptr) {
+      s += "data_dir:\r\n";
+    } else {
+      s += Cat("data_dir:", p->dir(), "\r\nappendfsync:", AppendFsyncName(config.appendfsync),
+                      "\r\nsnapshots:", p->snapshots_written(), "\r\nlast_snapshot_time:", p->last_snapshot_unix(),
+                      "\r\naddlog_records:", p->log_records(), "\r\n");
+    }
+    return s;
+  };
+  ctx->password = config.resp_password;
+  ctx->limits.max_clients = config.resp_max_clients;
+  ctx->limits.idle_timeout = std::chrono::duration_cast<std::chrono::seconds>(config.resp_idle_timeout);
+  ctx->default_filter = default_filter;
+  ctx->version = kPollenVersion;
+
+  asio::io_context resp_io(static_cast<int>(config.resp_threads));
+  resp::RespServer resp_server(resp_io, TcpEndpoint(config.resp_bind), *ctx);
+  if (absl::Status s = resp_server.Start(); !s.ok()) {
+    return Fail(kExitRuntime, Cat("option 'resp-bind': ", s.message()));
+  }
+
+  // HTTP.
+  asio::io_context http_io(1);
+  std::unique_ptr<HttpServer> http;
+  if (!config.http_bind.empty()) {
+    http = std::make_unique<HttpServer>(http_io, [&](const std::string& path) {
+      HttpResponse r;
+      if (path == "/healthz") {
+        r.body = "ok\n";
+      } else if (path == "/readyz") {
+        const bool ready = driver.ready();
+        r.status = ready ? 200 : 503;
+        r.body = ready ? "ready\n" : "not ready\n";
+      } else if (path == "/metrics") {
+        auto collected = driver.Collect();
+        if (!collected.ok()) {
+          r.status = 503;
+          r.body = Cat(collected.status().message(), "\n");
+          return r;
+        }
+        MetricsInput in;
+        in.node = &*collected;
+        in.transport = &driver.counters();
+        in.resp = &ctx->counters;
+        in.persistence = persistence.get();
+        in.ready = driver.ready();
+        in.version = kPollenVersion;
+        in.node_name = config.node_name;
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        r.body = RenderMetrics(in);
+      } else {
+        r.status = 404;
+        r.body = "not found: try /metrics, /healthz or /readyz\n";
+      }
+      return r;
+    });
+    if (absl::Status s = http->Listen(TcpEndpoint(config.http_bind)); !s.ok()) return Fail(kExitRuntime, s.message());
+  }
+
+  driver.Start();
+  std::vector<std::thread> resp_threads;
+  auto resp_guard = asio::make_work_guard(resp_io);
+  for (uint32_t i = 0; i < config.resp_threads; ++i) resp_threads.emplace_back([&] { resp_io.run(); });
+  auto http_guard = asio::make_work_guard(http_io);
+  std::thread http_thread([&] { http_io.run(); });
+
+  spdlog::info("pollend {} node {} up: gossip udp+tcp {} (advertise {}{}), resp {}, http {}, data-dir {} "
+               "(appendfsync {}), seeds [{}], {} filters declared",
+               kPollenVersion, config.node_name, config.gossip_bind,
+               config.advertise.empty() ? config.gossip_bind : config.advertise, config.tcp_only ? ", tcp-only" : "",
+               config.resp_bind, config.http_bind.empty() ? "off" : config.http_bind,
+               config.data_dir.empty() ? "(none)" : config.data_dir, AppendFsyncName(config.appendfsync),
+               absl::StrJoin(config.seeds, ","), config.filters.size());
+
+  // Wait for signals on this thread.
+  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
+                                                                            int sig) {
+    if (ec) return;
+    if (sig == SIGUSR1) {
+      auto r = driver.SnapshotNow();
+      if (!r.ok()) spdlog::warn("SIGUSR1 snapshot: {}", r.status().message());
+      signals.async_wait(on_signal);
+      return;
+    }
+    spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    signal_io.stop();
+  };
+  signals.async_wait(on_signal);
+  signal_io.run();
+
+  // Graceful shutdown.
+  resp_server.Stop();
+  resp_guard.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  resp_io.stop();
+  for (auto& t : resp_threads) t.join();
+  if (persistence) {
+    if (absl::Status s = persistence->Flush(); !s.ok()) spdlog::error("add log flush: {}", s.message());
+    auto snap = driver.SnapshotNow();
+    if (!snap.ok()) spdlog::error("final snapshot failed: {}", snap.status().message());
+  }
+  driver.Shutdown(std::chrono::milliseconds(500));
+  if (http) http->Stop();
+  http_guard.reset();
+  http_io.stop();
+  http_thread.join();
+  if (persistence) {
+    if (absl::Status s = persistence->Close(); !s.ok()) spdlog::error("add log close: {}", s.message());
+  }
+  spdlog::info("stopped");
+  spdlog::shutdown();
+  return 0;
+}
+
+}  // namespace pollen::runtime

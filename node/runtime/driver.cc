@@ -1,0 +1,271 @@
+#include "node/runtime/driver.h"
+
+#include <future>
+
+#include <boost/asio/post.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "node/runtime/net_address.h"
+#include "spdlog/spdlog.h"
+#include "node/runtime/sv.h"
+
+namespace pollen::runtime {
+
+namespace asio = boost::asio;
+
+node::Time MonotonicNow() {
+  static const auto origin = std::chrono::steady_clock::now();
+  return std::chrono::duration_cast<node::Time>(std::chrono::steady_clock::now() - origin);
+}
+
+namespace {
+
+asio::ip::address BindIp(const std::string& host_port, uint16_t* port) {
+  auto hp = ParseHostPort(host_port);
+  assert(hp.ok() && hp->numeric);  // ValidateConfig checked it
+  *port = hp->port;
+  return asio::ip::make_address(hp->host);
+}
+
+}  // namespace
+
+Driver::Driver(node::Node& node, const DaemonConfig& config, Persistence* persistence)
+    : node_(node),
+      config_(config),
+      persistence_(persistence),
+      udp_(io_, counters_, resolver_),
+      streams_(io_, counters_, resolver_, config.stream_queue_bytes),
+      timer_(io_) {}
+
+Driver::~Driver() { Shutdown(std::chrono::milliseconds(0)); }
+
+absl::Status Driver::Bind() {
+  uint16_t port = 0;
+  const asio::ip::address ip = BindIp(config_.gossip_bind, &port);
+  if (absl::Status s = udp_.Bind(asio::ip::udp::endpoint(ip, port)); !s.ok()) return s;
+  return streams_.Listen(asio::ip::tcp::endpoint(ip, port));
+}
+
+void Driver::Start() {
+  assert(!started_);
+  started_ = true;
+  thread_ = std::thread([this] {
+    thread_id_.store(std::this_thread::get_id());
+    const node::Time now = MonotonicNow();
+    start_time_ = now;
+    udp_.Start([this](const std::string& from, std::string_view b) { OnDatagram(from, b); });
+    streams_.Start([this](const std::string& from, std::string_view f) { OnFrame(from, f); });
+    node_.Start(now);
+    AfterNodeCall(now);
+    CheckReady(now);
+    auto guard = asio::make_work_guard(io_);
+    io_.run();
+  });
+  if (persistence_ != nullptr) snapshot_thread_ = std::thread([this] { SnapshotLoop(); });
+}
+
+void Driver::OnDatagram(const std::string& from, std::string_view bytes) {
+  const node::Time now = MonotonicNow();
+  node_.HandleDatagram(from, bytes, now);
+  if (last_heard_.size() >= 4096 && !last_heard_.count(from)) last_heard_.clear();
+  last_heard_[from] = now;
+  AfterNodeCall(now);
+}
+
+void Driver::OnFrame(const std::string& from, std::string_view frame) {
+  const node::Time now = MonotonicNow();
+  node_.HandleStreamFrame(from, frame, now);
+  AfterNodeCall(now);
+}
+
+void Driver::AfterNodeCall(node::Time now) {
+  for (node::Outgoing& out : node_.TakeOutgoing()) {
+    if (out.channel == node::Channel::kStream || config_.tcp_only) {
+      streams_.Send(out.to, out.bytes);
+    } else {
+      udp_.Send(out.to, std::move(out.bytes));
+    }
+  }
+  for (const node::Event& e : node_.TakeEvents()) LogEvent(e, now);
+  ArmTimer(now);
+}
+
+void Driver::ArmTimer(node::Time now) {
+  node::Time wake = std::min(node_.NextWakeup(), now + node::Duration(kMaxTickGap));
+  wake = std::max(wake, now + node::Duration(std::chrono::milliseconds(1)));  // never spin
+  if (timer_at_.count() >= 0 && timer_at_ <= wake) return;  // an earlier wake is already set
+  timer_at_ = wake;
+  timer_.expires_after(wake - now);
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec == asio::error::operation_aborted) return;
+    OnTimer();
+  });
+}
+
+void Driver::OnTimer() {
+  timer_at_ = node::Time(-1);
+  const node::Time now = MonotonicNow();
+  node_.Tick(now);
+  CheckReady(now);
+  AfterNodeCall(now);
+}
+
+void Driver::CheckReady(node::Time now) {
+  if (ready_.load()) return;
+  bool other_seed = false;
+  const std::string self = config_.advertise.empty() ? config_.gossip_bind : config_.advertise;
+  for (const std::string& s : config_.seeds) other_seed |= s != self;
+  std::string why;
+  if (!other_seed) {
+    why = "no seeds to join";
+  } else {
+    for (const node::MemberInfo& m : node_.Members()) {
+      if (m.name != node_.name() && m.state == node::MemberState::kAlive) {
+        why = Cat("joined (first peer ", m.name, ")");
+        break;
+      }
+    }
+    if (why.empty() && now - start_time_ >= config_.join_timeout) {
+      why = "join timed out; running alone until a seed answers";
+    }
+  }
+  if (!why.empty()) {
+    ready_.store(true);
+    spdlog::info("ready: {}", why);
+  }
+}
+
+void Driver::LogEvent(const node::Event& e, node::Time now) {
+  using K = node::Event::Kind;
+  switch (e.kind) {
+    case K::kMemberJoined: spdlog::info("member joined: {} {}", e.subject, e.detail); break;
+    case K::kMemberSuspect: spdlog::warn("member suspect: {} {}", e.subject, e.detail); break;
+    case K::kMemberDead: spdlog::warn("member dead: {} {}", e.subject, e.detail); break;
+    case K::kMemberLeft: spdlog::info("member left: {} {}", e.subject, e.detail); break;
+    case K::kMemberAlive: spdlog::info("member alive: {} {}", e.subject, e.detail); break;
+    case K::kEpochAdvanced: spdlog::info("filter {}: epoch advanced {}", e.subject, e.detail); break;
+    case K::kFilterCreated: spdlog::info("filter created: {} {}", e.subject, e.detail); break;
+    case K::kFilterDiscarded: spdlog::warn("filter discarded: {} {}", e.subject, e.detail); break;
+    case K::kMergeRefused: spdlog::error("merge refused (parameter mismatch): {} {}", e.subject, e.detail); break;
+    case K::kAntiEntropyRepaired:
+      spdlog::info("anti-entropy with {}: {} ranges repaired {}", e.subject, e.count, e.detail);
+      break;
+    case K::kFrameRejected: {
+      if (now - reject_window_start_ >= std::chrono::seconds(1)) {
+        if (reject_suppressed_ > 0) spdlog::warn("{} more rejected frames not logged", reject_suppressed_);
+        reject_window_start_ = now;
+        reject_lines_ = 0;
+        reject_suppressed_ = 0;
+      }
+      if (++reject_lines_ <= 10) {
+        spdlog::warn("frame rejected from {}: {}", e.subject, e.detail);
+      } else {
+        ++reject_suppressed_;
+      }
+      break;
+    }
+  }
+}
+
+absl::Status Driver::RunOnDriver(std::function<absl::Status(node::Time)> fn) {
+  if (std::this_thread::get_id() == thread_id_.load()) {
+    const node::Time now = MonotonicNow();
+    absl::Status s = fn(now);
+    AfterNodeCall(now);
+    return s;
+  }
+  {
+    std::lock_guard lock(stop_mu_);
+    if (shut_down_ || !started_) return absl::UnavailableError("driver not running");
+  }
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  auto future = promise->get_future();
+  asio::post(io_, [this, promise, fn = std::move(fn)] {
+    const node::Time now = MonotonicNow();
+    absl::Status s = fn(now);
+    AfterNodeCall(now);
+    promise->set_value(std::move(s));
+  });
+  if (future.wait_for(kRunOnDriverTimeout) != std::future_status::ready) {
+    return absl::DeadlineExceededError("driver did not answer in time");
+  }
+  return future.get();
+}
+
+absl::StatusOr<Driver::Collected> Driver::Collect() {
+  auto c = std::make_shared<Collected>();
+  absl::Status s = RunOnDriver([this, c](node::Time now) {
+    c->counters = node_.Counters();
+    c->filters = node_.Filters();
+    c->members = node_.Members();
+    c->key_ids = node_.KeyringList();
+    for (const node::MemberInfo& m : c->members) {
+      if (auto it = last_heard_.find(m.address); it != last_heard_.end()) c->last_heard[m.address] = it->second;
+    }
+    c->now = now;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return std::move(*c);
+}
+
+absl::StatusOr<std::string> Driver::SnapshotNow() {
+  if (persistence_ == nullptr) return absl::FailedPreconditionError("no data-dir configured");
+  std::lock_guard lock(snapshot_mu_);
+  auto job = std::make_shared<SnapshotJob>();
+  absl::Status s = RunOnDriver([this, job](node::Time) -> absl::Status {
+    auto j = persistence_->BeginSnapshot(node_);
+    if (!j.ok()) return j.status();
+    *job = std::move(*j);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  auto done = persistence_->FinishSnapshot(*job);
+  if (done.ok()) {
+    spdlog::info("{}", *done);
+  } else {
+    spdlog::error("snapshot failed: {}", done.status().message());
+  }
+  return done;
+}
+
+void Driver::SnapshotLoop() {
+  std::unique_lock lock(stop_mu_);
+  while (!stopping_) {
+    if (stop_cv_.wait_for(lock, config_.snapshot_interval, [this] { return stopping_; })) break;
+    lock.unlock();
+    (void)SnapshotNow();
+    lock.lock();
+  }
+}
+
+void Driver::Shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(stop_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (snapshot_thread_.joinable()) snapshot_thread_.join();
+  if (started_) {
+    (void)RunOnDriver([this](node::Time now) {
+      node_.Leave(now);
+      spdlog::info("leaving the cluster");
+      return absl::OkStatus();
+    });
+    if (grace.count() > 0) std::this_thread::sleep_for(grace);
+    {
+      std::lock_guard lock(stop_mu_);
+      shut_down_ = true;
+    }
+    asio::post(io_, [this] {
+      timer_.cancel();
+      udp_.Close();
+      streams_.Close();
+      io_.stop();
+    });
+    if (thread_.joinable()) thread_.join();
+  }
+}
+
+}  // namespace pollen::runtime

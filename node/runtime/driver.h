@@ -1,0 +1,122 @@
+// Driver: runs one node::Node on real sockets.
+//
+// One driver thread runs an io_context that owns every non-client call into
+// the Node (Handle*, Tick, Take*, Start, Leave, Reserve, Rotate, keyring,
+// export/import, Filters/Members/Counters): datagrams from the UdpTransport and
+// frames from the StreamPool are fed in as they arrive; Tick runs at the node's
+// NextWakeup and at least every kMaxTickGap; after each call the outgoing
+// frames are sent (Channel::kStream over TCP, kDatagram over UDP) and the
+// events logged (one line each; rejected-frame lines rate-limited).
+// Client operations (Add/Exists/...) do not go through the driver: RESP threads
+// call the Node directly.
+//
+// Snapshots (when persistence is on) run every snapshot-interval on a
+// background thread: the export happens on the driver, the file writes do not.
+// Readiness: after Start, once another member is alive, or there is no seed
+// but this node, or join-timeout has passed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "absl/status/statusor.h"
+#include "node/core/node.h"
+#include "node/runtime/config.h"
+#include "node/runtime/peer_resolver.h"
+#include "node/runtime/persistence.h"
+#include "node/runtime/runtime_counters.h"
+#include "node/runtime/stream_pool.h"
+#include "node/runtime/udp_transport.h"
+
+namespace pollen::runtime {
+
+// Process-wide monotonic time mapped onto node::Time (origin: first call).
+node::Time MonotonicNow();
+
+class Driver {
+ public:
+  static constexpr std::chrono::milliseconds kMaxTickGap{50};
+  static constexpr std::chrono::seconds kRunOnDriverTimeout{30};
+
+  struct Collected {
+    node::NodeCounters counters;
+    std::vector<node::FilterInfo> filters;
+    std::vector<node::MemberInfo> members;
+    std::map<std::string, node::Time> last_heard;  // by member address
+    std::vector<uint64_t> key_ids;
+    node::Time now{0};
+  };
+
+  // `persistence` may be null (no data dir). Both must outlive the driver.
+  Driver(node::Node& node, const DaemonConfig& config, Persistence* persistence);
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  absl::Status Bind();  // UDP + TCP on gossip-bind
+  void Start();         // starts the thread; Node::Start runs on it
+
+  // Runs fn(now) on the driver thread and waits (inline when called there).
+  absl::Status RunOnDriver(std::function<absl::Status(node::Time)> fn);
+
+  absl::StatusOr<Collected> Collect();
+  // Writes a snapshot now (any thread but the driver's; serialized).
+  absl::StatusOr<std::string> SnapshotNow();
+
+  // Graceful: Node::Leave, send it, wait `grace`, stop the thread.
+  void Shutdown(std::chrono::milliseconds grace);
+
+  bool ready() const { return ready_.load(); }
+  const RuntimeCounters& counters() const { return counters_; }
+  uint16_t gossip_port() const { return udp_.port(); }
+
+ private:
+  void OnDatagram(const std::string& from, std::string_view bytes);
+  void OnFrame(const std::string& from, std::string_view frame);
+  void AfterNodeCall(node::Time now);  // send outgoing, log events, re-arm the timer
+  void ArmTimer(node::Time now);
+  void OnTimer();
+  void CheckReady(node::Time now);
+  void LogEvent(const node::Event& e, node::Time now);
+  void SnapshotLoop();
+
+  node::Node& node_;
+  const DaemonConfig config_;
+  Persistence* persistence_;
+  RuntimeCounters counters_;
+  PeerResolver resolver_;
+  boost::asio::io_context io_;
+  UdpTransport udp_;
+  StreamPool streams_;
+  boost::asio::steady_timer timer_;
+  node::Time timer_at_{-1};
+  std::thread thread_;
+  std::atomic<std::thread::id> thread_id_{};
+  std::atomic<bool> ready_{false};
+  bool started_ = false;
+  node::Time start_time_{0};
+  std::map<std::string, node::Time> last_heard_;
+  // Rejected-frame log rate limit.
+  node::Time reject_window_start_{0};
+  uint64_t reject_lines_ = 0, reject_suppressed_ = 0;
+
+  std::mutex snapshot_mu_;
+  std::thread snapshot_thread_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  bool shut_down_ = false;
+};
+
+}  // namespace pollen::runtime

@@ -1,0 +1,230 @@
+#include "node/runtime/metrics.h"
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "node/runtime/sv.h"
+
+namespace pollen::runtime {
+
+namespace {
+
+class Writer {
+ public:
+  void Family(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += Cat("# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+  }
+  void Sample(std::string_view name, std::string_view labels, double value) {
+    out_ += Cat(name);
+    if (!labels.empty()) out_ += Cat("{", labels, "}");
+    out_ += Cat(" ", Format(value), "\n");
+  }
+  void Sample(std::string_view name, std::string_view labels, uint64_t value) {
+    out_ += Cat(name);
+    if (!labels.empty()) out_ += Cat("{", labels, "}");
+    out_ += Cat(" ", value, "\n");
+  }
+  void One(std::string_view name, std::string_view type, std::string_view help, uint64_t value) {
+    Family(name, type, help);
+    Sample(name, "", value);
+  }
+  void OneD(std::string_view name, std::string_view type, std::string_view help, double value) {
+    Family(name, type, help);
+    Sample(name, "", value);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  static std::string Format(double v) {
+    if (v != v) return "NaN";
+    return Cat(v);
+  }
+  std::string out_;
+};
+
+std::string L(std::string_view k, std::string_view v) { return Cat(k, "=\"", EscapeLabel(v), "\""); }
+std::string L2(std::string_view k1, std::string_view v1, std::string_view k2, std::string_view v2) {
+  return Cat(L(k1, v1), ",", L(k2, v2));
+}
+
+uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); }
+
+}  // namespace
+
+std::string EscapeLabel(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderMetrics(const MetricsInput& in) {
+  Writer w;
+  const Driver::Collected& n = *in.node;
+  const node::NodeCounters& c = n.counters;
+
+  w.Family("pollen_build_info", "gauge", "Always 1; labels carry the version and node name.");
+  w.Sample("pollen_build_info", L2("version", in.version, "node", in.node_name), uint64_t{1});
+  w.One("pollen_ready", "gauge", "1 once state is loaded and the node joined (or timed out joining).", in.ready ? 1 : 0);
+
+  // Per filter and generation.
+  w.Family("pollen_filter_fill_ratio", "gauge", "Fraction of the generation's bits that are set.");
+  for (const auto& f : n.filters)
+    for (const auto& g : f.generations)
+      w.Sample("pollen_filter_fill_ratio", L2("filter", f.config.name, "generation", Cat(g.epoch)), g.fill_ratio);
+  w.Family("pollen_filter_estimated_items", "gauge", "Distinct keys estimated from the generation's fill.");
+  for (const auto& f : n.filters)
+    for (const auto& g : f.generations)
+      w.Sample("pollen_filter_estimated_items", L2("filter", f.config.name, "generation", Cat(g.epoch)),
+               g.estimated_items);
+  w.Family("pollen_filter_estimated_fpr_ratio", "gauge",
+           "False-positive rate of the generation under the blocked-filter model at its current fill.");
+  for (const auto& f : n.filters)
+    for (const auto& g : f.generations)
+      w.Sample("pollen_filter_estimated_fpr_ratio", L2("filter", f.config.name, "generation", Cat(g.epoch)),
+               g.estimated_fpr);
+  w.Family("pollen_filter_set_bit_positions", "gauge", "Bits set in the generation.");
+  for (const auto& f : n.filters)
+    for (const auto& g : f.generations)
+      w.Sample("pollen_filter_set_bit_positions", L2("filter", f.config.name, "generation", Cat(g.epoch)), g.set_bits);
+
+  // Per filter.
+  w.Family("pollen_filter_capacity_items", "gauge", "Design capacity of the filter (keys per generation).");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_capacity_items", L("filter", f.config.name), f.config.capacity);
+  w.Family("pollen_filter_design_fpr_ratio", "gauge", "Configured false-positive rate at design capacity.");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_design_fpr_ratio", L("filter", f.config.name), f.config.fpr);
+  w.Family("pollen_filter_memory_bytes", "gauge", "Memory held by the filter's live generations.");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_memory_bytes", L("filter", f.config.name), f.memory_bytes);
+  w.Family("pollen_filter_epoch", "gauge", "The filter's current epoch (newest generation).");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_epoch", L("filter", f.config.name), f.epoch);
+  w.Family("pollen_filter_generations", "gauge", "Live generations of the filter.");
+  for (const auto& f : n.filters)
+    w.Sample("pollen_filter_generations", L("filter", f.config.name), static_cast<uint64_t>(f.generations.size()));
+  w.Family("pollen_filter_blocks", "gauge", "512-bit blocks per generation.");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_blocks", L("filter", f.config.name), f.blocks);
+  w.Family("pollen_filter_hash_functions", "gauge", "Bits set per key (k).");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_hash_functions", L("filter", f.config.name), uint64_t{f.k});
+
+  // Per node.
+  w.One("pollen_adds_total", "counter", "Keys added by clients at this node.", c.adds);
+  w.One("pollen_queries_total", "counter", "Keys queried by clients at this node.", c.queries);
+  w.One("pollen_query_hits_total", "counter", "Queries that answered present.", c.hits);
+  w.One("pollen_delta_bit_positions_sent_total", "counter", "Newly set bit positions sent to peers in deltas.", c.delta_bits_sent);
+  w.One("pollen_delta_bit_positions_received_total", "counter", "Bit positions received from peers in deltas.", c.delta_bits_received);
+  w.One("pollen_gossip_sent_bytes_total", "counter", "Sealed gossip bytes sent (all message types).", c.bytes_out);
+  w.One("pollen_gossip_received_bytes_total", "counter", "Gossip bytes received (all message types).", c.bytes_in);
+  w.One("pollen_gossip_sent_frames_total", "counter", "Gossip frames sent.", c.frames_out);
+  w.One("pollen_gossip_received_frames_total", "counter", "Gossip frames received.", c.frames_in);
+  w.Family("pollen_gossip_sent_by_type_bytes_total", "counter", "Gossip bytes sent by message type.");
+  for (const auto& [type, v] : c.bytes_out_by_type) w.Sample("pollen_gossip_sent_by_type_bytes_total", L("type", type), v);
+  w.Family("pollen_gossip_received_by_type_bytes_total", "counter", "Gossip bytes received by message type.");
+  for (const auto& [type, v] : c.bytes_in_by_type)
+    w.Sample("pollen_gossip_received_by_type_bytes_total", L("type", type), v);
+  w.One("pollen_anti_entropy_runs_total", "counter", "Anti-entropy exchanges started or answered.", c.anti_entropy_runs);
+  w.One("pollen_anti_entropy_ranges_repaired_total", "counter", "Ranges that differed and were transferred.",
+        c.ranges_repaired);
+
+  w.One("pollen_epochs_advanced_total", "counter", "Epoch advances (generation rotations) applied.", c.epochs_advanced);
+  w.One("pollen_delta_overflows_total", "counter",
+        "Dissemination buffers dropped because they overflowed (anti-entropy repairs).", c.delta_overflows);
+  w.One("pollen_stale_deltas_total", "counter", "Deltas for epochs outside the window, dropped.", c.stale_deltas);
+  w.One("pollen_unknown_filter_messages_total", "counter", "Deltas or epochs for filters not (yet) in the catalog.",
+        c.unknown_filter);
+
+  // Rejections: the node's (by reason) plus the stream framer's, always every reason.
+  std::map<std::string, uint64_t> rejected = {{"auth", 0},    {"version", 0}, {"malformed", 0}, {"oversize", 0},
+                                              {"replay", 0},  {"params", 0},  {"unknown_key", 0}};
+  for (const auto& [reason, v] : c.rejected_by_reason) rejected[reason] += v;
+  rejected["oversize"] += Get(in.transport->stream_rejected_oversize);
+  rejected["malformed"] += Get(in.transport->stream_rejected_malformed);
+  w.Family("pollen_frames_rejected_total", "counter",
+           "Gossip datagrams and stream frames refused (authentication and decode failures) by reason.");
+  for (const auto& [reason, v] : rejected) w.Sample("pollen_frames_rejected_total", L("reason", reason), v);
+
+  std::map<std::string, uint64_t> by_state = {{"alive", 0}, {"suspect", 0}, {"dead", 0}, {"left", 0}};
+  for (const auto& m : n.members) {
+    switch (m.state) {
+      case node::MemberState::kAlive: ++by_state["alive"]; break;
+      case node::MemberState::kSuspect: ++by_state["suspect"]; break;
+      case node::MemberState::kDead: ++by_state["dead"]; break;
+      case node::MemberState::kLeft: ++by_state["left"]; break;
+    }
+  }
+  w.Family("pollen_members", "gauge", "Cluster members known to this node (itself included) by state.");
+  for (const auto& [state, v] : by_state) w.Sample("pollen_members", L("state", state), v);
+  w.Family("pollen_peer_replication_lag_seconds", "gauge",
+           "Seconds since the last gossip datagram from each peer (replication lag bound).");
+  for (const auto& m : n.members) {
+    if (m.name == in.node_name) continue;
+    auto it = n.last_heard.find(m.address);
+    if (it == n.last_heard.end()) continue;
+    w.Sample("pollen_peer_replication_lag_seconds", L("peer", m.name),
+             std::chrono::duration<double>(n.now - it->second).count());
+  }
+  w.One("pollen_keyring_keys", "gauge", "Gossip keys installed in the keyring.", static_cast<uint64_t>(n.key_ids.size()));
+
+  // Transports.
+  const RuntimeCounters& t = *in.transport;
+  w.One("pollen_udp_received_datagrams_total", "counter", "UDP datagrams received.", Get(t.udp_datagrams_in));
+  w.One("pollen_udp_sent_datagrams_total", "counter", "UDP datagrams sent.", Get(t.udp_datagrams_out));
+  w.One("pollen_udp_send_errors_total", "counter", "UDP sends that failed.", Get(t.udp_send_errors));
+  w.One("pollen_udp_dropped_datagrams_total", "counter", "UDP datagrams dropped because too many were in flight.",
+        Get(t.udp_dropped_queue_full));
+  w.One("pollen_tcp_received_frames_total", "counter", "Stream frames received over TCP.", Get(t.tcp_frames_in));
+  w.One("pollen_tcp_sent_frames_total", "counter", "Stream frames written to TCP.", Get(t.tcp_frames_out));
+  w.One("pollen_tcp_connects_total", "counter", "Outbound TCP connections established.", Get(t.tcp_connects));
+  w.One("pollen_tcp_connect_failures_total", "counter", "Outbound TCP connections that failed.",
+        Get(t.tcp_connect_failures));
+  w.One("pollen_tcp_accepts_total", "counter", "Inbound TCP connections accepted.", Get(t.tcp_accepts));
+  w.One("pollen_tcp_accept_refused_total", "counter", "Inbound TCP connections refused (limit).",
+        Get(t.tcp_accept_refused));
+  w.Family("pollen_tcp_dropped_frames_total", "counter", "Stream frames dropped before sending, by reason.");
+  w.Sample("pollen_tcp_dropped_frames_total", L("reason", "backoff"), Get(t.tcp_dropped_backoff));
+  w.Sample("pollen_tcp_dropped_frames_total", L("reason", "queue_full"), Get(t.tcp_dropped_queue_full));
+  w.One("pollen_tcp_connections", "gauge", "Open gossip TCP connections.", Get(t.tcp_connections));
+  w.One("pollen_unresolved_peer_total", "counter", "Sends to an address that did not resolve.", Get(t.unresolved_peer));
+
+  if (in.resp != nullptr) {
+    const resp::ServerCounters& r = *in.resp;
+    w.One("pollen_resp_connections_accepted_total", "counter", "RESP client connections accepted.",
+          Get(r.connections_accepted));
+    w.One("pollen_resp_connections_rejected_total", "counter", "RESP connections refused (max clients).",
+          Get(r.connections_rejected));
+    w.One("pollen_resp_connections", "gauge", "Open RESP client connections.", Get(r.connections_current));
+    w.One("pollen_resp_commands_total", "counter", "RESP commands processed.", Get(r.commands_processed));
+    w.One("pollen_resp_error_replies_total", "counter", "RESP error replies sent.", Get(r.error_replies));
+    w.One("pollen_resp_protocol_errors_total", "counter", "Malformed RESP requests.", Get(r.protocol_errors));
+    w.One("pollen_resp_auth_failures_total", "counter", "RESP authentication failures.", Get(r.auth_failures));
+    w.Family("pollen_resp_disconnects_total", "counter", "RESP clients disconnected by the server, by reason.");
+    w.Sample("pollen_resp_disconnects_total", L("reason", "output_limit"), Get(r.output_limit_disconnects));
+    w.Sample("pollen_resp_disconnects_total", L("reason", "idle"), Get(r.idle_disconnects));
+    w.One("pollen_resp_received_bytes_total", "counter", "Bytes received from RESP clients.", Get(r.bytes_in));
+    w.One("pollen_resp_sent_bytes_total", "counter", "Bytes sent to RESP clients.", Get(r.bytes_out));
+    w.One("pollen_resp_keys_added_total", "counter", "Keys in BF.ADD/MADD/INSERT commands.", Get(r.keys_added));
+    w.One("pollen_resp_keys_queried_total", "counter", "Keys in BF.EXISTS/MEXISTS commands.", Get(r.keys_queried));
+  }
+  if (in.persistence != nullptr) {
+    const Persistence& p = *in.persistence;
+    w.One("pollen_snapshots_total", "counter", "Snapshots written.", p.snapshots_written());
+    w.One("pollen_snapshot_failures_total", "counter", "Snapshots that failed.", p.snapshot_failures());
+    w.One("pollen_snapshot_last_success_timestamp_seconds", "gauge", "Unix time of the last snapshot (0: none yet).",
+          p.last_snapshot_unix());
+    w.One("pollen_addlog_records_total", "counter", "Add-log records appended since start.", p.log_records());
+    w.One("pollen_addlog_fsyncs_total", "counter", "Add-log fsync calls since start.", p.log_fsyncs());
+  }
+  return w.Take();
+}
+
+}  // namespace pollen::runtime

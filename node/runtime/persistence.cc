@@ -1,0 +1,258 @@
+#include "node/runtime/persistence.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "crdt/snapshot.h"
+#include "node/runtime/add_log_reader.h"
+#include "spdlog/spdlog.h"
+#include "node/runtime/sv.h"
+
+namespace pollen::runtime {
+
+namespace {
+
+constexpr std::string_view kSnapPrefix = "snap-";
+constexpr std::string_view kSnapSuffix = ".pln";
+constexpr size_t kMaxSnapshotFileBytes = size_t{8} << 30;
+
+uint64_t UnixNow() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+std::vector<std::string> ListSnapshotFiles(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n.size() > kSnapPrefix.size() + kSnapSuffix.size() && n.substr(0, kSnapPrefix.size()) == kSnapPrefix &&
+        n.substr(n.size() - kSnapSuffix.size()) == kSnapSuffix) {
+      names.emplace_back(n);
+    }
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return absl::NotFoundError(Cat("open ", path));
+  const std::streamoff size = in.tellg();
+  if (size < 0 || static_cast<uint64_t>(size) > kMaxSnapshotFileBytes) {
+    return absl::InvalidArgumentError(Cat(path, ": size out of range"));
+  }
+  std::string data(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(data.data(), size)) return absl::InternalError(Cat("read ", path));
+  return data;
+}
+
+}  // namespace
+
+std::string EncodeFileName(std::string_view name) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (absl::ascii_isalnum(u) || c == '.' || c == '_' || c == '-') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> DecodeFileName(std::string_view enc) {
+  std::string out;
+  for (size_t i = 0; i < enc.size(); ++i) {
+    if (enc[i] != '%') {
+      out += enc[i];
+      continue;
+    }
+    if (i + 2 >= enc.size()) return absl::InvalidArgumentError("bad escape");
+    auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    const int hi = hex(enc[i + 1]), lo = hex(enc[i + 2]);
+    if (hi < 0 || lo < 0) return absl::InvalidArgumentError("bad escape");
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Persistence>> Persistence::Open(const std::string& dir, AppendFsync mode) {
+  if (dir.empty()) return absl::InvalidArgumentError("option 'data-dir': empty");
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::InvalidArgumentError(Cat("option 'data-dir': cannot create '", dir, "': ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(Cat("option 'data-dir': '", dir, "' is not a directory"));
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return absl::InvalidArgumentError(Cat("option 'data-dir': '", dir, "' is not writable"));
+  }
+  // One daemon per directory: an advisory lock held for the process lifetime.
+  const std::string lock_path = Cat(dir, "/LOCK");
+  const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_fd >= 0) ::close(lock_fd);
+    return absl::InvalidArgumentError(Cat("option 'data-dir': '", dir, "' is in use by another pollend (", lock_path, ")"));
+  }
+  auto p = std::unique_ptr<Persistence>(new Persistence(dir, mode));
+  p->lock_fd_ = lock_fd;
+  return p;
+}
+
+Persistence::~Persistence() {
+  (void)Close();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+void Persistence::MoveAside(const std::string& path, std::string_view why) {
+  const std::string aside = Cat(path, ".corrupt-", UnixNow());
+  if (::rename(path.c_str(), aside.c_str()) != 0) {
+    spdlog::error("persistence: cannot move corrupt file {} aside: {}", path, std::strerror(errno));
+  } else {
+    spdlog::error("persistence: {} is unusable ({}); moved to {}; continuing from what is intact", path, why, aside);
+  }
+  files_moved_aside_.fetch_add(1);
+}
+
+absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time now,
+                                                   const node::FilterConfig& default_filter) {
+  RecoveryStats stats;
+  // Snapshots: two passes, so an import that depends on another file (the
+  // catalog, say) gets a second chance before the file is called corrupt.
+  std::vector<std::string> pending = ListSnapshotFiles(dir_);
+  std::map<std::string, std::string> failures;
+  for (int pass = 0; pass < 2 && !pending.empty(); ++pass) {
+    std::vector<std::string> retry;
+    for (const std::string& name : pending) {
+      const std::string path = Cat(dir_, "/", name);
+      auto bytes = ReadWholeFile(path);
+      absl::Status s = bytes.ok() ? node->ImportSnapshot(*bytes) : bytes.status();
+      if (s.ok()) {
+        ++stats.snapshots_loaded;
+        spdlog::info("persistence: loaded snapshot {}", path);
+      } else {
+        failures[name] = std::string(s.message());
+        retry.push_back(name);
+      }
+    }
+    pending = std::move(retry);
+  }
+  for (const std::string& name : pending) {
+    MoveAside(Cat(dir_, "/", name), failures[name]);
+    ++stats.files_moved_aside;
+  }
+
+  // The log.
+  const std::vector<uint64_t> segments = ListAddLogSegments(dir_);
+  uint64_t next_id = segments.empty() ? 1 : segments.back() + 1;
+  for (uint64_t id : segments) {
+    const std::string path = AddLogSegmentPath(dir_, id);
+    uint64_t failed_adds = 0;
+    auto scan = ScanAddLogFile(path, [&](const AddRecordView& rec) {
+      auto added = node->Add(rec.filter, rec.key);
+      if (added.status().code() == absl::StatusCode::kNotFound) {
+        node::FilterConfig fc = default_filter;
+        fc.name = std::string(rec.filter);
+        fc.owner.clear();
+        fc.scope = node::Scope::kShared;
+        (void)node->Reserve(fc, now);
+        added = node->Add(rec.filter, rec.key);
+      }
+      if (!added.ok()) ++failed_adds;
+    });
+    if (!scan.ok()) {
+      MoveAside(path, SV(scan.status().message()));
+      ++stats.files_moved_aside;
+      continue;
+    }
+    ++stats.segments_replayed;
+    stats.records_replayed += scan->records;
+    if (failed_adds > 0) spdlog::warn("persistence: {} records of {} could not be re-added", failed_adds, path);
+    if (scan->torn_tail) {
+      ++stats.torn_tails;
+      spdlog::warn("persistence: {}: dropped a torn last record after {} good records", path, scan->records);
+    }
+    if (scan->corrupt) {
+      MoveAside(path, Cat(scan->error, "; kept ", scan->records, " records before it"));
+      ++stats.files_moved_aside;
+    } else {
+      spdlog::info("persistence: replayed {} adds from {}", scan->records, path);
+    }
+  }
+  auto log = AddLog::Open(dir_, next_id, mode_);
+  if (!log.ok()) return log.status();
+  log_ = std::move(*log);
+  return stats;
+}
+
+absl::Status Persistence::LogAdds(std::string_view filter, std::span<const std::string_view> keys) {
+  if (!log_) return absl::FailedPreconditionError("add log not open");
+  return log_->Append(filter, keys);
+}
+
+absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
+  if (!log_) return absl::FailedPreconditionError("add log not open");
+  SnapshotJob job;
+  auto rotated = log_->Rotate();
+  if (!rotated.ok()) return rotated.status();
+  job.rotated_segment = *rotated;
+  job.files = node.ExportSnapshots();
+  return job;
+}
+
+absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) {
+  uint64_t bytes = 0;
+  std::map<std::string, bool> keep;
+  for (const auto& [name, data] : job.files) {
+    const std::string file = Cat(kSnapPrefix, EncodeFileName(name), kSnapSuffix);
+    const std::string path = Cat(dir_, "/", file);
+    if (absl::Status s = crdt::WriteFileAtomically(path, data); !s.ok()) {
+      snapshot_failures_.fetch_add(1);
+      return absl::InternalError(Cat("snapshot ", path, ": ", s.message()));
+    }
+    keep[file] = true;
+    bytes += data.size();
+  }
+  for (const std::string& file : ListSnapshotFiles(dir_)) {
+    if (!keep.count(file)) ::unlink(Cat(dir_, "/", file).c_str());
+  }
+  for (uint64_t id : ListAddLogSegments(dir_)) {
+    if (id <= job.rotated_segment) ::unlink(AddLogSegmentPath(dir_, id).c_str());
+  }
+  snapshots_written_.fetch_add(1);
+  last_snapshot_unix_.store(UnixNow());
+  return Cat("snapshot of ", job.files.size(), " filters (", bytes, " bytes) in ", dir_);
+}
+
+absl::Status Persistence::Flush() { return log_ ? log_->Flush() : absl::OkStatus(); }
+
+absl::Status Persistence::Close() { return log_ ? log_->Close() : absl::OkStatus(); }
+
+}  // namespace pollen::runtime

@@ -1,0 +1,97 @@
+// Persistence: snapshots plus the add log under one data directory.
+//
+// Layout of <dir>:
+//   snap-<filter>.pln          one crdt snapshot per Node::ExportSnapshots entry
+//                              (name percent-encoded), replaced atomically
+//   adds-<id>.log              add-log segments (add_log.h), replayed in order
+//   *.corrupt-<unix time>      files that failed to load, moved aside
+//
+// Recovery (driver thread, before Node::Start): import every snapshot, then
+// replay every segment (re-adding is idempotent). A file that fails is renamed
+// aside and logged, and the node continues from what is intact (anti-entropy
+// repairs the rest); a torn last record is dropped. Then a new segment opens.
+//
+// Snapshot (driver thread for the export; the file writes may run on any
+// thread): rotate the log, export, write each file atomically, delete the
+// segments older than the rotation and snapshot files of filters that no longer
+// exist. A key whose add returned before the rotation is in the export (the
+// node applies an add before logging it), so deleting those segments is safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "node/core/node.h"
+#include "node/runtime/add_log.h"
+#include "node/runtime/config.h"
+
+namespace pollen::runtime {
+
+struct RecoveryStats {
+  uint64_t snapshots_loaded = 0;
+  uint64_t segments_replayed = 0;
+  uint64_t records_replayed = 0;
+  uint64_t files_moved_aside = 0;
+  uint64_t torn_tails = 0;
+};
+
+// What a snapshot needs after the driver-thread part.
+struct SnapshotJob {
+  std::map<std::string, std::string> files;  // filter -> snapshot bytes
+  uint64_t rotated_segment = 0;              // delete segments <= this after writing
+};
+
+class Persistence {
+ public:
+  // Creates `dir` if needed and locks it (dir/LOCK, flock): a second daemon on
+  // the same directory is refused.
+  static absl::StatusOr<std::unique_ptr<Persistence>> Open(const std::string& dir, AppendFsync mode);
+  ~Persistence();
+
+  // Loads state into `node` (driver thread, before Start) and opens the log.
+  absl::StatusOr<RecoveryStats> Recover(node::Node* node, node::Time now,
+                                        const node::FilterConfig& default_filter);
+
+  // Thread-safe: log adds the node has applied (see AddLog::Append).
+  absl::Status LogAdds(std::string_view filter, std::span<const std::string_view> keys);
+
+  // Driver thread: rotate the log and export the node's state.
+  absl::StatusOr<SnapshotJob> BeginSnapshot(const node::Node& node);
+  // Any thread (one at a time): write the files, drop old segments. Returns a
+  // one-line description.
+  absl::StatusOr<std::string> FinishSnapshot(const SnapshotJob& job);
+
+  absl::Status Flush();
+  absl::Status Close();
+
+  const std::string& dir() const { return dir_; }
+  uint64_t snapshots_written() const { return snapshots_written_.load(); }
+  uint64_t snapshot_failures() const { return snapshot_failures_.load(); }
+  uint64_t last_snapshot_unix() const { return last_snapshot_unix_.load(); }
+  uint64_t log_records() const { return log_ ? log_->records_appended() : 0; }
+  uint64_t log_fsyncs() const { return log_ ? log_->fsyncs() : 0; }
+
+ private:
+  Persistence(std::string dir, AppendFsync mode) : dir_(std::move(dir)), mode_(mode) {}
+  void MoveAside(const std::string& path, std::string_view why);
+
+  const std::string dir_;
+  const AppendFsync mode_;
+  std::unique_ptr<AddLog> log_;
+  int lock_fd_ = -1;
+  std::atomic<uint64_t> snapshots_written_{0};
+  std::atomic<uint64_t> snapshot_failures_{0};
+  std::atomic<uint64_t> last_snapshot_unix_{0};
+  std::atomic<uint64_t> files_moved_aside_{0};
+};
+
+// "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back.
+std::string EncodeFileName(std::string_view name);
+absl::StatusOr<std::string> DecodeFileName(std::string_view encoded);
+
+}  // namespace pollen::runtime

@@ -1,0 +1,146 @@
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "node/runtime/resp/commands.h"
+#include "node/runtime/resp/reply_writer.h"
+
+namespace pollen::resp {
+namespace {
+
+// Sorted by name (checked by a test through AllCommands()).
+constexpr CommandSpec kCommands[] = {
+    {"auth", -2, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Authenticates the connection.", true, CmdAuth},
+    {"bf.add", 3, "write denyoom fast", 1, 1, 1, "bf", "Adds an item to a Bloom filter (creating it if missing).", false, CmdBfAdd},
+    {"bf.card", 2, "readonly fast", 1, 1, 1, "bf", "Estimated number of items in a Bloom filter.", false, CmdBfCard},
+    {"bf.exists", 3, "readonly fast", 1, 1, 1, "bf", "Whether an item may be in a Bloom filter.", false, CmdBfExists},
+    {"bf.info", -2, "readonly fast", 1, 1, 1, "bf", "Information about a Bloom filter.", false, CmdBfInfo},
+    {"bf.insert", -4, "write denyoom", 1, 1, 1, "bf", "Adds items, creating the filter with the given parameters if missing.", false, CmdBfInsert},
+    {"bf.madd", -3, "write denyoom fast", 1, 1, 1, "bf", "Adds items to a Bloom filter (creating it if missing).", false, CmdBfMadd},
+    {"bf.mexists", -3, "readonly fast", 1, 1, 1, "bf", "Whether items may be in a Bloom filter.", false, CmdBfMexists},
+    {"bf.reserve", -4, "write denyoom", 1, 1, 1, "bf", "Creates a Bloom filter with a capacity and error rate.", false, CmdBfReserve},
+    {"client", -2, "admin noscript loading stale", 0, 0, 0, "connection", "Connection management: ID, GETNAME, SETNAME, SETINFO, INFO.", false, CmdClient},
+    {"command", -1, "loading stale", 0, 0, 0, "server", "Details about the commands.", false, CmdCommand},
+    {"config", -2, "admin noscript loading stale", 0, 0, 0, "server", "CONFIG GET: only save and appendonly (both off).", false, CmdConfig},
+    {"echo", 2, "fast", 0, 0, 0, "connection", "Returns the given string.", false, CmdEcho},
+    {"hello", -1, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Handshake; only RESP2 is supported.", true, CmdHello},
+    {"info", -1, "loading stale", 0, 0, 0, "server", "Information and statistics about the server.", false, CmdInfo},
+    {"ping", -1, "fast", 0, 0, 0, "connection", "Returns PONG or the given message.", false, CmdPing},
+    {"pollen.filters", 1, "readonly", 0, 0, 0, "pollen", "The filters of the cluster catalog and their state.", false, CmdPollenFilters},
+    {"pollen.keyring", -2, "admin", 0, 0, 0, "pollen", "INSTALL <base64 key> | USE <id> | REMOVE <id> | LIST.", false, CmdPollenKeyring},
+    {"pollen.members", 1, "readonly", 0, 0, 0, "pollen", "The cluster members as this node sees them.", false, CmdPollenMembers},
+    {"pollen.rotate", 2, "write", 0, 0, 0, "pollen", "Proposes the next epoch (new generation) of a filter.", false, CmdPollenRotate},
+    {"pollen.snapshot", 1, "admin", 0, 0, 0, "pollen", "Writes a snapshot now.", false, CmdPollenSnapshot},
+    {"pollen.status", 1, "readonly", 0, 0, 0, "pollen", "Summary of this node.", false, CmdPollenStatus},
+    {"pollen.whohas", 3, "readonly", 0, 0, 0, "pollen", "Owners of digest filters that may hold a key.", false, CmdPollenWhoHas},
+    {"quit", -1, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Closes the connection.", true, CmdQuit},
+    {"select", 2, "loading stale fast", 0, 0, 0, "connection", "Only database 0 exists.", false, CmdSelect},
+};
+
+}  // namespace
+
+std::span<const CommandSpec> AllCommands() { return kCommands; }
+
+const CommandSpec* FindCommand(std::string_view name) {
+  if (name.empty() || name.size() > 32) return nullptr;
+  char lower[32];
+  for (size_t i = 0; i < name.size(); ++i) lower[i] = absl::ascii_tolower(static_cast<unsigned char>(name[i]));
+  const std::string_view key(lower, name.size());
+  const auto it = std::lower_bound(std::begin(kCommands), std::end(kCommands), key,
+                                   [](const CommandSpec& c, std::string_view k) { return c.name < k; });
+  if (it == std::end(kCommands) || it->name != key) return nullptr;
+  return &*it;
+}
+
+std::vector<std::string_view> SplitSkipEmpty(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string ToStd(absl::string_view s) { return std::string(s.data(), s.size()); }
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+bool ParseUint64(std::string_view s, uint64_t* out) {
+  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+bool ParseFiniteDouble(std::string_view s, double* out) {
+  if (s.empty() || s.size() > 64) return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (absl::ascii_tolower(static_cast<unsigned char>(a[i])) != absl::ascii_tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = absl::ascii_tolower(static_cast<unsigned char>(c));
+  return out;
+}
+
+void ReplyWrongArity(CommandCall& call) {
+  std::string name = Lower(call.args[0].substr(0, 128));
+  AppendError(call.out, Cat("ERR wrong number of arguments for '", name, "' command"));
+}
+
+void ReplyStatus(std::string* out, const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      AppendError(out, "ERR not found");
+      return;
+    case absl::StatusCode::kAlreadyExists:
+      AppendError(out, "ERR item exists");
+      return;
+    default: {
+      std::string msg(status.message().data(), status.message().size());
+      if (msg.rfind("ERR ", 0) == 0) msg.erase(0, 4);
+      if (msg.empty()) msg = absl::StatusCodeToString(status.code());
+      AppendError(out, "ERR " + msg);
+    }
+  }
+}
+
+absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Time)> fn) {
+  if (!ctx.run_on_driver) return absl::UnavailableError("driver unavailable");
+  return ctx.run_on_driver(std::move(fn));
+}
+
+absl::StatusOr<NodeView> CollectNodeView(ServerContext& ctx) {
+  NodeView view;
+  absl::Status s = RunOnDriver(ctx, [&ctx, &view](node::Time) {
+    view.filters = ctx.node->Filters();
+    view.members = ctx.node->Members();
+    view.counters = ctx.node->Counters();
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return view;
+}
+
+}  // namespace pollen::resp

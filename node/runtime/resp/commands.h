@@ -1,0 +1,130 @@
+// Internal to the dispatcher: the command table and the handlers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "node/runtime/resp/dispatcher.h"
+#include "node/runtime/resp/server_context.h"
+
+namespace pollen::resp {
+
+struct CommandCall {
+  ServerContext& ctx;
+  Session& session;
+  std::span<const std::string_view> args;
+  std::string* out;
+};
+
+using CommandHandler = void (*)(CommandCall&);
+
+struct CommandSpec {
+  std::string_view name;   // lower case, as COMMAND reports it
+  int arity;               // Redis convention: n exact, -n at least n
+  std::string_view flags;  // space-separated Redis command flags
+  int first_key, last_key, key_step;
+  std::string_view group;
+  std::string_view summary;
+  bool no_auth;            // allowed before AUTH
+  CommandHandler handler;
+};
+
+// All commands, sorted by name.
+std::span<const CommandSpec> AllCommands();
+// Case-insensitive lookup; nullptr when unknown.
+const CommandSpec* FindCommand(std::string_view name);
+
+// String building that accepts std::string_view (Debian's Abseil has its own
+// absl::string_view, so absl::StrCat does not take std::string_view).
+namespace cat_internal {
+inline void One(std::string* s, std::string_view v) { s->append(v); }
+inline void One(std::string* s, const char* v) { s->append(v); }
+inline void One(std::string* s, const std::string& v) { s->append(v); }
+inline void One(std::string* s, char v) { s->push_back(v); }
+template <class T>
+  requires std::is_arithmetic_v<T>
+void One(std::string* s, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    s->append(absl::StrCat(v));
+  } else {
+    s->append(std::to_string(v));
+  }
+}
+}  // namespace cat_internal
+template <class... A>
+void CatAppend(std::string* s, const A&... a) {
+  (cat_internal::One(s, a), ...);
+}
+template <class... A>
+std::string Cat(const A&... a) {
+  std::string s;
+  CatAppend(&s, a...);
+  return s;
+}
+// Splits on `sep`, dropping empty pieces.
+std::vector<std::string_view> SplitSkipEmpty(std::string_view s, char sep);
+std::string ToStd(absl::string_view s);
+
+// Argument helpers (strict: the whole string must parse).
+bool ParseInt64(std::string_view s, int64_t* out);
+bool ParseUint64(std::string_view s, uint64_t* out);
+bool ParseFiniteDouble(std::string_view s, double* out);
+bool IEquals(std::string_view a, std::string_view b);
+std::string Lower(std::string_view s);
+
+// "ERR wrong number of arguments for '<cmd>' command"
+void ReplyWrongArity(CommandCall& call);
+// NotFound -> "ERR not found", AlreadyExists -> "ERR item exists", else
+// "ERR <message>".
+void ReplyStatus(std::string* out, const absl::Status& status);
+// Runs fn on the driver thread via the context hook.
+absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Time)> fn);
+
+// Node::Filters/Members/Counters are driver-thread calls (node.h lists only
+// Add/AddMany/Exists/ExistsMany/WhoHas/Info as thread-safe), so they go
+// through the driver hook too.
+struct NodeView {
+  std::vector<node::FilterInfo> filters;
+  std::vector<node::MemberInfo> members;
+  node::NodeCounters counters;
+};
+absl::StatusOr<NodeView> CollectNodeView(ServerContext& ctx);
+
+// Handlers.
+void CmdBfReserve(CommandCall& call);
+void CmdBfAdd(CommandCall& call);
+void CmdBfMadd(CommandCall& call);
+void CmdBfInsert(CommandCall& call);
+void CmdBfExists(CommandCall& call);
+void CmdBfMexists(CommandCall& call);
+void CmdBfCard(CommandCall& call);
+void CmdBfInfo(CommandCall& call);
+
+void CmdPing(CommandCall& call);
+void CmdEcho(CommandCall& call);
+void CmdQuit(CommandCall& call);
+void CmdSelect(CommandCall& call);
+void CmdAuth(CommandCall& call);
+void CmdHello(CommandCall& call);
+void CmdClient(CommandCall& call);
+void CmdConfig(CommandCall& call);
+void CmdInfo(CommandCall& call);
+void CmdCommand(CommandCall& call);
+
+void CmdPollenStatus(CommandCall& call);
+void CmdPollenMembers(CommandCall& call);
+void CmdPollenFilters(CommandCall& call);
+void CmdPollenRotate(CommandCall& call);
+void CmdPollenWhoHas(CommandCall& call);
+void CmdPollenKeyring(CommandCall& call);
+void CmdPollenSnapshot(CommandCall& call);
+
+}  // namespace pollen::resp

@@ -1,0 +1,275 @@
+// BF.* commands. RedisBloom's argument forms, reply types and error strings;
+// where Pollen differs see docs/resp.md ("Differences from RedisBloom").
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "crdt/sizing.h"
+#include "node/runtime/resp/commands.h"
+#include "node/runtime/resp/reply_writer.h"
+
+namespace pollen::resp {
+namespace {
+
+// Options shared by BF.RESERVE and BF.INSERT.
+struct CreateOptions {
+  uint64_t capacity = 0;
+  double fpr = 0;
+  bool nonscaling = false;
+};
+
+// Parses an error rate; appends the RedisBloom error and returns false when bad.
+bool ParseErrorRate(std::string_view s, double* rate, std::string* out) {
+  if (!ParseFiniteDouble(s, rate)) {
+    AppendError(out, "ERR bad error rate");
+    return false;
+  }
+  if (!(*rate > 0 && *rate < 1)) {
+    AppendError(out, "ERR (0 < error rate range < 1)");
+    return false;
+  }
+  return true;
+}
+
+bool ParseCapacity(std::string_view s, uint64_t* capacity, std::string* out) {
+  int64_t v = 0;
+  if (!ParseInt64(s, &v)) {
+    AppendError(out, "ERR bad capacity");
+    return false;
+  }
+  if (v <= 0) {
+    AppendError(out, "ERR (capacity should be larger than 0)");
+    return false;
+  }
+  *capacity = static_cast<uint64_t>(v);
+  return true;
+}
+
+bool ParseExpansion(std::string_view s, std::string* out) {
+  int64_t v = 0;
+  if (!ParseInt64(s, &v) || v < 1 || v > INT32_MAX) {
+    AppendError(out, "ERR bad expansion");
+    return false;
+  }
+  return true;
+}
+
+node::FilterConfig MakeConfig(const ServerContext& ctx, std::string_view name, const CreateOptions& o) {
+  node::FilterConfig config = ctx.default_filter;
+  config.name = std::string(name);
+  config.scope = node::Scope::kShared;
+  config.owner.clear();
+  config.capacity = o.capacity;
+  config.fpr = o.fpr;
+  if (o.nonscaling) {  // never rotates by itself; only POLLEN.ROTATE opens a generation
+    config.rotate_fill = 0;
+    config.rotate_interval = node::Duration(0);
+  }
+  return config;
+}
+
+// Creates a filter on the driver thread after checking the memory and count
+// limits. AlreadyExists when it exists (possibly created concurrently).
+absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) {
+  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShape(config.capacity, config.fpr);
+  if (!shape.ok()) return absl::InvalidArgumentError(Cat("filter too large: ", ToStd(shape.status().message())));
+  const uint64_t gens = std::max<uint32_t>(config.generations, 1);
+  if (shape->bytes() > ctx.limits.max_filter_bytes / gens) {
+    return absl::ResourceExhaustedError(Cat("filter would need ", shape->bytes() * gens,
+                                                     " bytes, over the limit of ", ctx.limits.max_filter_bytes));
+  }
+  if (ctx.node->Info(config.name).ok()) return absl::AlreadyExistsError("item exists");
+  return RunOnDriver(ctx, [&ctx, &config](node::Time now) {
+    if (ctx.node->Filters().size() >= ctx.limits.max_filters) {
+      return absl::ResourceExhaustedError("max number of filters reached");
+    }
+    return ctx.node->Reserve(config, now);
+  });
+}
+
+// Adds items, creating the filter with `create` when it is missing (nullopt:
+// NOCREATE). Replies with an integer (multi == false) or an array.
+void AddItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items,
+              const std::optional<node::FilterConfig>& create, bool multi) {
+  ServerContext& ctx = call.ctx;
+  absl::StatusOr<std::vector<bool>> added = ctx.node->AddMany(filter, items);
+  if (absl::IsNotFound(added.status()) && create.has_value()) {
+    absl::Status created = CreateFilter(ctx, *create);
+    if (!created.ok() && !absl::IsAlreadyExists(created)) {
+      ReplyStatus(call.out, created);
+      return;
+    }
+    added = ctx.node->AddMany(filter, items);
+  }
+  if (!added.ok()) {
+    ReplyStatus(call.out, added.status());
+    return;
+  }
+  ctx.counters.keys_added.fetch_add(items.size(), std::memory_order_relaxed);
+  if (ctx.log_adds) {
+    absl::Status logged = ctx.log_adds(filter, items);
+    if (!logged.ok()) {
+      AppendError(call.out, Cat("ERR persistence: ", ToStd(logged.message())));
+      return;
+    }
+  }
+  if (multi) AppendArrayHeader(call.out, added->size());
+  for (bool b : *added) AppendInteger(call.out, b ? 1 : 0);
+}
+
+void CheckItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items, bool multi) {
+  ServerContext& ctx = call.ctx;
+  ctx.counters.keys_queried.fetch_add(items.size(), std::memory_order_relaxed);
+  absl::StatusOr<std::vector<bool>> found = ctx.node->ExistsMany(filter, items);
+  if (absl::IsNotFound(found.status())) {
+    found = std::vector<bool>(items.size(), false);  // RedisBloom: unknown filter answers 0
+  } else if (!found.ok()) {
+    ReplyStatus(call.out, found.status());
+    return;
+  }
+  if (multi) AppendArrayHeader(call.out, found->size());
+  for (bool b : *found) AppendInteger(call.out, b ? 1 : 0);
+}
+
+int64_t EstimatedItems(const node::FilterInfo& info) {
+  double sum = 0;
+  for (const node::GenerationInfo& g : info.generations) sum += g.estimated_items;
+  if (!std::isfinite(sum) || sum < 0) return 0;
+  return static_cast<int64_t>(std::llround(std::min(sum, 9.0e18)));
+}
+
+node::FilterConfig DefaultConfig(const ServerContext& ctx, std::string_view name) {
+  CreateOptions o;
+  o.capacity = ctx.default_filter.capacity;
+  o.fpr = ctx.default_filter.fpr;
+  node::FilterConfig c = MakeConfig(ctx, name, o);
+  c.rotate_fill = ctx.default_filter.rotate_fill;
+  c.rotate_interval = ctx.default_filter.rotate_interval;
+  return c;
+}
+
+}  // namespace
+
+void CmdBfReserve(CommandCall& call) {
+  const auto& a = call.args;
+  if (a.size() > 7) return ReplyWrongArity(call);
+  CreateOptions o;
+  if (!ParseErrorRate(a[2], &o.fpr, call.out)) return;
+  if (!ParseCapacity(a[3], &o.capacity, call.out)) return;
+  for (size_t i = 4; i < a.size(); ++i) {
+    if (IEquals(a[i], "EXPANSION")) {
+      if (i + 1 >= a.size()) return AppendError(call.out, "ERR no expansion");
+      if (!ParseExpansion(a[++i], call.out)) return;
+    } else if (IEquals(a[i], "NONSCALING")) {
+      o.nonscaling = true;
+    } else {
+      return AppendError(call.out, "ERR unknown argument received");
+    }
+  }
+  const absl::Status s = CreateFilter(call.ctx, MakeConfig(call.ctx, a[1], o));
+  if (!s.ok()) return ReplyStatus(call.out, s);
+  AppendSimple(call.out, "OK");
+}
+
+void CmdBfAdd(CommandCall& call) {
+  AddItems(call, call.args[1], call.args.subspan(2), DefaultConfig(call.ctx, call.args[1]), false);
+}
+
+void CmdBfMadd(CommandCall& call) {
+  AddItems(call, call.args[1], call.args.subspan(2), DefaultConfig(call.ctx, call.args[1]), true);
+}
+
+void CmdBfInsert(CommandCall& call) {
+  const auto& a = call.args;
+  CreateOptions o;
+  o.capacity = call.ctx.default_filter.capacity;
+  o.fpr = call.ctx.default_filter.fpr;
+  bool create = true;
+  size_t items = 0;
+  for (size_t i = 2; i < a.size() && items == 0;) {
+    if (IEquals(a[i], "ITEMS")) {
+      items = i + 1;
+    } else if (IEquals(a[i], "CAPACITY") || IEquals(a[i], "ERROR") || IEquals(a[i], "EXPANSION")) {
+      if (i + 1 >= a.size()) return ReplyWrongArity(call);
+      if (IEquals(a[i], "CAPACITY")) {
+        if (!ParseCapacity(a[i + 1], &o.capacity, call.out)) return;
+      } else if (IEquals(a[i], "ERROR")) {
+        if (!ParseErrorRate(a[i + 1], &o.fpr, call.out)) return;
+      } else if (!ParseExpansion(a[i + 1], call.out)) {
+        return;
+      }
+      i += 2;
+    } else if (IEquals(a[i], "NOCREATE")) {
+      create = false;
+      ++i;
+    } else if (IEquals(a[i], "NONSCALING")) {
+      o.nonscaling = true;
+      ++i;
+    } else {
+      return AppendError(call.out, "ERR unknown argument received");
+    }
+  }
+  if (items == 0 || items >= a.size()) return ReplyWrongArity(call);
+  std::optional<node::FilterConfig> config;
+  if (create) {
+    config = MakeConfig(call.ctx, a[1], o);
+    if (!o.nonscaling) {
+      config->rotate_fill = call.ctx.default_filter.rotate_fill;
+      config->rotate_interval = call.ctx.default_filter.rotate_interval;
+    }
+  }
+  AddItems(call, a[1], a.subspan(items), config, true);
+}
+
+void CmdBfExists(CommandCall& call) { CheckItems(call, call.args[1], call.args.subspan(2), false); }
+
+void CmdBfMexists(CommandCall& call) { CheckItems(call, call.args[1], call.args.subspan(2), true); }
+
+void CmdBfCard(CommandCall& call) {
+  absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(call.args[1]);
+  if (absl::IsNotFound(info.status())) return AppendInteger(call.out, 0);
+  if (!info.ok()) return ReplyStatus(call.out, info.status());
+  AppendInteger(call.out, EstimatedItems(*info));
+}
+
+void CmdBfInfo(CommandCall& call) {
+  const auto& a = call.args;
+  if (a.size() > 3) return ReplyWrongArity(call);
+  absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(a[1]);
+  if (!info.ok()) return ReplyStatus(call.out, info.status());
+  const int64_t capacity = static_cast<int64_t>(std::min<uint64_t>(info->config.capacity, INT64_MAX));
+  const int64_t size = static_cast<int64_t>(std::min<uint64_t>(info->memory_bytes, INT64_MAX));
+  const int64_t filters = static_cast<int64_t>(info->generations.size());
+  const int64_t items = EstimatedItems(*info);
+  if (a.size() == 3) {
+    std::string* out = call.out;
+    if (IEquals(a[2], "CAPACITY")) {
+      AppendArrayHeader(out, 1), AppendInteger(out, capacity);
+    } else if (IEquals(a[2], "SIZE")) {
+      AppendArrayHeader(out, 1), AppendInteger(out, size);
+    } else if (IEquals(a[2], "FILTERS")) {
+      AppendArrayHeader(out, 1), AppendInteger(out, filters);
+    } else if (IEquals(a[2], "ITEMS")) {
+      AppendArrayHeader(out, 1), AppendInteger(out, items);
+    } else if (IEquals(a[2], "EXPANSION")) {
+      AppendArrayHeader(out, 1), AppendNullBulk(out);  // Pollen filters never grow
+    } else {
+      AppendError(out, "ERR Invalid information value");
+    }
+    return;
+  }
+  AppendArrayHeader(call.out, 10);
+  AppendSimple(call.out, "Capacity");
+  AppendInteger(call.out, capacity);
+  AppendSimple(call.out, "Size");
+  AppendInteger(call.out, size);
+  AppendSimple(call.out, "Number of filters");
+  AppendInteger(call.out, filters);
+  AppendSimple(call.out, "Number of items inserted");
+  AppendInteger(call.out, items);
+  AppendSimple(call.out, "Expansion rate");
+  AppendNullBulk(call.out);
+}
+
+}  // namespace pollen::resp

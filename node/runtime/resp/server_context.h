@@ -1,0 +1,109 @@
+// ServerContext: everything the RESP server needs from the daemon, and the
+// counters it exports back. The daemon owns one ServerContext for the lifetime
+// of the RespServer that uses it (it is neither copyable nor movable).
+//
+// Threading: RESP connection handlers run on the io_context's threads (one
+// strand per connection) and call, concurrently:
+//   - the thread-safe client operations of `node` (Add/AddMany/Exists/
+//     ExistsMany/WhoHas/Info/name);
+//   - `run_on_driver` for everything else (Reserve, Rotate, Keyring*,
+//     Filters/Members/Counters for INFO and POLLEN.*). It must
+//     run `fn` on the node's driver thread with the driver's current time, wait
+//     for it, and return its status. It is called from a RESP handler thread and
+//     blocks it, so the driver must not need that thread to make progress (run
+//     the driver on its own thread or io_context);
+//   - `log_adds`, `snapshot`, `info_text` (when set), from any handler thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "node/core/node.h"
+#include "node/core/types.h"
+
+namespace pollen::resp {
+
+// Bounds on what one client may make the server hold. Every limit is enforced
+// before the memory is allocated.
+struct ServerLimits {
+  size_t max_clients = 10'000;           // further connections are refused with an error
+  size_t max_args = 1'048'576;           // arguments in one command (Redis: 1024*1024)
+  size_t max_bulk_bytes = 16u << 20;     // one argument ("$<n>"), bytes
+  size_t max_inline_bytes = 64u << 10;   // one inline command line (Redis: 64 KiB)
+  size_t max_query_bytes = 64u << 20;    // unparsed input held for one client
+  size_t max_output_bytes = 64u << 20;   // replies queued for a client that does not read
+  std::chrono::seconds idle_timeout{300};  // close a silent client; 0 = never
+  size_t max_batch_replies = 1024;       // commands answered per write when pipelining
+  // BF.RESERVE / auto-create: refuse a filter whose generations together
+  // would need more memory than this, and more than max_filters filters.
+  uint64_t max_filter_bytes = uint64_t{1} << 30;
+  size_t max_filters = 4096;
+};
+
+// Monotonic counters (and two gauges) for /metrics. Relaxed atomics.
+struct ServerCounters {
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_rejected{0};  // max_clients reached
+  std::atomic<uint64_t> connections_current{0};   // gauge
+  std::atomic<uint64_t> commands_processed{0};
+  std::atomic<uint64_t> error_replies{0};         // any "-..." reply
+  std::atomic<uint64_t> protocol_errors{0};       // malformed requests
+  std::atomic<uint64_t> auth_failures{0};         // wrong password / NOAUTH
+  std::atomic<uint64_t> output_limit_disconnects{0};
+  std::atomic<uint64_t> idle_disconnects{0};
+  std::atomic<uint64_t> bytes_in{0};
+  std::atomic<uint64_t> bytes_out{0};
+  std::atomic<uint64_t> keys_added{0};            // BF.ADD/MADD/INSERT items
+  std::atomic<uint64_t> keys_queried{0};          // BF.EXISTS/MEXISTS items
+};
+
+struct ServerContext {
+  node::Node* node = nullptr;  // required
+
+  // Runs fn(now) on the driver thread and waits for it. Required for
+  // BF.RESERVE, BF.ADD/BF.INSERT auto-create, POLLEN.ROTATE and POLLEN.KEYRING;
+  // when empty those commands answer "ERR driver unavailable".
+  std::function<absl::Status(std::function<absl::Status(node::Time now)>)> run_on_driver;
+
+  // Append-only log of adds: called AFTER the node accepted the adds and
+  // BEFORE the reply is sent (so durability follows appendfsync). An error is
+  // reported to the client as "ERR persistence: <message>" (the adds stay in
+  // memory). May be empty.
+  std::function<absl::Status(std::string_view filter, std::span<const std::string_view> keys)> log_adds;
+
+  // POLLEN.SNAPSHOT: write a snapshot now; returns a one-line description
+  // (e.g. the path). Empty: the command answers "ERR snapshot not available".
+  std::function<absl::StatusOr<std::string>()> snapshot;
+
+  // Extra INFO text from the daemon ("# Section\r\nkey:value\r\n..."), appended
+  // to INFO / INFO all / INFO everything. May be empty.
+  std::function<std::string()> info_text;
+
+  std::string password;  // empty: no AUTH required
+  ServerLimits limits;
+
+  // What BF.ADD / BF.MADD / BF.INSERT create for a missing filter (RedisBloom
+  // auto-creates with capacity 100, error 0.01; Pollen filters do not scale,
+  // so the default is FilterConfig's: capacity 1'000'000, fpr 0.01,
+  // 2 generations, shared). The name is filled in per filter.
+  node::FilterConfig default_filter;
+
+  std::string version = "0.1.0";  // Pollen's version, reported by INFO
+  std::chrono::steady_clock::time_point start_time = std::chrono::steady_clock::now();  // INFO uptime
+
+  ServerCounters counters;
+
+  ServerContext() = default;
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
+};
+
+}  // namespace pollen::resp

@@ -1,0 +1,74 @@
+// StreamPool: TCP gossip streams (protocol/stream_framer.h framing), driven on
+// the driver io_context. Driver thread only.
+//
+// Promises:
+//   - Listens on the gossip address; each accepted connection is known by its
+//     remote "ip:port", so a reply addressed to that string goes back on it.
+//   - Send(to, sealed) uses the open connection keyed `to`, else opens one
+//     (resolving `to`), queueing frames while it connects. Each connection's
+//     queue is bounded (queue_bytes); beyond it frames are dropped and counted.
+//   - A failed connect puts the address in backoff (100 ms doubling to 10 s,
+//     reset by a success); frames for it are dropped meanwhile (anti-entropy
+//     repairs what a lost frame carried).
+//   - Received frames go to `on_frame(from, frame)`. A bad length prefix is
+//     counted (oversize or malformed) and closes the connection.
+//   - At most kMaxConnections connections; idle ones close after kIdleTimeout.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "absl/status/status.h"
+#include "node/runtime/peer_resolver.h"
+#include "node/runtime/runtime_counters.h"
+
+namespace pollen::runtime {
+
+class StreamPool {
+ public:
+  static constexpr size_t kMaxConnections = 1024;
+  static constexpr std::chrono::seconds kIdleTimeout{120};
+  using FrameFn = std::function<void(const std::string& from, std::string_view frame)>;
+
+  StreamPool(boost::asio::io_context& io, RuntimeCounters& counters, PeerResolver& resolver, size_t queue_bytes);
+  ~StreamPool();
+  absl::Status Listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  void Start(FrameFn on_frame);
+  void Send(const std::string& to, std::string_view sealed);
+  void Close();
+  size_t connection_count() const { return conns_.size(); }
+
+ private:
+  struct Conn;
+  void AcceptNext();
+  void StartRead(const std::shared_ptr<Conn>& c);
+  void WriteNext(const std::shared_ptr<Conn>& c);
+  void Drop(const std::shared_ptr<Conn>& c, bool connect_failed);
+  void Sweep();
+
+  boost::asio::io_context& io_;
+  RuntimeCounters& counters_;
+  PeerResolver& resolver_;
+  const size_t queue_bytes_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer sweep_timer_;
+  FrameFn on_frame_;
+  std::map<std::string, std::shared_ptr<Conn>> conns_;
+  struct Backoff {
+    std::chrono::steady_clock::time_point until;
+    std::chrono::milliseconds delay{0};
+  };
+  std::map<std::string, Backoff> backoff_;
+  bool closed_ = false;
+};
+
+}  // namespace pollen::runtime

@@ -1,0 +1,115 @@
+#include "ops/pollenctl/output.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace pollen::ctl {
+namespace {
+
+bool LooksNumeric(std::string_view s) {
+  if (s.empty() || s.size() > 40) return false;
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(v);
+}
+
+}  // namespace
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string ToJson(const resp::Reply& r) {
+  using T = resp::Reply::Type;
+  switch (r.type) {
+    case T::kInteger: return std::to_string(r.integer);
+    case T::kNull: return "null";
+    case T::kSimple:
+    case T::kBulk: return JsonString(r.str);
+    case T::kError: return "{\"error\":" + JsonString(r.str) + "}";
+    case T::kArray: {
+      std::string s = "[";
+      for (size_t i = 0; i < r.elements.size(); ++i) {
+        if (i) s += ",";
+        s += ToJson(r.elements[i]);
+      }
+      return s + "]";
+    }
+  }
+  return "null";
+}
+
+std::string FieldsToJson(const resp::Reply& r) {
+  std::string s = "{";
+  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+    if (i) s += ",";
+    s += JsonString(r.elements[i].str) + ":";
+    const resp::Reply& v = r.elements[i + 1];
+    const bool number_field = v.type == resp::Reply::Type::kBulk && LooksNumeric(v.str) &&
+                              r.elements[i].str != "name" && r.elements[i].str != "owner" &&
+                              r.elements[i].str != "node" && r.elements[i].str != "address" &&
+                              r.elements[i].str != "version";
+    s += number_field ? v.str : ToJson(v);
+  }
+  return s + "}";
+}
+
+std::vector<std::pair<std::string, std::string>> Fields(const resp::Reply& r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) out.emplace_back(r.elements[i].str, Text(r.elements[i + 1]));
+  return out;
+}
+
+std::string Text(const resp::Reply& r) {
+  using T = resp::Reply::Type;
+  switch (r.type) {
+    case T::kInteger: return std::to_string(r.integer);
+    case T::kNull: return "-";
+    case T::kSimple:
+    case T::kBulk:
+    case T::kError: return r.str;
+    case T::kArray: return r.DebugString();
+  }
+  return "";
+}
+
+std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t c = 0; c < header.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      out += cell;
+      if (c + 1 < header.size()) out += std::string(width[c] - cell.size() + 2, ' ');
+    }
+    out += "\n";
+  };
+  line(header);
+  for (const auto& row : rows) line(row);
+  return out;
+}
+
+}  // namespace pollen::ctl

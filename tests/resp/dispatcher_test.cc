@@ -1,0 +1,345 @@
+// Dispatcher against a real Node: RedisBloom replies and errors, server
+// commands, AUTH gating, POLLEN.* commands.
+#include "node/runtime/resp/dispatcher.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "gtest/gtest.h"
+#include "node/runtime/resp/reply_reader.h"
+#include "tests/resp/resp_test_util.h"
+
+namespace pollen::resp {
+namespace {
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  std::string Run(std::vector<std::string> args) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::string out;
+    Dispatch(f_.ctx, session_, views, &out);
+    return out;
+  }
+  Reply RunParsed(std::vector<std::string> args) {
+    const std::string wire = Run(std::move(args));
+    Reply r;
+    size_t consumed = 0;
+    EXPECT_TRUE(ParseReply(wire, &r, &consumed).ok());
+    EXPECT_EQ(consumed, wire.size()) << wire;
+    return r;
+  }
+  // Field value from a flat field/value array.
+  static const Reply* Field(const Reply& r, const std::string& name) {
+    for (size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+      if (r.elements[i].str == name) return &r.elements[i + 1];
+    }
+    return nullptr;
+  }
+
+  testing::NodeFixture f_;
+  Session session_;
+};
+
+TEST_F(DispatcherTest, BfAddAndExistsFollowRedisBloom) {
+  EXPECT_EQ(Run({"BF.RESERVE", "f", "0.01", "1000"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "f", "0.01", "1000"}), "-ERR item exists\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "f", "a"}), ":1\r\n");
+  EXPECT_EQ(Run({"bf.add", "f", "a"}), ":0\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "f", "a"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "f", "never-added"}), ":0\r\n");
+  EXPECT_EQ(Run({"BF.MADD", "f", "b", "c", "b"}), "*3\r\n:1\r\n:1\r\n:0\r\n");
+  EXPECT_EQ(Run({"BF.MEXISTS", "f", "a", "b", "zzz"}), "*3\r\n:1\r\n:1\r\n:0\r\n");
+  // Unknown filters read as absent.
+  EXPECT_EQ(Run({"BF.EXISTS", "nofilter", "a"}), ":0\r\n");
+  EXPECT_EQ(Run({"BF.MEXISTS", "nofilter", "a", "b"}), "*2\r\n:0\r\n:0\r\n");
+  EXPECT_EQ(Run({"BF.CARD", "nofilter"}), ":0\r\n");
+  EXPECT_EQ(f_.ctx.counters.keys_added.load(), 5u);
+}
+
+TEST_F(DispatcherTest, BfAddCreatesMissingFilterWithPollenDefaults) {
+  EXPECT_EQ(Run({"BF.ADD", "auto", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "auto", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "auto", "CAPACITY"}), "*1\r\n:10000\r\n");
+  EXPECT_EQ(Run({"BF.MADD", "auto2", "x", "y"}), "*2\r\n:1\r\n:1\r\n");
+}
+
+TEST_F(DispatcherTest, BfReserveValidatesLikeRedisBloom) {
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "abc", "100"}), "-ERR bad error rate\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0", "100"}), "-ERR (0 < error rate range < 1)\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "1", "100"}), "-ERR (0 < error rate range < 1)\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "-0.01", "100"}), "-ERR (0 < error rate range < 1)\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "a"}), "-ERR bad capacity\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "0"}), "-ERR (capacity should be larger than 0)\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "-5"}), "-ERR (capacity should be larger than 0)\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "EXPANSION", "0"}), "-ERR bad expansion\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "EXPANSION"}), "-ERR no expansion\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "BOGUS"}), "-ERR unknown argument received\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01"}), "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
+  // Over the memory limit (1 GiB by default): refused, not allocated.
+  const std::string big = Run({"BF.RESERVE", "huge", "0.0000001", "4000000000"});
+  EXPECT_EQ(big.rfind("-ERR ", 0), 0u) << big;
+  EXPECT_EQ(Run({"BF.EXISTS", "huge", "x"}), ":0\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.001", "500", "EXPANSION", "4", "NONSCALING"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "r", "CAPACITY"}), "*1\r\n:500\r\n");
+}
+
+TEST_F(DispatcherTest, NonscalingMeansNoAutomaticRotation) {
+  f_.ctx.default_filter.rotate_fill = 0.5;
+  ASSERT_EQ(Run({"BF.RESERVE", "scaling", "0.01", "1000"}), "+OK\r\n");
+  ASSERT_EQ(Run({"BF.RESERVE", "fixed", "0.01", "1000", "NONSCALING"}), "+OK\r\n");
+  ASSERT_EQ(Run({"BF.INSERT", "fixed2", "NONSCALING", "ITEMS", "a"}), "*1\r\n:1\r\n");
+  const Reply filters = RunParsed({"POLLEN.FILTERS"});
+  ASSERT_EQ(filters.elements.size(), 3u);  // sorted by name: fixed, fixed2, scaling
+  EXPECT_EQ(Field(filters.elements[0], "rotate_fill")->str, "0");
+  EXPECT_EQ(Field(filters.elements[1], "rotate_fill")->str, "0");
+  EXPECT_EQ(Field(filters.elements[2], "name")->str, "scaling");
+  EXPECT_EQ(Field(filters.elements[2], "rotate_fill")->str, "0.5");
+}
+
+TEST_F(DispatcherTest, BfInsertOptions) {
+  EXPECT_EQ(Run({"BF.INSERT", "i", "NOCREATE", "ITEMS", "a"}), "-ERR not found\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "i", "CAPACITY", "300", "ERROR", "0.001", "ITEMS", "a", "b", "a"}),
+            "*3\r\n:1\r\n:1\r\n:0\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "i", "CAPACITY"}), "*1\r\n:300\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "i", "NOCREATE", "ITEMS", "c"}), "*1\r\n:1\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "i", "ITEMS"}), "-ERR wrong number of arguments for 'bf.insert' command\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "i", "CAPACITY", "10", "a"}), "-ERR unknown argument received\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "ERROR", "2", "ITEMS", "a"}), "-ERR (0 < error rate range < 1)\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "x", "ITEMS", "a"}), "-ERR bad capacity\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "-1", "ITEMS", "a"}), "-ERR bad expansion\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "NONSCALING", "EXPANSION", "2", "ITEMS", "a"}), "*1\r\n:1\r\n");
+}
+
+TEST_F(DispatcherTest, BfInfoAndCard) {
+  EXPECT_EQ(Run({"BF.INFO", "nope"}), "-ERR not found\r\n");
+  ASSERT_EQ(Run({"BF.RESERVE", "f", "0.01", "2000"}), "+OK\r\n");
+  std::vector<std::string> madd = {"BF.MADD", "f"};
+  for (int i = 0; i < 500; ++i) madd.push_back("key-" + std::to_string(i));
+  RunParsed(madd);
+  const Reply info = RunParsed({"BF.INFO", "f"});
+  ASSERT_EQ(info.type, Reply::Type::kArray);
+  ASSERT_EQ(info.elements.size(), 10u);
+  EXPECT_EQ(info.elements[0].str, "Capacity");
+  EXPECT_EQ(info.elements[1].integer, 2000);
+  EXPECT_EQ(info.elements[2].str, "Size");
+  EXPECT_GT(info.elements[3].integer, 0);
+  EXPECT_EQ(info.elements[4].str, "Number of filters");
+  EXPECT_GE(info.elements[5].integer, 1);
+  EXPECT_EQ(info.elements[6].str, "Number of items inserted");
+  EXPECT_NEAR(info.elements[7].integer, 500, 50);
+  EXPECT_EQ(info.elements[8].str, "Expansion rate");
+  EXPECT_EQ(info.elements[9].type, Reply::Type::kNull);
+  const Reply card = RunParsed({"BF.CARD", "f"});
+  EXPECT_NEAR(card.integer, 500, 50);
+  EXPECT_EQ(Run({"BF.INFO", "f", "EXPANSION"}), "*1\r\n$-1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "bogus"}), "-ERR Invalid information value\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "ITEMS", "x"}), "-ERR wrong number of arguments for 'bf.info' command\r\n");
+}
+
+TEST_F(DispatcherTest, ArityAndUnknownCommands) {
+  EXPECT_EQ(Run({"BF.ADD", "f"}), "-ERR wrong number of arguments for 'bf.add' command\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "f", "a", "b"}), "-ERR wrong number of arguments for 'bf.add' command\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "f"}), "-ERR wrong number of arguments for 'bf.exists' command\r\n");
+  EXPECT_EQ(Run({"GET", "k"}), "-ERR unknown command 'GET', with args beginning with: 'k' \r\n");
+  EXPECT_EQ(Run({"nope"}), "-ERR unknown command 'nope', with args beginning with: \r\n");
+  EXPECT_EQ(Run({"x\r\ny", "a\nb"}), "-ERR unknown command 'x  y', with args beginning with: 'a b' \r\n");
+  EXPECT_GE(f_.ctx.counters.error_replies.load(), 6u);
+  EXPECT_EQ(f_.ctx.counters.commands_processed.load(), 6u);
+}
+
+TEST_F(DispatcherTest, ConnectionCommands) {
+  EXPECT_EQ(Run({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(Run({"PING", "hi"}), "$2\r\nhi\r\n");
+  EXPECT_EQ(Run({"PING", "a", "b"}), "-ERR wrong number of arguments for 'ping' command\r\n");
+  EXPECT_EQ(Run({"ECHO", "x y"}), "$3\r\nx y\r\n");
+  EXPECT_EQ(Run({"SELECT", "0"}), "+OK\r\n");
+  EXPECT_EQ(Run({"SELECT", "1"}), "-ERR DB index is out of range\r\n");
+  EXPECT_EQ(Run({"SELECT", "x"}), "-ERR value is not an integer or out of range\r\n");
+  session_.id = 42;
+  EXPECT_EQ(Run({"CLIENT", "ID"}), ":42\r\n");
+  EXPECT_EQ(Run({"CLIENT", "GETNAME"}), "$-1\r\n");
+  EXPECT_EQ(Run({"CLIENT", "SETNAME", "crawler-1"}), "+OK\r\n");
+  EXPECT_EQ(Run({"CLIENT", "GETNAME"}), "$9\r\ncrawler-1\r\n");
+  EXPECT_EQ(Run({"CLIENT", "SETNAME", "has space"}),
+            "-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
+  EXPECT_EQ(Run({"CLIENT", "KILL"}), "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n");
+  EXPECT_EQ(Run({"HELLO", "3"}), "-NOPROTO unsupported protocol version\r\n");
+  const Reply hello = RunParsed({"HELLO", "2", "SETNAME", "n2"});
+  ASSERT_EQ(hello.type, Reply::Type::kArray);
+  ASSERT_NE(Field(hello, "proto"), nullptr);
+  EXPECT_EQ(Field(hello, "proto")->integer, 2);
+  EXPECT_EQ(Field(hello, "id")->integer, 42);
+  EXPECT_EQ(session_.name, "n2");
+  EXPECT_EQ(Run({"AUTH", "pw"}).rfind("-ERR AUTH <password> called without any password configured", 0), 0u);
+  EXPECT_FALSE(session_.close_after_reply);
+  EXPECT_EQ(Run({"QUIT"}), "+OK\r\n");
+  EXPECT_TRUE(session_.close_after_reply);
+}
+
+TEST_F(DispatcherTest, AuthGatesEverythingButAuthHelloQuit) {
+  f_.ctx.password = "s3cret";
+  EXPECT_EQ(Run({"PING"}), "-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "f", "a"}), "-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "f", "a"}), "-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(Run({"HELLO", "2"}).rfind("-NOAUTH HELLO must be called with the client already authenticated", 0), 0u);
+  EXPECT_EQ(Run({"AUTH", "wrong"}), "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_EQ(Run({"AUTH", "someone", "s3cret"}), "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_EQ(Run({"AUTH", "s3cre"}), "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_EQ(f_.ctx.counters.auth_failures.load(), 3u);
+  EXPECT_FALSE(session_.authenticated);
+  EXPECT_EQ(Run({"AUTH", "s3cret"}), "+OK\r\n");
+  EXPECT_EQ(Run({"PING"}), "+PONG\r\n");
+  Session other;
+  std::string out;
+  std::vector<std::string_view> hello = {"HELLO", "2", "AUTH", "default", "s3cret"};
+  Dispatch(f_.ctx, other, hello, &out);
+  EXPECT_EQ(out.rfind("*14\r\n", 0), 0u) << out;
+  EXPECT_TRUE(other.authenticated);
+  Session third;
+  out.clear();
+  std::vector<std::string_view> quit = {"QUIT"};
+  Dispatch(f_.ctx, third, quit, &out);
+  EXPECT_EQ(out, "+OK\r\n");
+}
+
+TEST_F(DispatcherTest, CommandIntrospectionCoversTheTable) {
+  const Reply count = RunParsed({"COMMAND", "COUNT"});
+  ASSERT_EQ(count.type, Reply::Type::kInteger);
+  const Reply all = RunParsed({"COMMAND"});
+  ASSERT_EQ(all.type, Reply::Type::kArray);
+  EXPECT_EQ(static_cast<int64_t>(all.elements.size()), count.integer);
+  std::string prev;
+  for (const Reply& c : all.elements) {
+    ASSERT_EQ(c.elements.size(), 10u);
+    EXPECT_LT(prev, c.elements[0].str);  // sorted, unique
+    prev = c.elements[0].str;
+    // Every listed command is found by name, in any case.
+    std::string upper = prev;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const Reply info = RunParsed({"COMMAND", "INFO", upper});
+    ASSERT_EQ(info.elements.size(), 1u);
+    EXPECT_EQ(info.elements[0].elements[0].str, prev);
+  }
+  const Reply docs = RunParsed({"COMMAND", "DOCS"});
+  EXPECT_EQ(docs.elements.size(), all.elements.size() * 2);
+  EXPECT_EQ(Run({"COMMAND", "INFO", "nosuch"}), "*1\r\n$-1\r\n");
+  EXPECT_EQ(Run({"CONFIG", "GET", "save"}), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+  EXPECT_EQ(Run({"CONFIG", "GET", "maxmemory"}), "*0\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "x", "y"}), "-ERR unknown subcommand 'SET'. Try CONFIG HELP.\r\n");
+}
+
+TEST_F(DispatcherTest, InfoReportsSections) {
+  ASSERT_EQ(Run({"BF.ADD", "f", "a"}), ":1\r\n");
+  f_.ctx.info_text = [] { return std::string("# Persistence\r\naof_enabled:1\r\n"); };
+  const Reply all = RunParsed({"INFO"});
+  ASSERT_EQ(all.type, Reply::Type::kBulk);
+  for (const char* s : {"# Server", "redis_version:", "# Clients", "# Stats", "# Pollen", "filter_f:capacity=10000",
+                        "# Keyspace", "db0:keys=1", "# Persistence", "aof_enabled:1"}) {
+    EXPECT_NE(all.str.find(s), std::string::npos) << s;
+  }
+  const Reply stats = RunParsed({"INFO", "STATS"});
+  EXPECT_NE(stats.str.find("total_commands_processed:"), std::string::npos);
+  EXPECT_EQ(stats.str.find("# Server"), std::string::npos);
+  EXPECT_EQ(Run({"INFO", "nosuchsection"}), "$0\r\n\r\n");
+}
+
+TEST_F(DispatcherTest, PollenStatusMembersFilters) {
+  ASSERT_EQ(Run({"BF.RESERVE", "f", "0.01", "1000"}), "+OK\r\n");
+  const Reply status = RunParsed({"POLLEN.STATUS"});
+  ASSERT_NE(Field(status, "node"), nullptr);
+  EXPECT_EQ(Field(status, "node")->str, "node-a");
+  EXPECT_EQ(Field(status, "filters")->integer, 1);
+  EXPECT_GE(Field(status, "members")->integer, 1);
+  const Reply members = RunParsed({"POLLEN.MEMBERS"});
+  ASSERT_GE(members.elements.size(), 1u);
+  EXPECT_EQ(Field(members.elements[0], "name")->str, "node-a");
+  EXPECT_EQ(Field(members.elements[0], "state")->str, "alive");
+  const Reply filters = RunParsed({"POLLEN.FILTERS"});
+  ASSERT_EQ(filters.elements.size(), 1u);
+  EXPECT_EQ(Field(filters.elements[0], "name")->str, "f");
+  EXPECT_EQ(Field(filters.elements[0], "capacity")->integer, 1000);
+  EXPECT_EQ(Field(filters.elements[0], "scope")->str, "shared");
+}
+
+TEST_F(DispatcherTest, PollenRotateAdvancesTheEpochAndKeepsKeys) {
+  ASSERT_EQ(Run({"BF.RESERVE", "f", "0.01", "1000"}), "+OK\r\n");
+  ASSERT_EQ(Run({"BF.ADD", "f", "before"}), ":1\r\n");
+  const int64_t epoch0 = Field(RunParsed({"POLLEN.FILTERS"}).elements[0], "epoch")->integer;
+  EXPECT_EQ(Run({"POLLEN.ROTATE", "f"}), "+OK\r\n");
+  const int64_t epoch1 = Field(RunParsed({"POLLEN.FILTERS"}).elements[0], "epoch")->integer;
+  EXPECT_EQ(epoch1, epoch0 + 1);
+  EXPECT_EQ(Run({"BF.EXISTS", "f", "before"}), ":1\r\n");  // still inside the generation window
+  EXPECT_EQ(Run({"POLLEN.ROTATE", "nope"}), "-ERR not found\r\n");
+}
+
+TEST_F(DispatcherTest, PollenWhoHasFindsDigestOwners) {
+  node::FilterConfig digest;
+  digest.name = "digest:node-a";
+  digest.capacity = 1000;
+  digest.scope = node::Scope::kDigest;
+  digest.owner = "node-a";
+  ASSERT_TRUE(f_.driver.Run([&](node::Time now) { return f_.node->Reserve(digest, now); }).ok());
+  ASSERT_EQ(Run({"BF.ADD", "digest:node-a", "object-1"}), ":1\r\n");
+  EXPECT_EQ(Run({"POLLEN.WHOHAS", "*", "object-1"}), "*1\r\n$6\r\nnode-a\r\n");
+  EXPECT_EQ(Run({"POLLEN.WHOHAS", "digest:node-a,other", "object-1"}), "*1\r\n$6\r\nnode-a\r\n");
+  EXPECT_EQ(Run({"POLLEN.WHOHAS", "other", "object-1"}), "*0\r\n");
+  EXPECT_EQ(Run({"POLLEN.WHOHAS", "*", "object-never"}), "*0\r\n");
+  EXPECT_EQ(Run({"POLLEN.WHOHAS", ",", "x"}), "-ERR empty digest set (use * for all)\r\n");
+}
+
+TEST_F(DispatcherTest, PollenKeyringLifecycle) {
+  const Reply before = RunParsed({"POLLEN.KEYRING", "LIST"});
+  ASSERT_EQ(before.type, Reply::Type::kArray);
+  ASSERT_EQ(before.elements.size(), 1u);
+  const std::string key(32, 'k');
+  std::string b64;
+  absl::Base64Escape(key, &b64);
+  EXPECT_EQ(Run({"POLLEN.KEYRING", "INSTALL", b64}), "+OK\r\n");
+  const Reply after = RunParsed({"POLLEN.KEYRING", "LIST"});
+  ASSERT_EQ(after.elements.size(), 2u);
+  std::string new_id;
+  for (const Reply& e : after.elements) {
+    if (e.str != before.elements[0].str) new_id = e.str;
+  }
+  ASSERT_FALSE(new_id.empty());
+  EXPECT_EQ(Run({"POLLEN.KEYRING", "USE", new_id}), "+OK\r\n");
+  EXPECT_EQ(RunParsed({"POLLEN.KEYRING", "LIST"}).elements[0].str, new_id);  // primary first
+  EXPECT_EQ(Run({"POLLEN.KEYRING", "REMOVE", before.elements[0].str}), "+OK\r\n");
+  EXPECT_EQ(RunParsed({"POLLEN.KEYRING", "LIST"}).elements.size(), 1u);
+  EXPECT_EQ(Run({"POLLEN.KEYRING", "INSTALL", "bm90MzI="}), "-ERR keyring key must be 32 bytes, base64-encoded\r\n");
+  EXPECT_EQ(Run({"POLLEN.KEYRING", "USE", "x"}), "-ERR key id must be an unsigned 64-bit integer\r\n");
+  EXPECT_EQ(Run({"POLLEN.KEYRING", "FROB"}).rfind("-ERR unknown subcommand 'FROB'", 0), 0u);
+}
+
+TEST_F(DispatcherTest, AddLogIsCalledBeforeReplyAndFailuresAreReported) {
+  std::vector<std::string> logged;
+  f_.ctx.log_adds = [&](std::string_view filter, std::span<const std::string_view> keys) {
+    for (auto k : keys) logged.push_back(std::string(filter) + "/" + std::string(k));
+    return absl::OkStatus();
+  };
+  EXPECT_EQ(Run({"BF.MADD", "f", "a", "b"}), "*2\r\n:1\r\n:1\r\n");
+  EXPECT_EQ(logged, (std::vector<std::string>{"f/a", "f/b"}));
+  EXPECT_EQ(Run({"BF.EXISTS", "f", "a"}), ":1\r\n");
+  EXPECT_EQ(logged.size(), 2u);  // reads are not logged
+  f_.ctx.log_adds = [](std::string_view, std::span<const std::string_view>) {
+    return absl::InternalError("disk full");
+  };
+  EXPECT_EQ(Run({"BF.ADD", "f", "c"}), "-ERR persistence: disk full\r\n");
+}
+
+TEST_F(DispatcherTest, SnapshotUsesTheDaemonHook) {
+  EXPECT_EQ(Run({"POLLEN.SNAPSHOT"}), "-ERR snapshot not available\r\n");
+  f_.ctx.snapshot = [] { return absl::StatusOr<std::string>("wrote /data/snap"); };
+  EXPECT_EQ(Run({"POLLEN.SNAPSHOT"}), "$16\r\nwrote /data/snap\r\n");
+}
+
+TEST_F(DispatcherTest, DriverlessContextAnswersWithAnError) {
+  f_.ctx.run_on_driver = nullptr;
+  EXPECT_EQ(Run({"BF.RESERVE", "f", "0.01", "100"}), "-ERR driver unavailable\r\n");
+  EXPECT_EQ(Run({"POLLEN.MEMBERS"}), "-ERR driver unavailable\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "f", "x"}), ":0\r\n");  // reads never need the driver
+}
+
+}  // namespace
+}  // namespace pollen::resp

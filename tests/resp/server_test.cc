@@ -1,0 +1,358 @@
+// RespServer end to end on 127.0.0.1: raw sockets (pipelining, garbage,
+// limits), redis-cli and the Debian python3-redis client.
+#include "node/runtime/resp/resp_server.h"
+
+#include <fstream>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "tests/resp/server_test_util.h"
+
+namespace pollen::resp {
+namespace {
+
+using testing::Multibulk;
+using testing::RawClient;
+using testing::RunCommand;
+using testing::ServerFixture;
+
+std::string Cli(uint16_t port, const std::string& args) {
+  return RunCommand("redis-cli -p " + std::to_string(port) + " " + args, 60).output;
+}
+
+TEST(RespServer, PipelinesAThousandCommandsInOneWrite) {
+  ServerFixture s;
+  RawClient c(s.port());
+  ASSERT_TRUE(c.connected());
+  std::string batch;
+  for (int i = 0; i < 1000; ++i) batch += Multibulk({"BF.ADD", "pipe", "key-" + std::to_string(i)});
+  ASSERT_TRUE(c.Send(batch));
+  int ones = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value()) << "reply " << i;
+    ASSERT_EQ(r->type, Reply::Type::kInteger);
+    ones += r->integer == 1;
+  }
+  EXPECT_GE(ones, 990);  // a new key answers 0 only on a false positive
+  std::vector<std::string> mexists = {"BF.MEXISTS", "pipe"};
+  for (int i = 0; i < 1000; ++i) mexists.push_back("key-" + std::to_string(i));
+  ASSERT_TRUE(c.Send(Multibulk(mexists)));
+  auto r = c.Read();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->elements.size(), 1000u);
+  for (const auto& e : r->elements) EXPECT_EQ(e.integer, 1);  // no false negatives
+}
+
+TEST(RespServer, InlineCommandsAndQuit) {
+  ServerFixture s;
+  RawClient c(s.port());
+  ASSERT_TRUE(c.Send("PING\r\nECHO \"a b\"\r\nQUIT\r\nPING\r\n"));
+  EXPECT_EQ(c.Read()->str, "PONG");
+  EXPECT_EQ(c.Read()->str, "a b");
+  EXPECT_EQ(c.Read()->str, "OK");
+  EXPECT_TRUE(c.ReadsEof());
+}
+
+TEST(RespServer, GarbageGetsErrorsAndTheServerKeepsServing) {
+  ServerFixture s;
+  {
+    // Recoverable: the line is known, the connection survives.
+    RawClient c(s.port());
+    ASSERT_TRUE(c.Send("ECHO \"unterminated\r\nPING\r\n"));
+    auto e = c.Read();
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->str, "ERR Protocol error: unbalanced quotes in request");
+    EXPECT_EQ(c.Read()->str, "PONG");
+  }
+  {
+    // Framing lost: error, then close.
+    RawClient c(s.port());
+    ASSERT_TRUE(c.Send("*1\r\n$abc\r\nPING\r\n"));
+    auto e = c.Read();
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->str, "ERR Protocol error: invalid bulk length");
+    EXPECT_TRUE(c.ReadsEof());
+  }
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 50; ++i) {
+    RawClient c(s.port());
+    std::string junk(1 + rng() % 3000, '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng());
+    if (i % 2 == 0) junk[0] = '*';
+    c.Send(junk);
+    // Whatever it answered, it must close or keep answering; never hang.
+  }
+  RawClient c(s.port());
+  ASSERT_TRUE(c.Send("PING\r\n"));
+  auto pong = c.Read();
+  ASSERT_TRUE(pong.has_value());
+  EXPECT_EQ(pong->str, "PONG");
+  EXPECT_GT(s.f.ctx.counters.protocol_errors.load(), 2u);
+  EXPECT_EQ(s.f.node->Filters().size(), 0u);  // garbage changed no state
+}
+
+TEST(RespServer, OversizedRequestsAreRefused) {
+  ServerFixture s([](ServerContext& ctx) {
+    ctx.limits.max_bulk_bytes = 1024;
+    ctx.limits.max_args = 8;
+    ctx.limits.max_inline_bytes = 256;
+  });
+  {
+    RawClient c(s.port());
+    ASSERT_TRUE(c.Send("*1\r\n$1025\r\n"));
+    EXPECT_EQ(c.Read()->str, "ERR Protocol error: invalid bulk length");
+    EXPECT_TRUE(c.ReadsEof());
+  }
+  {
+    RawClient c(s.port());
+    ASSERT_TRUE(c.Send("*9\r\n"));
+    EXPECT_EQ(c.Read()->str, "ERR Protocol error: invalid multibulk length");
+    EXPECT_TRUE(c.ReadsEof());
+  }
+  {
+    RawClient c(s.port());
+    ASSERT_TRUE(c.Send(std::string(300, 'a')));
+    EXPECT_EQ(c.Read()->str, "ERR Protocol error: too big inline request");
+    EXPECT_TRUE(c.ReadsEof());
+  }
+  RawClient ok(s.port());
+  ASSERT_TRUE(ok.Send(Multibulk({"ECHO", std::string(1024, 'x')})));
+  EXPECT_EQ(ok.Read()->str.size(), 1024u);
+}
+
+TEST(RespServer, MaxClientsRefusesExtraConnections) {
+  ServerFixture s([](ServerContext& ctx) { ctx.limits.max_clients = 2; });
+  RawClient a(s.port()), b(s.port());
+  ASSERT_TRUE(a.Send("PING\r\n") && b.Send("PING\r\n"));
+  ASSERT_EQ(a.Read()->str, "PONG");
+  ASSERT_EQ(b.Read()->str, "PONG");
+  RawClient c(s.port());
+  auto r = c.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->str, "ERR max number of clients reached");
+  EXPECT_EQ(s.f.ctx.counters.connections_rejected.load(), 1u);
+}
+
+TEST(RespServer, IdleClientsAreClosed) {
+  ServerFixture s([](ServerContext& ctx) { ctx.limits.idle_timeout = std::chrono::seconds(1); });
+  RawClient c(s.port(), 60);
+  ASSERT_TRUE(c.Send("PING\r\n"));
+  EXPECT_EQ(c.Read()->str, "PONG");
+  EXPECT_TRUE(c.ReadsEof());  // bounded by the 60 s receive timeout
+  EXPECT_EQ(s.f.ctx.counters.idle_disconnects.load(), 1u);
+}
+
+TEST(RespServer, ClientThatDoesNotReadIsDisconnected) {
+  ServerFixture s([](ServerContext& ctx) {
+    ctx.limits.max_output_bytes = 64 << 10;
+    ctx.limits.idle_timeout = std::chrono::seconds(2);
+  });
+  RawClient c(s.port(), 60);
+  const std::string chunk = [] {
+    std::string s;
+    for (int i = 0; i < 1000; ++i) s += "ECHO 0123456789012345678901234567890123456789\r\n";
+    return s;
+  }();
+  // Write without reading until the server gives up on us (send fails once
+  // it has closed), bounded by the send timeout and the loop count.
+  bool send_failed = false;
+  for (int i = 0; i < 4000 && !send_failed; ++i) send_failed = !c.Send(chunk);
+  EXPECT_TRUE(send_failed || c.ReadsEof());
+  const uint64_t dropped = s.f.ctx.counters.output_limit_disconnects.load() + s.f.ctx.counters.idle_disconnects.load();
+  EXPECT_GE(dropped, 1u);
+  RawClient d(s.port());
+  ASSERT_TRUE(d.Send("PING\r\n"));
+  EXPECT_EQ(d.Read()->str, "PONG");
+}
+
+TEST(RespServer, StopClosesClients) {
+  ServerFixture s;
+  RawClient c(s.port());
+  ASSERT_TRUE(c.Send("PING\r\n"));
+  EXPECT_EQ(c.Read()->str, "PONG");
+  s.server->Stop();
+  EXPECT_TRUE(c.ReadsEof());
+}
+
+TEST(RespServer, RedisCliDrivesBloomCommands) {
+  ServerFixture s;
+  const uint16_t p = s.port();
+  EXPECT_EQ(Cli(p, "PING"), "PONG\n");
+  EXPECT_EQ(Cli(p, "BF.RESERVE crawl:seen 0.01 1000"), "OK\n");
+  EXPECT_EQ(Cli(p, "BF.RESERVE crawl:seen 0.01 1000"), "ERR item exists\n\n");
+  EXPECT_EQ(Cli(p, "BF.ADD crawl:seen https://a.example/"), "1\n");
+  EXPECT_EQ(Cli(p, "BF.ADD crawl:seen https://a.example/"), "0\n");
+  EXPECT_EQ(Cli(p, "BF.EXISTS crawl:seen https://a.example/"), "1\n");
+  EXPECT_EQ(Cli(p, "BF.EXISTS nofilter x"), "0\n");
+  EXPECT_EQ(Cli(p, "BF.MADD crawl:seen u1 u2 https://a.example/"), "1\n1\n0\n");
+  EXPECT_EQ(Cli(p, "BF.INSERT other NOCREATE ITEMS x"), "ERR not found\n\n");
+  EXPECT_EQ(Cli(p, "BF.RESERVE bad 1.5 10"), "ERR (0 < error rate range < 1)\n\n");
+  EXPECT_EQ(Cli(p, "BF.ADD onlykey"), "ERR wrong number of arguments for 'bf.add' command\n\n");
+  EXPECT_EQ(Cli(p, "BF.INFO crawl:seen CAPACITY"), "1000\n");
+  EXPECT_EQ(Cli(p, "SELECT 1"), "ERR DB index is out of range\n\n");
+  EXPECT_NE(Cli(p, "INFO pollen").find("filter_crawl_seen:capacity=1000"), std::string::npos);
+  EXPECT_NE(Cli(p, "COMMAND COUNT"), "");
+}
+
+TEST(RespServer, RedisCliInteractiveModeStartsCleanly) {
+  // Interactive redis-cli (under a pseudo-terminal) asks COMMAND DOCS at start.
+  ServerFixture s;
+  const auto r = RunCommand("sh -c \"printf 'PING\\nBF.ADD f x\\nBF.EXISTS f x\\n' | TERM=dumb script -qec 'redis-cli -p " +
+                                std::to_string(s.port()) + "' /dev/null\"",
+                            60);
+  EXPECT_NE(r.output.find("> PONG"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("> (integer) 1"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("ERR"), std::string::npos) << r.output;
+}
+
+TEST(RespServer, RedisCliPipeModeSendsAThousandCommands) {
+  ServerFixture s;
+  const std::string path = ::testing::TempDir() + "/resp_pipe_input.txt";
+  {
+    std::ofstream f(path, std::ios::binary);
+    for (int i = 0; i < 1000; ++i) f << Multibulk({"BF.ADD", "piped", "item-" + std::to_string(i)});
+  }
+  const auto r = RunCommand("redis-cli -p " + std::to_string(s.port()) + " --pipe < " + path, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("errors: 0, replies: 1000"), std::string::npos) << r.output;
+  const auto card = Cli(s.port(), "BF.CARD piped");
+  EXPECT_NEAR(std::stoi(card), 1000, 100);
+}
+
+TEST(RespServer, RedisCliAuth) {
+  ServerFixture s([](ServerContext& ctx) { ctx.password = "hunter2"; });
+  const uint16_t p = s.port();
+  EXPECT_EQ(Cli(p, "PING"), "NOAUTH Authentication required.\n\n");
+  EXPECT_NE(Cli(p, "--no-auth-warning -a wrong PING").find("WRONGPASS"), std::string::npos);
+  EXPECT_EQ(Cli(p, "--no-auth-warning -a hunter2 PING"), "PONG\n");
+  EXPECT_EQ(Cli(p, "--no-auth-warning -a hunter2 BF.ADD f x"), "1\n");
+  EXPECT_EQ(RunCommand("env REDISCLI_AUTH=hunter2 redis-cli -p " + std::to_string(p) + " BF.EXISTS f x").output, "1\n");
+}
+
+const char* kPythonScript = R"PY(
+import sys, redis
+port = int(sys.argv[1])
+r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30)
+assert r.ping() is True
+assert r.execute_command("BF.RESERVE", "py", "0.01", "1000") == b"OK"
+try:
+    r.execute_command("BF.RESERVE", "py", "0.01", "1000")
+    raise SystemExit("expected item exists")
+except redis.ResponseError as e:
+    assert str(e) == "item exists", str(e)
+assert r.execute_command("BF.ADD", "py", "a") == 1
+assert r.execute_command("BF.ADD", "py", "a") == 0
+assert r.execute_command("BF.MADD", "py", "a", "b", "c") == [0, 1, 1]
+assert r.execute_command("BF.EXISTS", "py", "b") == 1
+assert r.execute_command("BF.EXISTS", "unknown", "b") == 0
+assert r.execute_command("BF.MEXISTS", "py", "a", "zz") == [1, 0]
+assert r.execute_command("BF.INSERT", "py2", "CAPACITY", "500", "ERROR", "0.001", "ITEMS", "x", "y") == [1, 1]
+info = r.execute_command("BF.INFO", "py2")
+assert info[0] == b"Capacity" and info[1] == 500, info
+assert r.execute_command("BF.CARD", "py2") == 2
+try:
+    r.execute_command("BF.INSERT", "nope", "NOCREATE", "ITEMS", "x")
+    raise SystemExit("expected not found")
+except redis.ResponseError as e:
+    assert str(e) == "not found", str(e)
+try:
+    r.execute_command("BF.RESERVE", "bad", "0", "10")
+    raise SystemExit("expected error rate error")
+except redis.ResponseError as e:
+    assert str(e) == "(0 < error rate range < 1)", str(e)
+p = r.pipeline(transaction=False)
+for i in range(1000):
+    p.execute_command("BF.ADD", "pyp", "k%d" % i)
+res = p.execute()
+assert len(res) == 1000 and sum(res) >= 990, sum(res)
+p = r.pipeline(transaction=False)
+for i in range(1000):
+    p.execute_command("BF.EXISTS", "pyp", "k%d" % i)
+assert all(x == 1 for x in p.execute())
+r.client_setname("pyclient")
+assert r.client_getname() == "pyclient"
+assert "pollen_version" in r.info("server")
+members = r.execute_command("POLLEN.MEMBERS")
+assert members[0][1] == b"node-a", members
+print("python ok")
+)PY";
+
+TEST(RespServer, PythonRedisClientDrivesBloomCommands) {
+  ServerFixture s;
+  const std::string path = ::testing::TempDir() + "/resp_python_client.py";
+  {
+    std::ofstream f(path);
+    f << kPythonScript;
+  }
+  const auto r = RunCommand("/usr/bin/python3 " + path + " " + std::to_string(s.port()), 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("python ok"), std::string::npos) << r.output;
+}
+
+const char* kPythonAuthScript = R"PY(
+import sys, redis
+port = int(sys.argv[1])
+r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30)
+try:
+    r.ping()
+    raise SystemExit("expected NOAUTH")
+except redis.AuthenticationError:
+    pass
+try:
+    redis.Redis(host="127.0.0.1", port=port, password="nope", socket_timeout=30).ping()
+    raise SystemExit("expected WRONGPASS")
+except (redis.AuthenticationError, redis.ResponseError) as e:
+    assert "WRONGPASS" in str(e) or "invalid username-password" in str(e), str(e)
+ok = redis.Redis(host="127.0.0.1", port=port, password="pw", socket_timeout=30)
+assert ok.ping() is True
+assert ok.execute_command("BF.ADD", "f", "x") == 1
+print("auth ok")
+)PY";
+
+TEST(RespServer, PythonRedisClientAuth) {
+  ServerFixture s([](ServerContext& ctx) { ctx.password = "pw"; });
+  const std::string path = ::testing::TempDir() + "/resp_python_auth.py";
+  {
+    std::ofstream f(path);
+    f << kPythonAuthScript;
+  }
+  const auto r = RunCommand("/usr/bin/python3 " + path + " " + std::to_string(s.port()), 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("auth ok"), std::string::npos) << r.output;
+}
+
+TEST(RespServer, ManyConcurrentClients) {
+  ServerFixture s;
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      RawClient c(s.port());
+      if (!c.connected()) return;
+      std::string batch;
+      for (int i = 0; i < 200; ++i) {
+        batch += Multibulk({"BF.ADD", "shared", "t" + std::to_string(t) + "-" + std::to_string(i)});
+      }
+      if (!c.Send(batch)) return;
+      for (int i = 0; i < 200; ++i) {
+        auto r = c.Read();
+        if (!r || r->type != Reply::Type::kInteger) return;
+      }
+      std::vector<std::string> check = {"BF.MEXISTS", "shared"};
+      for (int i = 0; i < 200; ++i) check.push_back("t" + std::to_string(t) + "-" + std::to_string(i));
+      if (!c.Send(Multibulk(check))) return;
+      auto r = c.Read();
+      if (!r || r->elements.size() != 200) return;
+      for (const auto& e : r->elements) {
+        if (e.integer != 1) return;
+      }
+      good.fetch_add(1);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(good.load(), 8);
+}
+
+}  // namespace
+}  // namespace pollen::resp

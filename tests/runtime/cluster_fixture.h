@@ -1,0 +1,89 @@
+// A fixture that runs pollend processes sharing one secret, with the flags the
+// process tests use (short anti-entropy interval so convergence after loss or
+// a late join is quick; generous waits because CI machines are slow).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/runtime/process_harness.h"
+
+namespace pollen::testing {
+
+inline constexpr auto kReadyTimeout = std::chrono::seconds(120);
+inline constexpr auto kConvergeTimeout = std::chrono::seconds(180);
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    secret_ = RandomSecretHex();
+    dir_ = MakeTempDir("cluster");
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      for (auto& n : nodes_) {
+        if (n) std::cerr << "---- log of " << n->log_path() << " ----\n" << TailFile(n->log_path()) << "\n";
+      }
+    }
+    nodes_.clear();  // SIGKILL + reap
+    if (!HasFailure()) RemoveTempDirs();  // keep logs and data of a failed test
+  }
+
+  // Adds a node (not started). `seed` = index of the node to join through, -1 for none.
+  Pollend& AddNode(int seed, std::vector<std::string> extra = {}, bool ipv6 = false) {
+    NodePorts p{PickFreePort(), PickFreePort(), PickFreePort(), ipv6};
+    const std::string name = "n" + std::to_string(nodes_.size() + 1);
+    std::vector<std::string> flags = {"--anti-entropy-interval", "1s", "--join-timeout", "5s", "--log-level",
+                                      "info"};
+    if (seed >= 0) {
+      flags.push_back("--seeds");
+      flags.push_back(nodes_.at(static_cast<size_t>(seed))->ports().gossip_addr());
+    }
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    nodes_.push_back(std::make_unique<Pollend>(name, p, flags, secret_, dir_ + "/" + name + ".log"));
+    return *nodes_.back();
+  }
+
+  void StartAndWaitReady(Pollend& n) {
+    ASSERT_TRUE(n.Start());
+    ASSERT_TRUE(n.WaitReady(kReadyTimeout)) << TailFile(n.log_path());
+  }
+
+  // True when every key reads present at `n`.
+  static bool AllPresent(Pollend& n, const std::string& filter, const std::vector<std::string>& keys) {
+    RespClient c = n.Client();
+    if (!c.connected()) return false;
+    std::vector<std::string> args = {"BF.MEXISTS", filter};
+    args.insert(args.end(), keys.begin(), keys.end());
+    RespReply r = c.Command(args);
+    if (r.type != RespReply::kArray || r.elements.size() != keys.size()) return false;
+    for (const auto& e : r.elements) {
+      if (e.type != RespReply::kInteger || e.integer != 1) return false;
+    }
+    return true;
+  }
+
+  static std::vector<std::string> Keys(const std::string& prefix, int n) {
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; ++i) keys.push_back("https://" + prefix + ".example/" + std::to_string(i));
+    return keys;
+  }
+
+  // BF.ADD each key at `n`; every reply must be an integer (acknowledged).
+  static void AddAll(Pollend& n, const std::string& filter, const std::vector<std::string>& keys) {
+    RespClient c = n.Client();
+    ASSERT_TRUE(c.connected());
+    for (const auto& k : keys) {
+      RespReply r = c.Command({"BF.ADD", filter, k});
+      ASSERT_EQ(r.type, RespReply::kInteger) << k << " " << r.str;
+    }
+  }
+
+  std::string secret_;
+  std::string dir_;
+  std::vector<std::unique_ptr<Pollend>> nodes_;
+};
+
+}  // namespace pollen::testing

@@ -1,0 +1,84 @@
+// Multi-process: a 3-node cluster replicates adds to every node; a node that
+// joins late converges; the TCP-only mode replicates too.
+#include "tests/runtime/cluster_fixture.h"
+
+namespace pollen::testing {
+namespace {
+
+TEST_F(ClusterTest, AddsAtOneNodeReadPresentAtEveryOtherAndLateJoinerConverges) {
+  Pollend& n1 = AddNode(-1);
+  StartAndWaitReady(n1);
+  Pollend& n2 = AddNode(0);
+  Pollend& n3 = AddNode(0);
+  ASSERT_TRUE(n2.Start());
+  ASSERT_TRUE(n3.Start());
+  ASSERT_TRUE(n2.WaitReady(kReadyTimeout));
+  ASSERT_TRUE(n3.WaitReady(kReadyTimeout));
+
+  const auto keys = Keys("crawl", 200);
+  {
+    RespClient c = n1.Client();
+    ASSERT_TRUE(c.connected());
+    for (const auto& k : keys) {
+      RespReply r = c.Command({"BF.ADD", "crawl:seen", k});
+      ASSERT_EQ(r.type, RespReply::kInteger);
+      EXPECT_EQ(r.integer, 1) << k;  // new at the node that added it
+    }
+    // Added again: already there.
+    RespReply again = c.Command({"BF.ADD", "crawl:seen", keys[0]});
+    ASSERT_EQ(again.type, RespReply::kInteger);
+    EXPECT_EQ(again.integer, 0);
+  }
+  EXPECT_TRUE(WaitFor([&] { return AllPresent(n2, "crawl:seen", keys); }, kConvergeTimeout));
+  EXPECT_TRUE(WaitFor([&] { return AllPresent(n3, "crawl:seen", keys); }, kConvergeTimeout));
+
+  // Adds at another node flow back to the first.
+  const auto more = Keys("second", 50);
+  AddAll(n3, "crawl:seen", more);
+  EXPECT_TRUE(WaitFor([&] { return AllPresent(n1, "crawl:seen", more); }, kConvergeTimeout));
+
+  // A late joiner gets everything by anti-entropy.
+  Pollend& n4 = AddNode(1);
+  StartAndWaitReady(n4);
+  EXPECT_TRUE(WaitFor([&] { return AllPresent(n4, "crawl:seen", keys) && AllPresent(n4, "crawl:seen", more); },
+                      kConvergeTimeout));
+  // And every node sees four alive members.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto v = MetricValue(n1.Metrics(), "pollen_members", "state=\"alive\"");
+        return v && *v == 4;
+      },
+      kConvergeTimeout));
+}
+
+TEST_F(ClusterTest, TcpOnlyModeReplicates) {
+  Pollend& n1 = AddNode(-1, {"--tcp-only"});
+  StartAndWaitReady(n1);
+  Pollend& n2 = AddNode(0, {"--tcp-only"});
+  StartAndWaitReady(n2);
+  const auto keys = Keys("tcp", 50);
+  AddAll(n1, "crawl:seen", keys);
+  EXPECT_TRUE(WaitFor([&] { return AllPresent(n2, "crawl:seen", keys); }, kConvergeTimeout));
+  const std::string m = n2.Metrics();
+  EXPECT_GT(MetricValue(m, "pollen_tcp_received_frames_total").value_or(0), 0);
+  EXPECT_EQ(MetricValue(m, "pollen_udp_sent_datagrams_total").value_or(-1), 0);
+}
+
+TEST_F(ClusterTest, Ipv6GossipReplicates) {
+  Pollend& n1 = AddNode(-1, {}, /*ipv6=*/true);
+  StartAndWaitReady(n1);
+  Pollend& n2 = AddNode(0, {}, /*ipv6=*/true);
+  StartAndWaitReady(n2);
+  const auto keys = Keys("v6", 50);
+  AddAll(n2, "crawl:seen", keys);
+  EXPECT_TRUE(WaitFor([&] { return AllPresent(n1, "crawl:seen", keys); }, kConvergeTimeout));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto v = MetricValue(n1.Metrics(), "pollen_members", "state=\"alive\"");
+        return v && *v == 2;
+      },
+      kConvergeTimeout));
+}
+
+}  // namespace
+}  // namespace pollen::testing

@@ -1,0 +1,182 @@
+// Persistence in-process with a real node::Node: snapshot + log round trip,
+// log rotation around a snapshot, recovery from a torn log tail and from a
+// corrupt snapshot (moved aside, the rest still loads), and filters created at
+// run time that only the log knows about.
+#include "node/runtime/persistence.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "node/runtime/add_log.h"
+
+namespace pollen::runtime {
+namespace {
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/pollen_persist_" + name + "_" + std::to_string(::getpid());
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return dir;
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::unique_ptr<node::Node> MakeNode() {
+  node::NodeConfig c;
+  c.name = "p1";
+  c.advertise = "127.0.0.1:1";
+  c.secret.bytes.fill(7);
+  node::FilterConfig f;
+  f.name = "crawl:seen";
+  f.capacity = 10000;
+  c.filters.push_back(f);
+  auto n = node::Node::Create(c);
+  EXPECT_TRUE(n.ok()) << n.status();
+  return std::move(*n);
+}
+
+bool Has(const node::Node& n, std::string_view filter, std::string_view key) {
+  auto r = n.Exists(filter, key);
+  return r.ok() && *r;
+}
+
+void AddAndLog(node::Node& n, Persistence& p, std::string_view filter, const std::vector<std::string>& keys) {
+  std::vector<std::string_view> views;
+  for (const auto& k : keys) {
+    ASSERT_TRUE(n.Add(filter, k).ok());
+    views.push_back(k);
+  }
+  ASSERT_TRUE(p.LogAdds(filter, views).ok());
+}
+
+TEST(PersistenceTest, SnapshotPlusLogRoundTrip) {
+  const std::string dir = FreshDir("roundtrip");
+  {
+    auto node = MakeNode();
+    auto p = Persistence::Open(dir, AppendFsync::kAlways);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+    AddAndLog(*node, **p, "crawl:seen", {"a", "b"});
+    auto job = (*p)->BeginSnapshot(*node);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());
+    AddAndLog(*node, **p, "crawl:seen", {"c"});  // only in the log
+    ASSERT_TRUE((*p)->Close().ok());
+  }
+  const auto files = ListDir(dir);
+  EXPECT_NE(std::find(files.begin(), files.end(), "snap-crawl%3Aseen.pln"), files.end());
+  // The segment closed by the snapshot is gone; the one after it holds "c".
+  EXPECT_EQ(ListAddLogSegments(dir), (std::vector<uint64_t>{2}));
+
+  auto node = MakeNode();
+  auto p = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_TRUE(p.ok());
+  auto stats = (*p)->Recover(node.get(), node::Time(0), node::FilterConfig{});
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->snapshots_loaded, 1u);
+  EXPECT_EQ(stats->records_replayed, 1u);
+  EXPECT_TRUE(Has(*node, "crawl:seen", "a"));
+  EXPECT_TRUE(Has(*node, "crawl:seen", "b"));
+  EXPECT_TRUE(Has(*node, "crawl:seen", "c"));
+  EXPECT_FALSE(Has(*node, "crawl:seen", "never"));
+}
+
+TEST(PersistenceTest, SecondOpenOfTheSameDirectoryIsRefused) {
+  const std::string dir = FreshDir("lock");
+  auto a = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_TRUE(a.ok());
+  auto b = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(std::string(b.status().message()).find("data-dir"), std::string::npos);
+}
+
+TEST(PersistenceTest, TornTailDroppedCorruptSnapshotMovedAside) {
+  const std::string dir = FreshDir("corrupt");
+  {
+    auto node = MakeNode();
+    auto p = Persistence::Open(dir, AppendFsync::kAlways);
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+    AddAndLog(*node, **p, "crawl:seen", {"snapshotted"});
+    auto job = (*p)->BeginSnapshot(*node);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());
+    AddAndLog(*node, **p, "crawl:seen", {"logged-1", "logged-2"});
+    ASSERT_TRUE((*p)->Close().ok());
+  }
+  // Corrupt the snapshot; cut the last log record short.
+  {
+    std::fstream s(dir + "/snap-crawl%3Aseen.pln", std::ios::in | std::ios::out | std::ios::binary);
+    s.seekp(100);
+    s.put('\x42');
+  }
+  const std::string seg = AddLogSegmentPath(dir, 2);
+  struct stat st;
+  ASSERT_EQ(::stat(seg.c_str(), &st), 0);
+  ASSERT_EQ(::truncate(seg.c_str(), st.st_size - 3), 0);
+
+  auto node = MakeNode();
+  auto p = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_TRUE(p.ok());
+  auto stats = (*p)->Recover(node.get(), node::Time(0), node::FilterConfig{});
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->snapshots_loaded, 0u);
+  EXPECT_EQ(stats->files_moved_aside, 1u);
+  EXPECT_EQ(stats->torn_tails, 1u);
+  EXPECT_EQ(stats->records_replayed, 1u);
+  EXPECT_TRUE(Has(*node, "crawl:seen", "logged-1"));
+  bool moved = false;
+  for (const auto& f : ListDir(dir)) moved |= f.rfind("snap-crawl%3Aseen.pln.corrupt-", 0) == 0;
+  EXPECT_TRUE(moved);
+}
+
+TEST(PersistenceTest, LogOnlyFilterIsRecreatedOnReplay) {
+  const std::string dir = FreshDir("runtime_filter");
+  {
+    auto node = MakeNode();
+    auto p = Persistence::Open(dir, AppendFsync::kAlways);
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+    node::FilterConfig f;
+    f.name = "made:at-runtime";
+    ASSERT_TRUE(node->Reserve(f, node::Time(0)).ok());
+    AddAndLog(*node, **p, "made:at-runtime", {"x"});
+    ASSERT_TRUE((*p)->Close().ok());
+  }
+  auto node = MakeNode();
+  auto p = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+  EXPECT_TRUE(Has(*node, "made:at-runtime", "x"));
+}
+
+TEST(FileNameTest, EncodeDecode) {
+  for (const std::string& name : std::vector<std::string>{"crawl:seen", "a/b", "..", "%", "plain-name_1.x", std::string("\x01\xff", 2)}) {
+    const std::string enc = EncodeFileName(name);
+    EXPECT_EQ(enc.find('/'), std::string::npos);
+    auto dec = DecodeFileName(enc);
+    ASSERT_TRUE(dec.ok());
+    EXPECT_EQ(*dec, name);
+  }
+  EXPECT_FALSE(DecodeFileName("%4").ok());
+  EXPECT_FALSE(DecodeFileName("%zz").ok());
+}
+
+}  // namespace
+}  // namespace pollen::runtime
