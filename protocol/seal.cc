@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -144,13 +145,27 @@ const GossipKey* Keyring::Find(uint64_t key_id) const {
 
 ReplayWindow::ReplayWindow(size_t max_senders) : max_senders_(max_senders) { Check(max_senders > 0, "max_senders > 0"); }
 
+// Moves `sender` to the young end of the LRU. The map node is re-keyed with
+// extract()/insert() instead of erase()+emplace(): no free/malloc per frame
+// (Touch was 3.7% of pollen-sim N=100 CPU, mostly allocator; perf, 2026-11-21).
 void ReplayWindow::Touch(uint64_t sender, State& state) {
-  lru_.erase(state.touched);
+  auto node = lru_.extract(state.touched);
   state.touched = ++clock_;
-  lru_.emplace(state.touched, sender);
+  if (node.empty()) {
+    lru_.emplace(state.touched, sender);
+  } else {
+    node.key() = state.touched;
+    lru_.insert(lru_.end(), std::move(node));  // the newest key: amortized O(1) with this hint
+  }
 }
 
+// The bitmap is a ring indexed by counter % kWindow: bit (c % kWindow) <=>
+// counter c was seen, for c in (highest - kWindow, highest]. Advancing the
+// highest counter clears only the slots of the skipped counters instead of
+// shifting all kWords words (the shift loop made Accept 5.8% of pollen-sim
+// N=100 CPU; perf, 2026-11-21). Same accept/reject decisions as a shift.
 bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
+  const auto slot = [](uint64_t c) { return std::pair<size_t, uint64_t>((c % kWindow) / 64, uint64_t{1} << (c % 64)); };
   auto it = senders_.find(sender);
   if (it == senders_.end()) {
     while (senders_.size() >= max_senders_) {
@@ -160,7 +175,8 @@ bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
     }
     State fresh;
     fresh.highest = counter;
-    fresh.bits[0] = 1;
+    const auto [w, m] = slot(counter);
+    fresh.bits[w] = m;
     it = senders_.emplace(sender, fresh).first;
     Touch(sender, it->second);  // touched == 0 is never in lru_: clock_ starts at 1
     return true;
@@ -171,28 +187,25 @@ bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
     if (shift >= kWindow) {
       s.bits.fill(0);
     } else {
-      // Shift the whole bitmap up by `shift` bits (toward older counters).
-      const size_t words = shift / 64, bits = shift % 64;
-      for (size_t i = kWords; i-- > 0;) {
-        uint64_t v = 0;
-        if (i >= words) {
-          v = s.bits[i - words] << bits;
-          if (bits != 0 && i >= words + 1) v |= s.bits[i - words - 1] >> (64 - bits);
-        }
-        s.bits[i] = v;
+      // Forget the slots that now belong to counters highest+1 .. counter
+      // (they held counters kWindow older). Bounded by kWindow iterations.
+      for (uint64_t i = 1; i <= shift; ++i) {
+        const auto [w, m] = slot(s.highest + i);
+        s.bits[w] &= ~m;
       }
     }
-    s.bits[0] |= 1;
+    const auto [w, m] = slot(counter);
+    s.bits[w] |= m;
     s.highest = counter;
     Touch(sender, s);
     return true;
   }
   const uint64_t behind = s.highest - counter;
   if (behind >= kWindow) return false;
-  uint64_t& word = s.bits[behind / 64];
-  const uint64_t mask = uint64_t{1} << (behind % 64);
-  if (word & mask) return false;
-  word |= mask;
+  const auto [w, m] = slot(counter);
+  uint64_t& word = s.bits[w];
+  if (word & m) return false;
+  word |= m;
   Touch(sender, s);
   return true;
 }

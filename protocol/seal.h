@@ -108,7 +108,7 @@ class ReplayWindow {
   struct State {
     uint64_t highest = 0;
     uint64_t touched = 0;                // key in lru_
-    std::array<uint64_t, kWords> bits{};  // bit i <=> counter (highest - i) was seen
+    std::array<uint64_t, kWords> bits{};  // ring: bit (c % kWindow) <=> counter c seen
   };
   void Touch(uint64_t sender, State& state);
   size_t max_senders_;

@@ -54,6 +54,9 @@
 //    All tables and queues are bounded (max_members: when full, the oldest
 //    left then dead member is evicted, else the newcomer is refused;
 //    kMaxRelays, kMaxSeeds, kMaxNotify, probe order <= 2 * max_members).
+//  - Round-trip times: an ack from the probed member itself (not relayed)
+//    records now - (time its ping was sent) as that member's probe_rtt
+//    (MemberInfo), kept until the next such ack or the member's eviction.
 //  - Deterministic: same config, seed and inputs give the same outputs.
 //
 // Messages that carry full state (push_pull) can be large; the owner should
@@ -124,6 +127,7 @@ class Membership {
 
   std::vector<MemberInfo> Members() const;  // sorted by name, self included
   std::optional<MemberInfo> Find(const std::string& name) const;
+  bool Knows(const std::string& name) const;  // Find(name).has_value(), without the copy
   std::vector<Address> LivePeers() const;  // alive+suspect, excluding self, sorted
   size_t LiveCount() const;                // alive+suspect, self included unless left
   bool joined() const { return joined_; }
@@ -146,6 +150,7 @@ class Membership {
     uint64_t incarnation = 0;
     Time last_change{0};
     Time suspect_deadline{0};  // valid when state == kSuspect
+    std::optional<Duration> probe_rtt{};  // last answered direct probe
   };
   struct Probe {
     std::string target;

@@ -159,6 +159,9 @@ struct Node::Impl {
   mutable std::mutex estimates_mu;
   mutable std::map<std::tuple<uint64_t, uint32_t, uint64_t>, std::pair<double, double>> estimates;
 
+  uint64_t frame_rejects = 0;             // driver only: Reject() calls so far
+  std::map<std::string, Time> last_data;  // driver only: by member name, see Peers()
+
   bool started = false;
   Time now{0};
   Time next_gossip = Time::max();
@@ -191,6 +194,7 @@ struct Node::Impl {
   }
 
   void Reject(const Address& from, const std::string& reason) {
+    ++frame_rejects;
     Stats([&](NodeCounters& s) { ++s.rejected_by_reason[reason]; });
     Emit(Event::Kind::kFrameRejected, from, reason);
   }
@@ -933,6 +937,7 @@ struct Node::Impl {
       return;
     }
     const wire::Envelope& env = std::get<wire::Envelope>(opened);
+    const uint64_t rejects_before = frame_rejects;
     Stats([&](NodeCounters& s) { s.bytes_in_by_type[BodyName(env)] += bytes.size(); });
     // Replies go to where the sender listens (a stream's source port is not it).
     const Address reply_to = (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes)
@@ -953,6 +958,21 @@ struct Node::Impl {
       case wire::Envelope::kSyncRanges: HandleSyncRanges(reply_to, env.sync_ranges()); break;
       default: Reject(from, "malformed"); break;
     }
+    if (env.body_case() == wire::Envelope::kDelta || env.body_case() == wire::Envelope::kSyncRequest ||
+        env.body_case() == wire::Envelope::kSyncRanges) {
+      if (frame_rejects == rejects_before) NoteData(env.sender_name());
+    }
+  }
+
+  // Valid replication data arrived from `sender`: remember when, for known
+  // members only; bounded by the membership table (stale names swept).
+  void NoteData(const std::string& sender) {
+    if (!started || sender == config.name || !membership->Knows(sender)) return;
+    if (last_data.size() >= membership->config().max_members && !last_data.count(sender)) {
+      std::erase_if(last_data, [&](const auto& e) { return !membership->Knows(e.first); });
+      if (last_data.size() >= membership->config().max_members) return;
+    }
+    last_data[sender] = now;
   }
 
   // The sizing estimates cost a model evaluation per bisection step; pollers
@@ -1219,6 +1239,19 @@ std::vector<FilterInfo> Node::Filters() const {
 std::vector<MemberInfo> Node::Members() const {
   std::lock_guard lock(impl_->members_mu);
   return impl_->members_cache;
+}
+
+std::vector<PeerStats> Node::Peers(Time now) const {
+  std::vector<PeerStats> out;
+  if (impl_->membership == nullptr) return out;
+  for (const MemberInfo& m : impl_->membership->Members()) {
+    if (m.name == impl_->config.name) continue;
+    PeerStats p{m.name, m.address, m.state, m.probe_rtt, std::nullopt};
+    auto it = impl_->last_data.find(m.name);
+    if (it != impl_->last_data.end()) p.since_data = now >= it->second ? now - it->second : Duration{0};
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 NodeCounters Node::Counters() const {

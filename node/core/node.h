@@ -84,6 +84,15 @@ struct NodeCounters {
   std::map<std::string, uint64_t> bytes_out_by_type, bytes_in_by_type;
 };
 
+// What this node knows about one other member, for metrics (Node::Peers).
+struct PeerStats {
+  std::string name;
+  Address address;
+  MemberState state = MemberState::kAlive;
+  std::optional<Duration> probe_rtt{};   // last answered direct probe; none yet
+  std::optional<Duration> since_data{};  // since the last valid delta or sync message from it; none: never
+};
+
 class Node {
  public:
   static absl::StatusOr<std::unique_ptr<Node>> Create(NodeConfig config);
@@ -115,6 +124,11 @@ class Node {
   std::vector<MemberInfo> Members() const;  // sorted by name, self included
   NodeCounters Counters() const;
   const std::string& name() const;
+  // Driver thread. Every member in the table but self, sorted by name. A
+  // delta, sync request or sync ranges message that passes validation counts
+  // as replication data from its (authenticated) sender, if the sender is a
+  // known member at that time.
+  std::vector<PeerStats> Peers(Time now) const;
 
   // Persistence (driver thread): snapshot bytes per filter (crdt snapshot format)
   // plus the catalog, and the reverse on restart before Start().

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct MemberInfo {
   MemberState state = MemberState::kAlive;
   uint64_t incarnation = 0;
   Time last_change{0};
+  // Round trip (ping sent -> ack received, in the node's `now` time base) of
+  // the last direct probe of this member that was answered; none yet, and
+  // always none for self.
+  std::optional<Duration> probe_rtt{};
 };
 
 // Something that happened, for logs, metrics and simulator checkers.

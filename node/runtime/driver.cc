@@ -67,8 +67,6 @@ void Driver::Start() {
 void Driver::OnDatagram(const std::string& from, std::string_view bytes) {
   const node::Time now = MonotonicNow();
   node_.HandleDatagram(from, bytes, now);
-  if (last_heard_.size() >= 4096 && !last_heard_.count(from)) last_heard_.clear();
-  last_heard_[from] = now;
   AfterNodeCall(now);
 }
 
@@ -199,9 +197,7 @@ absl::StatusOr<Driver::Collected> Driver::Collect() {
     c->filters = node_.Filters();
     c->members = node_.Members();
     c->key_ids = node_.KeyringList();
-    for (const node::MemberInfo& m : c->members) {
-      if (auto it = last_heard_.find(m.address); it != last_heard_.end()) c->last_heard[m.address] = it->second;
-    }
+    c->peers = node_.Peers(now);
     c->now = now;
     return absl::OkStatus();
   });

@@ -53,7 +53,7 @@ class Driver {
     node::NodeCounters counters;
     std::vector<node::FilterInfo> filters;
     std::vector<node::MemberInfo> members;
-    std::map<std::string, node::Time> last_heard;  // by member address
+    std::vector<node::PeerStats> peers;  // Node::Peers at `now`
     std::vector<uint64_t> key_ids;
     node::Time now{0};
   };
@@ -106,7 +106,6 @@ class Driver {
   std::atomic<bool> ready_{false};
   bool started_ = false;
   node::Time start_time_{0};
-  std::map<std::string, node::Time> last_heard_;
   // Rejected-frame log rate limit.
   node::Time reject_window_start_{0};
   uint64_t reject_lines_ = 0, reject_suppressed_ = 0;

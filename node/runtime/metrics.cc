@@ -164,15 +164,29 @@ std::string RenderMetrics(const MetricsInput& in) {
   }
   w.Family("pollen_members", "gauge", "Cluster members known to this node (itself included) by state.");
   for (const auto& [state, v] : by_state) w.Sample("pollen_members", L("state", state), v);
-  w.Family("pollen_peer_replication_lag_seconds", "gauge",
-           "Seconds since the last gossip datagram from each peer (replication lag bound).");
-  for (const auto& m : n.members) {
-    if (m.name == in.node_name) continue;
-    auto it = n.last_heard.find(m.address);
-    if (it == n.last_heard.end()) continue;
-    w.Sample("pollen_peer_replication_lag_seconds", L("peer", m.name),
-             std::chrono::duration<double>(n.now - it->second).count());
+  // Per peer: only alive or suspect members (dead and left ones would report
+  // ever-growing or stale values).
+  auto live = [](const node::PeerStats& p) {
+    return p.state == node::MemberState::kAlive || p.state == node::MemberState::kSuspect;
+  };
+  w.Family("pollen_probe_rtt_seconds", "gauge",
+           "Round-trip time of the last answered direct probe of each live peer (never answered: omitted).");
+  for (const node::PeerStats& p : n.peers) {
+    if (!live(p) || !p.probe_rtt) continue;
+    w.Sample("pollen_probe_rtt_seconds", L("peer", p.name), std::chrono::duration<double>(*p.probe_rtt).count());
   }
+  w.Family("pollen_replication_lag_seconds", "gauge",
+           "Seconds since the last delta or anti-entropy sync message from each live peer (never: omitted).");
+  for (const node::PeerStats& p : n.peers) {
+    if (!live(p) || !p.since_data) continue;
+    w.Sample("pollen_replication_lag_seconds", L("peer", p.name), std::chrono::duration<double>(*p.since_data).count());
+  }
+  uint64_t never_synced = 0;
+  for (const node::PeerStats& p : n.peers) {
+    if (live(p) && !p.since_data) ++never_synced;
+  }
+  w.One("pollen_replication_never_synced_peers", "gauge",
+        "Alive or suspect peers from which no delta or sync data has arrived yet.", never_synced);
   w.One("pollen_keyring_keys", "gauge", "Gossip keys installed in the keyring.", static_cast<uint64_t>(n.key_ids.size()));
 
   // Transports.

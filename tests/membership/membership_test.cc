@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -434,6 +435,79 @@ TEST(Membership, TickAlwaysMovesTheWakeupForward) {
     m.Tick(t);
     ASSERT_GT(m.NextWakeup(), t);
     m.TakeOutgoing();
+  }
+}
+
+TEST_F(MembershipTest, DirectAckRecordsProbeRoundTrip) {
+  Apply({Update("peer", 0, wire::MEMBER_STATUS_ALIVE)});
+  EXPECT_FALSE(m_.Find("peer")->probe_rtt.has_value());
+  EXPECT_FALSE(m_.Find("self")->probe_rtt.has_value());
+  // Tick until the ping to "peer" goes out.
+  std::optional<uint64_t> seq;
+  Time sent{0};
+  for (int i = 0; i < 10 && !seq; ++i) {
+    now_ = m_.NextWakeup();
+    m_.Tick(now_);
+    for (const auto& s : m_.TakeOutgoing()) {
+      if (s.to == "peer:1" && s.msg.has_ping()) {
+        seq = s.msg.ping().seq();
+        sent = now_;
+      }
+    }
+  }
+  ASSERT_TRUE(seq.has_value());
+  // An ack with another seq matches nothing and records nothing.
+  wire::MembershipMessage wrong;
+  wrong.set_sender("peer");
+  wrong.mutable_ack()->set_seq(*seq + 1000);
+  m_.Handle("peer:1", wrong, sent + 5ms);
+  EXPECT_FALSE(m_.Find("peer")->probe_rtt.has_value());
+  wire::MembershipMessage ack;
+  ack.set_sender("peer");
+  ack.mutable_ack()->set_seq(*seq);
+  m_.Handle("peer:1", ack, sent + 37ms);
+  ASSERT_TRUE(m_.Find("peer")->probe_rtt.has_value());
+  EXPECT_EQ(*m_.Find("peer")->probe_rtt, Duration(37ms));
+  // Members() carries the same value; a repeated ack changes nothing.
+  m_.Handle("peer:1", ack, sent + 90ms);
+  for (const MemberInfo& mi : m_.Members()) {
+    if (mi.name == "peer") {
+      ASSERT_TRUE(mi.probe_rtt.has_value());
+      EXPECT_EQ(*mi.probe_rtt, Duration(37ms));
+    } else {
+      EXPECT_FALSE(mi.probe_rtt.has_value());
+    }
+  }
+}
+
+TEST(Membership, ProbeRoundTripsArePlausibleInThePump) {
+  // The pump delays each message by 1 ms + [0, 20) ms, so a direct probe's
+  // round trip is within [2 ms, 42 ms) of virtual time.
+  Pump pump(11);
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  for (const std::string& n : names) pump.Add(n, {Pump::AddressOf(names[0])});
+  for (const std::string& n : names) pump.Start(n);
+  auto all_have_rtt = [&] {
+    for (const std::string& n : names) {
+      for (const MemberInfo& mi : pump.node(n).Members()) {
+        if (mi.name != n && !mi.probe_rtt) return false;
+      }
+      if (pump.node(n).Members().size() != names.size()) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(pump.RunFor(120s, all_have_rtt));
+  pump.RunFor(10s);
+  for (const std::string& n : names) {
+    for (const MemberInfo& mi : pump.node(n).Members()) {
+      if (mi.name == n) {
+        EXPECT_FALSE(mi.probe_rtt.has_value());
+        continue;
+      }
+      ASSERT_TRUE(mi.probe_rtt.has_value()) << n << " -> " << mi.name;
+      EXPECT_GE(*mi.probe_rtt, Duration(2ms)) << n << " -> " << mi.name;
+      EXPECT_LT(*mi.probe_rtt, Duration(42ms)) << n << " -> " << mi.name;
+    }
   }
 }
 

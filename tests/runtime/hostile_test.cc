@@ -184,6 +184,21 @@ TEST_F(ClusterTest, MetricsPassPromtoolAndHealthEndpointsAnswer) {
   EXPECT_EQ(HttpGet(n1.ports().http, "/healthz").status, 200);
   EXPECT_EQ(HttpGet(n1.ports().http, "/readyz").status, 200);
   EXPECT_EQ(HttpGet(n1.ports().http, "/nope").status, 404);
+  // Per-peer families: n2 received n1's deltas, and each probes the other.
+  const std::string rtt = "pollen_probe_rtt_seconds", lag = "pollen_replication_lag_seconds";
+  std::string m2;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        m2 = n2.Metrics();
+        return MetricValue(m2, rtt, "peer=\"n1\"").has_value() && MetricValue(m2, lag, "peer=\"n1\"").has_value();
+      },
+      kConvergeTimeout));
+  EXPECT_GE(MetricValue(m2, rtt, "peer=\"n1\"").value_or(-1), 0);
+  EXPECT_GE(MetricValue(m2, lag, "peer=\"n1\"").value_or(-1), 0);
+  EXPECT_FALSE(MetricValue(m2, rtt, "peer=\"n2\"").has_value());  // never self
+  EXPECT_FALSE(MetricValue(m2, lag, "peer=\"n2\"").has_value());
+  EXPECT_TRUE(MetricValue(m2, "pollen_replication_never_synced_peers").has_value());
+  EXPECT_TRUE(WaitFor([&] { return MetricValue(n1.Metrics(), rtt, "peer=\"n2\"").has_value(); }, kConvergeTimeout));
   const std::string metrics = n1.Metrics();
   for (const char* name : {"pollen_adds_total", "pollen_queries_total", "pollen_gossip_sent_bytes_total",
                            "pollen_anti_entropy_runs_total", "pollen_resp_commands_total", "pollen_snapshots_total"}) {
