@@ -14,27 +14,17 @@
 
 #include "gtest/gtest.h"
 #include "node/runtime/add_log.h"
+#include "tests/runtime/dir_util.h"
 
 namespace pollen::runtime {
 namespace {
+
+using ::pollen::testing::ListDir;
 
 std::string FreshDir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/pollen_persist_" + name + "_" + std::to_string(::getpid());
   std::system(("rm -rf '" + dir + "'").c_str());
   return dir;
-}
-
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 std::unique_ptr<node::Node> MakeNode() {

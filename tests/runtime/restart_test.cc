@@ -9,21 +9,10 @@
 #include <fstream>
 
 #include "tests/runtime/cluster_fixture.h"
+#include "tests/runtime/dir_util.h"
 
 namespace pollen::testing {
 namespace {
-
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    ::closedir(d);
-  }
-  return names;
-}
 
 bool AnyStartsWith(const std::vector<std::string>& names, const std::string& prefix, const std::string& contains = "") {
   for (const auto& n : names) {
