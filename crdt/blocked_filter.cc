@@ -8,42 +8,12 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "crdt/block_probe.h"
 
 namespace pollen::crdt {
 namespace {
 
-// Probe sequence. The block comes from the high half of h * blocks (multiply-
-// shift: uniform over any block count, no division). The in-block positions come
-// from g = (h ^ (h >> 29)) * C1 — the fold brings h's high bits, which chose the
-// block, into play only mixed with the low ones — and each probe takes the top 9
-// bits of g, then steps g *= C2 (computed below as g * C2^i from a table of
-// powers, so the k multiplies are independent instead of a serial chain of 3-
-// cycle latencies: ~20 cycles saved at k = 7). Multiplying by an odd constant is a bijection
-// on 64 bits whose top bits depend on every input bit, so the k positions behave
-// like independent draws. Measured on 10M keys at 10 bits/key, k = 7: FPR within
-// the blocked model's 99.9% interval (tests/crdt/fpr_test.cc); RocksDB's
-// 32-bit variant of this loses a few percent to probe correlation, which the
-// 64-bit state avoids.
-constexpr uint64_t kPositionMix = 0x9E3779B97F4A7C15ULL;  // 2^64 / golden ratio, odd
-constexpr uint64_t kPositionStep = 0xD6E8FEB86659FD93ULL;  // odd, good spectral test
 constexpr uint64_t kHugePage = 2 << 20;
-
-constexpr std::array<uint64_t, kMaxK> StepPowers() {
-  std::array<uint64_t, kMaxK> powers{};
-  uint64_t p = 1;
-  for (uint32_t i = 0; i < kMaxK; ++i) {
-    powers[i] = p;
-    p *= kPositionStep;
-  }
-  return powers;
-}
-constexpr std::array<uint64_t, kMaxK> kStepPowers = StepPowers();
-
-__extension__ typedef unsigned __int128 Uint128;
-
-uint64_t MulHi(uint64_t a, uint64_t b) {
-  return static_cast<uint64_t>((static_cast<Uint128>(a) * b) >> 64);
-}
 
 uint64_t Fmix64(uint64_t x) {
   x ^= x >> 33;
@@ -88,7 +58,7 @@ absl::StatusOr<std::unique_ptr<BlockedFilter>> BlockedFilter::Create(FilterShape
 }
 
 BlockedFilter::BlockedFilter(FilterShape shape, uint64_t* words, size_t mapped_bytes)
-    : shape_(shape), words_(words), mapped_bytes_(mapped_bytes) {
+    : shape_(shape), words_(words), mapped_bytes_(mapped_bytes), vector_probe_(probe::VectorProbeAvailable()) {
   assert(reinterpret_cast<uintptr_t>(words) % 64 == 0);
 }
 
@@ -98,21 +68,15 @@ uint64_t BlockedFilter::LoadRelaxed(uint64_t index) const {
   return Word(words_, index).load(std::memory_order_relaxed);
 }
 
-uint64_t BlockedFilter::BlockOf(uint64_t hash) const { return MulHi(hash, shape_.blocks); }
-
-// Probe i's bit position in the block, 0..511.
-inline uint64_t ProbePosition(uint64_t g, uint32_t i) { return (g * kStepPowers[i]) >> 55; }
-inline uint64_t PositionSeed(uint64_t hash) { return (hash ^ (hash >> 29)) * kPositionMix; }
+uint64_t BlockedFilter::BlockOf(uint64_t hash) const { return probe::BlockOf(hash, shape_.blocks); }
 
 // The masks are built in registers: for each probe, every one of the 8 words
 // ORs in the bit or zero (a compare and a conditional move), instead of
 // `masks[pos >> 6] |= bit` on a stack array, whose data-dependent stores stall
 // on store-to-load forwarding (measured: ~15 ns of a ~45 ns in-cache test).
 std::array<uint64_t, kWordsPerBlock> BlockedFilter::MasksOf(uint64_t hash) const {
-  const uint64_t g = PositionSeed(hash);
   uint64_t m0 = 0, m1 = 0, m2 = 0, m3 = 0, m4 = 0, m5 = 0, m6 = 0, m7 = 0;
-  for (uint32_t i = 0; i < shape_.k; ++i) {
-    const uint64_t pos = ProbePosition(g, i);
+  probe::ForEachPosition(hash, shape_.k, [&](uint64_t pos) {
     const uint64_t word = pos >> 6;
     const uint64_t bit = uint64_t{1} << (pos & 63);
     m0 |= word == 0 ? bit : 0;
@@ -123,12 +87,12 @@ std::array<uint64_t, kWordsPerBlock> BlockedFilter::MasksOf(uint64_t hash) const
     m5 |= word == 5 ? bit : 0;
     m6 |= word == 6 ? bit : 0;
     m7 |= word == 7 ? bit : 0;
-  }
+  });
   return {m0, m1, m2, m3, m4, m5, m6, m7};
 }
 
-void BlockedFilter::Prefetch(uint64_t block) const {
-  __builtin_prefetch(words_ + block * kWordsPerBlock, 1, 3);
+void BlockedFilter::PrefetchBlock(uint64_t block) const {
+  __builtin_prefetch(words_ + block * kWordsPerBlock, 0, 3);
 }
 
 // Loads first and only issues fetch_or for words missing a bit: an add of a key
@@ -159,31 +123,27 @@ AddResult BlockedFilter::Add(uint64_t hash) {
 
 // A test needs no masks: k loads from one cache line (L1 hits after the first),
 // independent of each other, ANDed together.
-bool BlockedFilter::MightContain(uint64_t hash) const {
+bool BlockedFilter::MightContainPortable(uint64_t hash) const {
   const uint64_t base = BlockOf(hash) * kWordsPerBlock;
-  const uint64_t g = PositionSeed(hash);
   uint64_t all = 1;
-  for (uint32_t i = 0; i < shape_.k; ++i) {
-    const uint64_t pos = ProbePosition(g, i);
-    all &= LoadRelaxed(base + (pos >> 6)) >> (pos & 63);
-  }
+  probe::ForEachPosition(hash, shape_.k, [&](uint64_t pos) { all &= LoadRelaxed(base + (pos >> 6)) >> (pos & 63); });
   return (all & 1) != 0;
 }
 
 void BlockedFilter::AddMany(std::span<const uint64_t> hashes, std::span<AddResult> out) {
   assert(hashes.size() == out.size());
-  for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) Prefetch(BlockOf(hashes[i]));
+  for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) PrefetchBlock(BlockOf(hashes[i]));
   for (size_t i = 0; i < hashes.size(); ++i) {
-    if (i + kPrefetchDistance < hashes.size()) Prefetch(BlockOf(hashes[i + kPrefetchDistance]));
+    if (i + kPrefetchDistance < hashes.size()) PrefetchBlock(BlockOf(hashes[i + kPrefetchDistance]));
     out[i] = Add(hashes[i]);
   }
 }
 
 void BlockedFilter::MightContainMany(std::span<const uint64_t> hashes, std::span<bool> out) const {
   assert(hashes.size() == out.size());
-  for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) Prefetch(BlockOf(hashes[i]));
+  for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) PrefetchBlock(BlockOf(hashes[i]));
   for (size_t i = 0; i < hashes.size(); ++i) {
-    if (i + kPrefetchDistance < hashes.size()) Prefetch(BlockOf(hashes[i + kPrefetchDistance]));
+    if (i + kPrefetchDistance < hashes.size()) PrefetchBlock(BlockOf(hashes[i + kPrefetchDistance]));
     out[i] = MightContain(hashes[i]);
   }
 }

@@ -4,7 +4,7 @@
 // Layout: `blocks` 64-byte-aligned blocks of 8 atomic 64-bit words.
 // A hash h picks block  mulhi(h, blocks)  (multiply-shift: uniform, no modulo)
 // and k bit positions inside the block's 512 bits from a remix of h (see
-// blocked_filter.cc for the probe sequence and the FPR it measures).
+// block_probe.h for the probe sequence and the FPR it measures).
 //
 // Promises:
 //  - Add, Merge, MightContain and the summaries may run concurrently from any
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "crdt/block_probe.h"
 #include "crdt/sizing.h"
 #include "crdt/word_bits.h"
 
@@ -52,7 +53,21 @@ class BlockedFilter {
   uint64_t word_count() const { return shape_.blocks * kWordsPerBlock; }
 
   AddResult Add(uint64_t hash);
-  bool MightContain(uint64_t hash) const;
+  // Uses the AVX-512 probe where the CPU has it (probe::VectorProbeAvailable):
+  // one 64-byte vector load of the block, which x86 performs as 8 single-copy-
+  // atomic word loads; bits only go from 0 to 1, so it sees what a relaxed
+  // atomic load of each word would.
+  bool MightContain(uint64_t hash) const {  // inline: one call, not two, per test
+    if (!vector_probe_) return MightContainPortable(hash);
+    return probe::BlockHasAllVector(words_ + probe::BlockOf(hash, shape_.blocks) * kWordsPerBlock, hash, shape_.k);
+  }
+  // The scalar probe, on every CPU: same answer as MightContain (a test checks
+  // they agree); exposed for tests and benchmarks.
+  bool MightContainPortable(uint64_t hash) const;
+
+  // Starts fetching the block of `hash` into cache: call it as soon as a hash
+  // is known, then probe a few keys later (the batch forms below do this).
+  void Prefetch(uint64_t hash) const { PrefetchBlock(BlockOf(hash)); }
 
   // Batch forms: prefetch the blocks of upcoming hashes to overlap cache misses.
   // `out` has the same length as `hashes`.
@@ -99,11 +114,12 @@ class BlockedFilter {
   }
   uint64_t LoadRelaxed(uint64_t index) const;
   AddResult AddMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks);
-  void Prefetch(uint64_t block) const;
+  void PrefetchBlock(uint64_t block) const;
 
   FilterShape shape_;
   uint64_t* words_;  // page-aligned (so 64-byte aligned) and zero-filled
   size_t mapped_bytes_;
+  bool vector_probe_;
 };
 
 }  // namespace pollen::crdt

@@ -9,10 +9,37 @@
 namespace pollen::crdt {
 namespace {
 
-// Keys per batch in the *Many forms: enough in flight to cover a DRAM miss with
-// SipHash work (about 15 ns a key against ~80 ns a miss), small enough to live
-// on the stack.
+// The *Many forms run a double-buffered pipeline over batches of kBatch keys:
+// hash batch b+1, prefetch its blocks in a tight loop, then probe batch b,
+// whose blocks were prefetched one batch (~16 hashes, ~300 ns) earlier.
+// Why not a rolling pipeline that hashes and prefetches one key at a time: a
+// prefetch cannot retire until its address is translated, and on a VM with a
+// 1 GiB filter nearly every block costs a (nested) page walk; with a SipHash
+// between prefetches the reorder buffer holds only ~3 of them, so the walks
+// are serialized. Issued back to back, all 16 walk and miss at once. Measured
+// (bench_filter, 1 GiB, 16-byte keys, member tests, same run): 42 ns/key
+// double-buffered against 74 ns/key rolling, SipHash alone 21 ns.
 constexpr size_t kBatch = 16;
+
+// Calls probe(i, hash of keys[i]) for every i in order.
+template <class Probe>
+void Pipelined(const Generation& gen, std::span<const std::string_view> keys, Probe&& probe) {
+  const SipHasher hash(gen.key.bytes.data());
+  const size_t n = keys.size();
+  uint64_t hashes[2][kBatch];
+  const auto hash_and_prefetch = [&](size_t start, uint64_t* out) {
+    const size_t count = std::min(kBatch, n - start);
+    for (size_t i = 0; i < count; ++i) out[i] = hash(keys[start + i]);
+    for (size_t i = 0; i < count; ++i) gen.filter->Prefetch(out[i]);
+  };
+  if (n == 0) return;
+  hash_and_prefetch(0, hashes[0]);
+  for (size_t start = 0, b = 0; start < n; start += kBatch, b ^= 1) {
+    if (start + kBatch < n) hash_and_prefetch(start + kBatch, hashes[b ^ 1]);
+    const size_t count = std::min(kBatch, n - start);
+    for (size_t i = 0; i < count; ++i) probe(start + i, hashes[b][i]);
+  }
+}
 
 bool ValidNameByte(char c) { return c > 0x20 && c < 0x7f; }
 
@@ -34,7 +61,7 @@ absl::Status ValidateParams(const FilterParams& params) {
     return absl::InvalidArgumentError(
         absl::StrCat("generations = ", params.generations, " outside [1, ", kMaxGenerations, "]"));
   }
-  if (params.hash_scheme != kHashSchemeSipBlocked1) {
+  if (params.hash_scheme != kHashSchemeSipBlocked2) {
     return absl::InvalidArgumentError(absl::StrCat("unknown hash scheme ", params.hash_scheme));
   }
   return absl::OkStatus();
@@ -113,16 +140,10 @@ void GenerationSet::AddMany(std::span<const std::string_view> keys, std::span<Ke
   assert(keys.size() == out.size());
   std::shared_lock lock(mu_);
   const Generation& newest = *window_->gens.back();
-  uint64_t hashes[kBatch];
-  AddResult results[kBatch];
-  for (size_t start = 0; start < keys.size(); start += kBatch) {
-    const size_t n = std::min(kBatch, keys.size() - start);
-    for (size_t i = 0; i < n; ++i) hashes[i] = SipHash24(newest.key, keys[start + i]);
-    newest.filter->AddMany({hashes, n}, {results, n});
-    for (size_t i = 0; i < n; ++i) {
-      out[start + i] = KeyAdd{newest.epoch, !results[i].was_present(), results[i]};
-    }
-  }
+  Pipelined(newest, keys, [&](size_t i, uint64_t hash) {
+    const AddResult bits = newest.filter->Add(hash);
+    out[i] = KeyAdd{newest.epoch, !bits.was_present(), bits};
+  });
 }
 
 bool GenerationSet::MightContain(std::string_view key) const {
@@ -138,15 +159,11 @@ void GenerationSet::MightContainMany(std::span<const std::string_view> keys, std
   assert(keys.size() == out.size());
   std::fill(out.begin(), out.end(), false);
   std::shared_lock lock(mu_);
-  uint64_t hashes[kBatch];
-  bool found[kBatch];
-  for (const auto& gen : window_->gens) {
-    for (size_t start = 0; start < keys.size(); start += kBatch) {
-      const size_t n = std::min(kBatch, keys.size() - start);
-      for (size_t i = 0; i < n; ++i) hashes[i] = SipHash24(gen->key, keys[start + i]);
-      gen->filter->MightContainMany({hashes, n}, {found, n});
-      for (size_t i = 0; i < n; ++i) out[start + i] = out[start + i] || found[i];
-    }
+  for (auto it = window_->gens.rbegin(); it != window_->gens.rend(); ++it) {  // newest first
+    const BlockedFilter& filter = *(*it)->filter;
+    Pipelined(**it, keys, [&](size_t i, uint64_t hash) {
+      if (!out[i]) out[i] = filter.MightContain(hash);
+    });
   }
 }
 

@@ -28,7 +28,11 @@
 
 namespace pollen::crdt {
 
-inline constexpr uint32_t kHashSchemeSipBlocked1 = 1;  // SipHash-2-4, layout v1
+// The hash scheme names how keys become bits: SipHash-2-4 under the derived
+// subkeys, then the probe sequence of crdt/block_probe.h. Scheme 1 (one
+// multiply per probe) was replaced by 2 (fields of a seed) before any release;
+// a snapshot or peer with another scheme is refused, never misread.
+inline constexpr uint32_t kHashSchemeSipBlocked2 = 2;
 inline constexpr uint32_t kMaxGenerations = 16;
 inline constexpr size_t kMaxFilterNameBytes = 200;
 
@@ -39,7 +43,7 @@ struct FilterParams {
   uint64_t filter_id = 0;  // FilterIdForName(name)
   FilterShape shape;
   uint32_t generations = 2;  // G
-  uint32_t hash_scheme = kHashSchemeSipBlocked1;
+  uint32_t hash_scheme = kHashSchemeSipBlocked2;
   uint64_t key_id = 0;  // KeyIdForSecret(secret)
   friend bool operator==(const FilterParams&, const FilterParams&) = default;
 };
@@ -77,8 +81,8 @@ class GenerationSet {
   std::vector<uint64_t> epochs() const; // live epochs, ascending
 
   KeyAdd Add(std::string_view key);
-  // Batch forms: hash a run of keys, prefetch their blocks, then probe, so the
-  // hashing of one key overlaps the cache misses of the others.
+  // Batch forms: keys go in batches of 16; a batch's blocks are prefetched
+  // while the next batch is hashed, so SipHash work covers the cache misses.
   void AddMany(std::span<const std::string_view> keys, std::span<KeyAdd> out);
   bool MightContain(std::string_view key) const;
   void MightContainMany(std::span<const std::string_view> keys, std::span<bool> out) const;

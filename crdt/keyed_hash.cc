@@ -58,7 +58,7 @@ SipKey DeriveSipKey(const ClusterSecret& secret, uint64_t filter_id, uint64_t ge
   return key;
 }
 
-uint64_t SipHash24(const SipKey& key, std::string_view data) {
+uint64_t SipHash24Sodium(const SipKey& key, std::string_view data) {
   uint8_t out[crypto_shorthash_BYTES];
   crypto_shorthash(out, reinterpret_cast<const uint8_t*>(data.data()), data.size(), key.bytes.data());
   return LoadLe64(out);

@@ -1,4 +1,5 @@
-// Keyed hashing: SipHash-2-4 (libsodium crypto_shorthash) under per-filter,
+// Keyed hashing: SipHash-2-4 (inlined, checked against libsodium's
+// crypto_shorthash bit for bit) under per-filter,
 // per-generation subkeys derived from the cluster secret.
 //
 // Derivation (libsodium crypto_kdf, BLAKE2b-based):
@@ -13,6 +14,8 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+
+#include "crdt/siphash.h"
 
 namespace pollen::crdt {
 
@@ -40,6 +43,10 @@ uint64_t KeyIdForSecret(const ClusterSecret& secret);
 SipKey DeriveSipKey(const ClusterSecret& secret, uint64_t filter_id, uint64_t generation);
 
 // SipHash-2-4 of `data` under `key`, as a little-endian uint64.
-uint64_t SipHash24(const SipKey& key, std::string_view data);
+inline uint64_t SipHash24(const SipKey& key, std::string_view data) { return SipHasher(key.bytes.data())(data); }
+
+// The same function computed by libsodium (crypto_shorthash): the reference
+// for tests and the baseline for benchmarks.
+uint64_t SipHash24Sodium(const SipKey& key, std::string_view data);
 
 }  // namespace pollen::crdt

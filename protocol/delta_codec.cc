@@ -231,13 +231,13 @@ absl::Status ReadRiceHeader(std::string_view* in, int width, uint64_t* k, uint64
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<uint64_t>> DecodeRice(uint64_t m, std::string_view in, size_t max_positions) {
+absl::Status DecodeRice(uint64_t m, std::string_view in, size_t max_positions, std::vector<uint64_t>& out) {
   const int width = EscapeWidth(m);
   uint64_t k = 0, count = 0;
   if (absl::Status s = ReadRiceHeader(&in, width, &k, &count); !s.ok()) return s;
   if (count == 0) return Bad("empty rice set (use mode 0)");
   if (count > max_positions) return Bad(absl::StrCat("count ", count, " exceeds max ", max_positions));
-  std::vector<uint64_t> out;
+  out.clear();
   out.reserve(count);
   BitReader r(in);
   uint64_t next = 0;  // smallest allowed position
@@ -249,10 +249,10 @@ absl::StatusOr<std::vector<uint64_t>> DecodeRice(uint64_t m, std::string_view in
     next += d + 1;
   }
   if (!r.AtCleanEnd()) return Bad("trailing bytes or non-zero padding");
-  return out;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<uint64_t>> DecodeBitmap(uint64_t m, std::string_view in, size_t max_positions) {
+absl::Status DecodeBitmap(uint64_t m, std::string_view in, size_t max_positions, std::vector<uint64_t>& out) {
   uint64_t lo = 0, len = 0;
   if (!GetVarint(&in, &lo) || !GetVarint(&in, &len)) return Bad("bad span varint");
   if (len == 0 || lo >= m || len > m - lo) return Bad("span out of range");
@@ -265,15 +265,15 @@ absl::StatusOr<std::vector<uint64_t>> DecodeBitmap(uint64_t m, std::string_view 
   uint64_t count = 0;
   for (size_t i = 0; i < in.size(); ++i) count += std::popcount(bytes[i]);
   if (count > max_positions) return Bad(absl::StrCat("count ", count, " exceeds max ", max_positions));
-  std::vector<uint64_t> out;
+  out.clear();
   out.reserve(count);
   for (size_t i = 0; i < in.size(); ++i) {
     for (unsigned b = bytes[i]; b != 0; b &= b - 1) out.push_back(lo + 8 * i + std::countr_zero(b));
   }
-  return out;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<uint64_t>> DecodeDense(uint64_t m, std::string_view in, size_t max_positions) {
+absl::Status DecodeDense(uint64_t m, std::string_view in, size_t max_positions, std::vector<uint64_t>& out) {
   const int width = EscapeWidth(m);
   uint64_t lo = 0, len = 0, k = 0, holes = 0;
   if (!GetVarint(&in, &lo) || !GetVarint(&in, &len)) return Bad("bad span varint");
@@ -282,7 +282,7 @@ absl::StatusOr<std::vector<uint64_t>> DecodeDense(uint64_t m, std::string_view i
   // lo and lo+len-1 are present, so holes fit only strictly between them.
   if (holes > 0 && holes + 2 > len) return Bad("more holes than span");
   if (len - holes > max_positions) return Bad(absl::StrCat("count ", len - holes, " exceeds max ", max_positions));
-  std::vector<uint64_t> out;
+  out.clear();
   out.reserve(len - holes);
   BitReader r(in);
   const uint64_t last = lo + len - 1;
@@ -301,7 +301,7 @@ absl::StatusOr<std::vector<uint64_t>> DecodeDense(uint64_t m, std::string_view i
   }
   if (!r.AtCleanEnd()) return Bad("trailing bytes or non-zero padding");
   Check(out.size() == len - holes, "dense decode count");
-  return out;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -382,8 +382,9 @@ std::string EncodeBitPositions(uint64_t universe_bits, std::span<const uint64_t>
   return out;
 }
 
-absl::StatusOr<std::vector<uint64_t>> DecodeBitPositions(uint64_t universe_bits, std::string_view bytes,
-                                                         size_t max_positions) {
+absl::Status DecodeBitPositionsInto(uint64_t universe_bits, std::string_view bytes, size_t max_positions,
+                                   std::vector<uint64_t>* out) {
+  out->clear();
   if (universe_bits == 0 || universe_bits > kMaxUniverseBits) return Bad("universe size out of range");
   if (bytes.empty()) return Bad("truncated header");
   const auto mode = static_cast<uint8_t>(bytes[0]);
@@ -391,16 +392,23 @@ absl::StatusOr<std::vector<uint64_t>> DecodeBitPositions(uint64_t universe_bits,
   switch (mode) {
     case kEmpty:
       if (!bytes.empty()) return Bad("trailing bytes after empty set");
-      return std::vector<uint64_t>();
+      return absl::OkStatus();
     case kRice:
-      return DecodeRice(universe_bits, bytes, max_positions);
+      return DecodeRice(universe_bits, bytes, max_positions, *out);
     case kBitmap:
-      return DecodeBitmap(universe_bits, bytes, max_positions);
+      return DecodeBitmap(universe_bits, bytes, max_positions, *out);
     case kDense:
-      return DecodeDense(universe_bits, bytes, max_positions);
+      return DecodeDense(universe_bits, bytes, max_positions, *out);
     default:
       return Bad(absl::StrCat("unknown mode ", mode));
   }
+}
+
+absl::StatusOr<std::vector<uint64_t>> DecodeBitPositions(uint64_t universe_bits, std::string_view bytes,
+                                                         size_t max_positions) {
+  std::vector<uint64_t> out;
+  if (absl::Status s = DecodeBitPositionsInto(universe_bits, bytes, max_positions, &out); !s.ok()) return s;
+  return out;
 }
 
 double EntropyBoundBits(uint64_t m, uint64_t b) {

@@ -50,6 +50,10 @@ std::string EncodeBitPositions(uint64_t universe_bits, std::span<const uint64_t>
 // input length plus the number of positions returned.
 absl::StatusOr<std::vector<uint64_t>> DecodeBitPositions(uint64_t universe_bits, std::string_view bytes,
                                                          size_t max_positions);
+// The same into `*out` (cleared first), reusing its capacity. On error *out
+// holds no valid result.
+absl::Status DecodeBitPositionsInto(uint64_t universe_bits, std::string_view bytes, size_t max_positions,
+                                   std::vector<uint64_t>* out);
 
 // log2(C(m, b)), in bits (0 for b == 0 or b == m). Requires b <= m.
 double EntropyBoundBits(uint64_t m, uint64_t b);

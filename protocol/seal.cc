@@ -45,10 +45,17 @@ void BuildNonce(uint64_t sender, uint64_t counter, uint8_t nonce[24]) {
   std::fill(nonce + 16, nonce + 24, uint8_t{0});
 }
 
-// Associated data: header bytes then the label.
-std::string BuildAd(const uint8_t* header, std::string_view label) {
-  std::string ad(reinterpret_cast<const char*>(header), kFrameHeaderBytes);
-  ad.append(label);
+// Associated data: header bytes then the label (on the stack: no allocation
+// per frame). `label` is at most kMaxLabelBytes (checked by the callers).
+struct Ad {
+  std::array<uint8_t, kFrameHeaderBytes + kMaxLabelBytes> bytes;
+  size_t size = 0;
+};
+Ad BuildAd(const uint8_t* header, std::string_view label) {
+  Ad ad;
+  std::copy(header, header + kFrameHeaderBytes, ad.bytes.begin());
+  std::copy(label.begin(), label.end(), ad.bytes.begin() + kFrameHeaderBytes);
+  ad.size = kFrameHeaderBytes + label.size();
   return ad;
 }
 
@@ -145,18 +152,14 @@ const GossipKey* Keyring::Find(uint64_t key_id) const {
 
 ReplayWindow::ReplayWindow(size_t max_senders) : max_senders_(max_senders) { Check(max_senders > 0, "max_senders > 0"); }
 
-// Moves `sender` to the young end of the LRU. The map node is re-keyed with
-// extract()/insert() instead of erase()+emplace(): no free/malloc per frame
-// (Touch was 3.7% of pollen-sim N=100 CPU, mostly allocator; perf, 2026-11-21).
-void ReplayWindow::Touch(uint64_t sender, State& state) {
-  auto node = lru_.extract(state.touched);
-  state.touched = ++clock_;
-  if (node.empty()) {
-    lru_.emplace(state.touched, sender);
-  } else {
-    node.key() = state.touched;
-    lru_.insert(lru_.end(), std::move(node));  // the newest key: amortized O(1) with this hint
+// Forgets the sender with the oldest `touched` stamp (stamps are unique, so
+// the choice does not depend on the hash map's iteration order).
+void ReplayWindow::EvictLeastRecent() {
+  auto oldest = senders_.end();
+  for (auto it = senders_.begin(); it != senders_.end(); ++it) {
+    if (oldest == senders_.end() || it->second.touched < oldest->second.touched) oldest = it;
   }
+  if (oldest != senders_.end()) senders_.erase(oldest);
 }
 
 // The bitmap is a ring indexed by counter % kWindow: bit (c % kWindow) <=>
@@ -168,17 +171,12 @@ bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
   const auto slot = [](uint64_t c) { return std::pair<size_t, uint64_t>((c % kWindow) / 64, uint64_t{1} << (c % 64)); };
   auto it = senders_.find(sender);
   if (it == senders_.end()) {
-    while (senders_.size() >= max_senders_) {
-      auto oldest = lru_.begin();
-      senders_.erase(oldest->second);
-      lru_.erase(oldest);
-    }
-    State fresh;
+    while (senders_.size() >= max_senders_) EvictLeastRecent();
+    State& fresh = senders_[sender];
     fresh.highest = counter;
     const auto [w, m] = slot(counter);
     fresh.bits[w] = m;
-    it = senders_.emplace(sender, fresh).first;
-    Touch(sender, it->second);  // touched == 0 is never in lru_: clock_ starts at 1
+    fresh.touched = ++clock_;
     return true;
   }
   State& s = it->second;
@@ -197,7 +195,7 @@ bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
     const auto [w, m] = slot(counter);
     s.bits[w] |= m;
     s.highest = counter;
-    Touch(sender, s);
+    s.touched = ++clock_;
     return true;
   }
   const uint64_t behind = s.highest - counter;
@@ -206,7 +204,7 @@ bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
   uint64_t& word = s.bits[w];
   if (word & m) return false;
   word |= m;
-  Touch(sender, s);
+  s.touched = ++clock_;
   return true;
 }
 
@@ -228,18 +226,18 @@ std::string Seal(const Keyring& keys, std::string_view label, uint64_t sender, u
   StoreLe64(out + 17, counter);
   uint8_t nonce[24];
   BuildNonce(sender, counter, nonce);
-  const std::string ad = BuildAd(out, label);
+  const Ad ad = BuildAd(out, label);
   unsigned long long written = 0;
   crypto_aead_xchacha20poly1305_ietf_encrypt(out + kFrameHeaderBytes, &written,
                                              reinterpret_cast<const uint8_t*>(plaintext.data()), plaintext.size(),
-                                             reinterpret_cast<const uint8_t*>(ad.data()), ad.size(), nullptr, nonce,
+                                             ad.bytes.data(), ad.size, nullptr, nonce,
                                              key->data());
   Check(written == plaintext.size() + kSealTagBytes, "ciphertext length");
   return frame;
 }
 
-std::variant<Opened, OpenError> Open(const Keyring& keys, std::string_view label, std::string_view frame,
-                                     size_t max_bytes) {
+std::optional<OpenError> OpenInto(const Keyring& keys, std::string_view label, std::string_view frame,
+                                  size_t max_bytes, Opened* out) {
   crdt::EnsureSodiumInitialized();
   const size_t limit = std::min(max_bytes, kMaxFrameBytes);
   if (frame.size() < kSealOverheadBytes) {
@@ -255,7 +253,7 @@ std::variant<Opened, OpenError> Open(const Keyring& keys, std::string_view label
     return Fail(RejectReason::kVersion, absl::StrCat("protocol version ", in[0], " not supported (speak ",
                                                      kProtocolVersion, ")"));
   }
-  Opened opened;
+  Opened& opened = *out;
   opened.key_id = LoadLe64(in + 1);
   opened.sender = LoadLe64(in + 9);
   opened.counter = LoadLe64(in + 17);
@@ -264,17 +262,24 @@ std::variant<Opened, OpenError> Open(const Keyring& keys, std::string_view label
 
   uint8_t nonce[24];
   BuildNonce(opened.sender, opened.counter, nonce);
-  const std::string ad = BuildAd(in, label);
+  const Ad ad = BuildAd(in, label);
   const size_t cipher_len = frame.size() - kFrameHeaderBytes;
   opened.plaintext.resize(cipher_len - kSealTagBytes);
   unsigned long long written = 0;
   if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<uint8_t*>(opened.plaintext.data()), &written,
                                                  nullptr, in + kFrameHeaderBytes, cipher_len,
-                                                 reinterpret_cast<const uint8_t*>(ad.data()), ad.size(), nonce,
+                                                 ad.bytes.data(), ad.size, nonce,
                                                  key->data()) != 0) {
     return Fail(RejectReason::kAuth, "frame failed authentication");
   }
   Check(written == opened.plaintext.size(), "plaintext length");
+  return std::nullopt;
+}
+
+std::variant<Opened, OpenError> Open(const Keyring& keys, std::string_view label, std::string_view frame,
+                                     size_t max_bytes) {
+  Opened opened;
+  if (std::optional<OpenError> err = OpenInto(keys, label, frame, max_bytes, &opened)) return *std::move(err);
   return opened;
 }
 

@@ -27,11 +27,13 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "crdt/keyed_hash.h"
@@ -92,7 +94,8 @@ class Keyring {
 // it and not seen yet. At most kMaxSenders senders are tracked; beyond that
 // the least recently accepted sender is forgotten (its next frame starts a
 // new window). Feed it only frames that opened, so only key holders can
-// create entries.
+// create entries. Cost: O(1) per frame; a new sender arriving while the table
+// is full costs one O(kMaxSenders) scan to find the least recently used.
 class ReplayWindow {
  public:
   static constexpr uint64_t kWindow = 1024;
@@ -107,14 +110,15 @@ class ReplayWindow {
   static constexpr size_t kWords = kWindow / 64;
   struct State {
     uint64_t highest = 0;
-    uint64_t touched = 0;                // key in lru_
+    uint64_t touched = 0;                 // clock_ at the last accepted frame: unique per sender
     std::array<uint64_t, kWords> bits{};  // ring: bit (c % kWindow) <=> counter c seen
   };
-  void Touch(uint64_t sender, State& state);
+  void EvictLeastRecent();
   size_t max_senders_;
   uint64_t clock_ = 0;
-  std::map<uint64_t, State> senders_;
-  std::map<uint64_t, uint64_t> lru_;  // touched -> sender, oldest first
+  // Looked up per frame, never iterated in an order that matters: eviction
+  // takes the minimum of the unique `touched` stamps.
+  absl::flat_hash_map<uint64_t, State> senders_;
 };
 
 // Seals `plaintext` under the keyring's primary key. The result is
@@ -137,5 +141,9 @@ struct OpenError {
 // Frames longer than min(max_bytes, kMaxFrameBytes) are kOversize.
 std::variant<Opened, OpenError> Open(const Keyring& keys, std::string_view label, std::string_view frame,
                                      size_t max_bytes);
+// The same into `out`, reusing its plaintext buffer (no allocation per frame
+// once it is large enough). On error `out` holds no valid plaintext.
+std::optional<OpenError> OpenInto(const Keyring& keys, std::string_view label, std::string_view frame,
+                                  size_t max_bytes, Opened* out);
 
 }  // namespace pollen::protocol

@@ -73,6 +73,11 @@ std::string FormatSummary(const RunResult& r) {
     for (const auto& [k, v] : r.bytes_out_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
     absl::StrAppend(&out, "\n");
   }
+  if (!r.frames_out_by_type.empty()) {
+    absl::StrAppend(&out, "  frames out by type:");
+    for (const auto& [k, v] : r.frames_out_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
+    absl::StrAppend(&out, "\n");
+  }
   absl::StrAppendFormat(&out,
                         "  transmissions per new bit: %.2f (delta bits sent %d / distinct bits %d; "
                         "N-1 = %d, F*N = %d)\n",
@@ -124,6 +129,7 @@ std::string FormatJson(const RunResult& r) {
       ",\"duplicated\":", r.network.duplicated, ",\"reordered\":", r.network.reordered,
       ",\"partition_dropped\":", r.network.partition_dropped, "}", ",\"node_counters\":", JsonMap(r.node_counters), ",\"rejected_by_reason\":",
       JsonMap(r.rejected_by_reason), ",\"bytes_out_by_type\":", JsonMap(r.bytes_out_by_type),
+      ",\"frames_out_by_type\":", JsonMap(r.frames_out_by_type),
       ",\"events_by_kind\":", JsonMap(r.events_by_kind), ",\"final_epochs\":", JsonMap(r.final_epochs), ",\"failure_count\":", r.failure_count,
       ",\"failures\":", failures, ",\"trace_hash\":\"", absl::StrFormat("%016x", r.trace_hash), "\"",
       ",\"replay\":", JsonString(r.replay_command), "}");

@@ -46,6 +46,7 @@ struct RunResult {
   std::map<std::string, uint64_t> rejected_by_reason;
   std::map<std::string, uint64_t> node_counters;  // summed over nodes and boots
   std::map<std::string, uint64_t> bytes_out_by_type;
+  std::map<std::string, uint64_t> frames_out_by_type;
   std::map<std::string, uint64_t> events_by_kind;
   std::map<std::string, uint64_t> final_epochs;  // per filter, once converged
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 #include <vector>
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -82,6 +83,7 @@ inline void AddCounters(node::NodeCounters& into, const node::NodeCounters& c) {
   into.unknown_filter += c.unknown_filter;
   for (const auto& [k, v] : c.rejected_by_reason) into.rejected_by_reason[k] += v;
   for (const auto& [k, v] : c.bytes_out_by_type) into.bytes_out_by_type[k] += v;
+  for (const auto& [k, v] : c.frames_out_by_type) into.frames_out_by_type[k] += v;
 }
 
 struct Ev {
@@ -148,7 +150,7 @@ struct Simulator::Impl {
   EventQueue<Ev> queue;
   TraceHash trace;
   std::vector<SimNode> nodes;
-  std::map<node::Address, uint32_t> by_address;
+  absl::flat_hash_map<node::Address, uint32_t> by_address;  // lookups only, never iterated
   Time now{0};
   Time faults_end{0}, liveness_start{0};
   bool faults_on = true, workload_on = true, done = false;

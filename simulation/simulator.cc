@@ -324,12 +324,18 @@ void Simulator::Impl::Finish() {
                      {"stale_deltas", total.stale_deltas},
                      {"unknown_filter", total.unknown_filter}};
   r.bytes_out_by_type = total.bytes_out_by_type;
+  r.frames_out_by_type = total.frames_out_by_type;
   r.distinct_bits = checker.distinct_bits();
   r.transmissions_per_bit =
       r.distinct_bits ? static_cast<double>(r.delta_bits_sent) / static_cast<double>(r.distinct_bits) : 0;
   r.bytes_per_new_key = r.new_keys ? static_cast<double>(r.wire_bytes) / static_cast<double>(r.new_keys) : 0;
-  if (auto d = r.bytes_out_by_type.find("delta"); d != r.bytes_out_by_type.end() && r.new_keys > 0) {
-    r.delta_bytes_per_new_key = static_cast<double>(d->second) / static_cast<double>(r.new_keys);
+  // Dissemination frames: "gossip" (packed rounds) and any single "delta" frames.
+  uint64_t dissemination_bytes = 0;
+  for (const char* type : {"delta", "gossip"}) {
+    if (auto d = r.bytes_out_by_type.find(type); d != r.bytes_out_by_type.end()) dissemination_bytes += d->second;
+  }
+  if (r.new_keys > 0) {
+    r.delta_bytes_per_new_key = static_cast<double>(dissemination_bytes) / static_cast<double>(r.new_keys);
   }
   for (const auto& [address, count] : unroutable) {
     checker.Fail(absl::StrFormat("node sent %d frames to unknown address '%s'", count, address));

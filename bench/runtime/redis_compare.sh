@@ -10,10 +10,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-build}
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
-POLLEND="$BUILD_DIR/node/runtime/pollend"
+POLLEND=${POLLEND:-"$BUILD_DIR/node/runtime/pollend"}  # or POLLEND=/path/to/pollend
 N=${N:-200000}
 RANGE=${RANGE:-1000000}
-RESP_THREADS=${RESP_THREADS:-2}
+RESP_THREADS=${RESP_THREADS:-1}
 [ -x "$POLLEND" ] || { echo "no $POLLEND; build it first (cmake --build $BUILD_DIR --target pollend)" >&2; exit 1; }
 command -v redis-benchmark >/dev/null && command -v redis-server >/dev/null || { echo "need redis-server and redis-benchmark (redis-tools)" >&2; exit 1; }
 

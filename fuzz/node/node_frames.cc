@@ -91,6 +91,22 @@ std::vector<std::string> Templates() {
     fe->set_epoch(3);
     finish(env);
   }
+  {  // a packed gossip round: catalog, epoch and two deltas in one frame
+    wire::Envelope env;
+    wire::Gossip* g = env.mutable_gossip();
+    node::ToWire(*entry, 1, g->add_catalog());
+    wire::FilterEpoch* fe = g->add_epochs();
+    node::ToWire(p, fe->mutable_filter());
+    fe->set_epoch(2);
+    for (uint64_t epoch : {1, 2}) {
+      wire::Delta* d = g->add_deltas();
+      node::ToWire(p, d->mutable_filter());
+      d->set_epoch(epoch);
+      std::vector<crdt::WordBits> words = {{5, 0x3}, {40, 0x100}};
+      d->set_positions(node::EncodeWords(words, 0, p.shape.bits()));
+    }
+    finish(env);
+  }
   return out;
 }
 

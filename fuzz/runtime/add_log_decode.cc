@@ -1,6 +1,9 @@
 // Fuzz target: the add-log decoder. Any bytes: the scan never reads out of
-// bounds, reports exactly the records a byte-at-a-time re-scan of its valid
-// prefix reports, and valid_bytes never exceeds the input.
+// bounds, every record it reports is well-formed for its kind, and re-encoding
+// the records reproduces the valid prefix byte for byte. Half the inputs are
+// cut into payloads that get a correct header and checksum, so the payload
+// checks (kinds, filter and entry lengths of create records) are reached and
+// not only the checksum.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,25 +12,63 @@
 
 #include "node/runtime/add_log_format.h"
 #include "node/runtime/add_log_reader.h"
+#include "node/runtime/crc32c.h"
+
+namespace {
+
+using namespace pollen::runtime;
+
+void PutU32(uint32_t v, std::string* out) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// Input: repeated (len u8, payload[len]); each payload framed with a valid
+// header and CRC-32C. A final short chunk is copied raw (a torn tail).
+std::string Framed(std::string_view in) {
+  std::string out(kAddLogMagic);
+  while (!in.empty()) {
+    const size_t len = static_cast<unsigned char>(in[0]);
+    in.remove_prefix(1);
+    if (len > in.size()) {
+      out.append(in);
+      break;
+    }
+    const std::string_view payload = in.substr(0, len);
+    PutU32(static_cast<uint32_t>(len), &out);
+    PutU32(Crc32c(payload), &out);
+    out.append(payload);
+    in.remove_prefix(len);
+  }
+  return out;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace pollen::runtime;
-  // Half the inputs get a valid magic so the record decoder is reached.
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  if (size > 0 && (data[0] & 1)) bytes = std::string(kAddLogMagic) + bytes.substr(1);
-  std::vector<std::string> keys;
+  if (size > 0 && (data[0] & 3) == 1) bytes = std::string(kAddLogMagic) + bytes.substr(1);
+  if (size > 0 && (data[0] & 3) >= 2) bytes = Framed(std::string_view(bytes).substr(1));
+  uint64_t seen = 0;
   const ScanResult r = ScanAddLogBytes(bytes, [&](const AddRecordView& rec) {
     if (rec.filter.empty() || rec.filter.size() > kMaxLoggedFilterBytes) std::abort();
-    keys.emplace_back(rec.key);
+    if (rec.kind == RecordKind::kCreate &&
+        (rec.entry.empty() || rec.entry.size() > kMaxLoggedEntryBytes || !rec.key.empty())) {
+      std::abort();
+    }
+    if (rec.kind == RecordKind::kAdd && !rec.entry.empty()) std::abort();
+    ++seen;
   });
-  if (r.valid_bytes > bytes.size() || r.records != keys.size()) std::abort();
+  if (r.valid_bytes > bytes.size() || r.records != seen) std::abort();
+  if (r.corrupt == r.error.empty()) std::abort();
   // Re-encoding what was read reproduces the valid prefix exactly.
   if (r.records > 0) {
     std::string again(kAddLogMagic);
-    size_t i = 0;
     ScanAddLogBytes(bytes, [&](const AddRecordView& rec) {
-      AppendAddRecord(rec.filter, rec.key, &again);
-      ++i;
+      if (rec.kind == RecordKind::kAdd) {
+        AppendAddRecord(rec.filter, rec.key, &again);
+      } else {
+        AppendCreateRecord(rec.filter, rec.entry, &again);
+      }
     });
     if (again != bytes.substr(0, r.valid_bytes)) std::abort();
   }

@@ -29,6 +29,12 @@ void Summarize(const crdt::BlockedFilter& filter, uint64_t epoch, wire::Generati
   for (uint64_t s : filter.RangeSummaries(bpr)) out->add_summaries(s);
 }
 
+void Summarize(std::span<const uint64_t> summaries, uint64_t blocks, uint64_t epoch, wire::GenerationSummary* out) {
+  out->set_epoch(epoch);
+  out->set_blocks_per_range(BlocksPerRange(blocks));
+  out->mutable_summaries()->Add(summaries.begin(), summaries.end());
+}
+
 absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::FilterShape shape) {
   const uint64_t bpr = BlocksPerRange(shape.blocks);
   if (summary.blocks_per_range() != bpr) {
@@ -42,8 +48,10 @@ absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::Filte
 }
 
 std::vector<uint64_t> DifferingRanges(const crdt::BlockedFilter& ours, const wire::GenerationSummary& theirs) {
-  const uint64_t bpr = BlocksPerRange(ours.shape().blocks);
-  std::vector<uint64_t> mine = ours.RangeSummaries(bpr);
+  return DifferingRanges(ours.RangeSummaries(BlocksPerRange(ours.shape().blocks)), theirs);
+}
+
+std::vector<uint64_t> DifferingRanges(std::span<const uint64_t> mine, const wire::GenerationSummary& theirs) {
   std::vector<uint64_t> out;
   for (uint64_t r = 0; r < mine.size() && r < static_cast<uint64_t>(theirs.summaries_size()); ++r) {
     if (mine[r] != theirs.summaries(static_cast<int>(r))) out.push_back(r);

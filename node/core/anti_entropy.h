@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,11 +31,15 @@ uint64_t BlocksPerRange(uint64_t blocks);
 // Fills `out` with the summaries of `filter` at `epoch`.
 void Summarize(const crdt::BlockedFilter& filter, uint64_t epoch, wire::GenerationSummary* out);
 
+// The same from precomputed summaries (SummaryCache) of a filter of `blocks` blocks.
+void Summarize(std::span<const uint64_t> summaries, uint64_t blocks, uint64_t epoch, wire::GenerationSummary* out);
+
 // Checks blocks_per_range and the summary count against `shape`.
 absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::FilterShape shape);
 
 // Ranges whose summary differs from ours (`theirs` validated for this shape).
 std::vector<uint64_t> DifferingRanges(const crdt::BlockedFilter& ours, const wire::GenerationSummary& theirs);
+std::vector<uint64_t> DifferingRanges(std::span<const uint64_t> ours, const wire::GenerationSummary& theirs);
 
 // The set bits of one range, and the reverse (validating index and contents).
 void EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out);

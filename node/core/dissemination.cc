@@ -60,7 +60,7 @@ std::map<DeltaBuffer::Key, DeltaBuffer::Bits> DeltaBuffer::Take() {
 
 std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits) {
   std::vector<uint64_t> positions;
-  positions.reserve(crdt::CountBits(words));
+  positions.reserve(CountWordBits(words));
   for (const crdt::WordBits& w : words) {
     uint64_t bits = w.bits;
     while (bits != 0) {
@@ -75,10 +75,20 @@ std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit
 
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, uint64_t base_bit,
                                                         uint64_t universe_bits, size_t max_positions) {
-  absl::StatusOr<std::vector<uint64_t>> positions = protocol::DecodeBitPositions(universe_bits, bytes, max_positions);
-  if (!positions.ok()) return positions.status();
+  // Per-thread scratch for the positions: no allocation per frame; a rare
+  // huge decode does not keep its memory.
+  thread_local std::vector<uint64_t> positions;
+  struct Shrink {
+    ~Shrink() {
+      if (positions.capacity() > (size_t{1} << 16)) std::vector<uint64_t>().swap(positions);
+    }
+  } shrink;
+  if (absl::Status s = protocol::DecodeBitPositionsInto(universe_bits, bytes, max_positions, &positions); !s.ok()) {
+    return s;
+  }
   std::vector<crdt::WordBits> words;
-  for (uint64_t p : *positions) {
+  words.reserve(std::min<size_t>(positions.size(), 1024));  // one allocation for the usual small delta
+  for (uint64_t p : positions) {
     const uint64_t abs = base_bit + p;
     const uint64_t index = abs / 64, bit = uint64_t{1} << (abs % 64);
     if (!words.empty() && words.back().index == index) {

@@ -3,12 +3,21 @@
 #include "absl/strings/str_cat.h"
 
 namespace pollen::node {
+namespace {
+constexpr size_t kArenaBlockBytes = 16 << 10;     // most envelopes parse within it
+constexpr size_t kKeepPlaintextBytes = 64 << 10;  // reused decryption buffer kept up to this
+}  // namespace
 
 FrameCodec::FrameCodec(const crdt::ClusterSecret& secret, std::string label, Rng& rng)
     : keyring_(protocol::DeriveGossipKey(secret)), label_(std::move(label)) {
   senders_[0] = rng.Next();
   senders_[1] = rng.Next();
   if (senders_[1] == senders_[0]) senders_[1] ^= 1;
+  google::protobuf::ArenaOptions options;
+  arena_block_ = std::make_unique<char[]>(kArenaBlockBytes);
+  options.initial_block = arena_block_.get();
+  options.initial_block_size = kArenaBlockBytes;
+  arena_ = std::make_unique<google::protobuf::Arena>(options);
 }
 
 std::string FrameCodec::Seal(std::string_view plaintext, Channel channel) {
@@ -16,21 +25,28 @@ std::string FrameCodec::Seal(std::string_view plaintext, Channel channel) {
   return protocol::Seal(keyring_, label_, senders_[c], ++counters_[c], plaintext);
 }
 
-std::variant<wire::Envelope, FrameCodec::Rejection> FrameCodec::Open(std::string_view frame, size_t max_bytes) {
-  auto opened = protocol::Open(keyring_, label_, frame, max_bytes);
-  if (auto* err = std::get_if<protocol::OpenError>(&opened)) {
+std::variant<const wire::Envelope*, FrameCodec::Rejection> FrameCodec::Open(std::string_view frame, size_t max_bytes) {
+  if (std::optional<protocol::OpenError> err = protocol::OpenInto(keyring_, label_, frame, max_bytes, &opened_)) {
     return Rejection{std::string(protocol::RejectReasonName(err->reason)), err->message};
   }
-  protocol::Opened& ok = std::get<protocol::Opened>(opened);
+  const protocol::Opened& ok = opened_;
+  // The buffer is reused across frames; a rare large one is not kept.
+  struct Shrink {
+    std::string& s;
+    ~Shrink() {
+      if (s.capacity() > kKeepPlaintextBytes) std::string().swap(s);
+    }
+  } shrink{opened_.plaintext};
   if (!replay_.Accept(ok.sender, ok.counter)) {
     return Rejection{"replay", absl::StrCat("replayed or stale frame from sender ", ok.sender)};
   }
-  wire::Envelope envelope;
-  if (!envelope.ParseFromString(ok.plaintext)) return Rejection{"malformed", "envelope does not parse"};
-  if (envelope.version() != kWireVersion) {
-    return Rejection{"version", absl::StrCat("unsupported protocol version ", envelope.version())};
+  arena_->Reset();  // frees the previous frame's Envelope; keeps the initial block
+  auto* envelope = google::protobuf::Arena::CreateMessage<wire::Envelope>(arena_.get());
+  if (!envelope->ParseFromString(ok.plaintext)) return Rejection{"malformed", "envelope does not parse"};
+  if (envelope->version() != kWireVersion) {
+    return Rejection{"version", absl::StrCat("unsupported protocol version ", envelope->version())};
   }
-  if (envelope.body_case() == wire::Envelope::BODY_NOT_SET) return Rejection{"malformed", "empty envelope"};
+  if (envelope->body_case() == wire::Envelope::BODY_NOT_SET) return Rejection{"malformed", "empty envelope"};
   return envelope;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,6 +22,7 @@
 #include "node/core/rng.h"
 #include "node/core/types.h"
 #include "protocol/seal.h"
+#include "google/protobuf/arena.h"
 #include "protocol/wire.pb.h"
 
 namespace pollen::node {
@@ -39,7 +41,9 @@ class FrameCodec {
     std::string reason;
     std::string message;
   };
-  std::variant<wire::Envelope, Rejection> Open(std::string_view frame, size_t max_bytes);
+  // On success the Envelope lives in this codec's arena: valid until the next
+  // Open() (parsing reuses the arena's memory instead of a malloc per field).
+  std::variant<const wire::Envelope*, Rejection> Open(std::string_view frame, size_t max_bytes);
 
   protocol::Keyring& keyring() { return keyring_; }
   const protocol::Keyring& keyring() const { return keyring_; }
@@ -49,6 +53,9 @@ class FrameCodec {
   protocol::Keyring keyring_;
   std::string label_;
   protocol::ReplayWindow replay_;
+  protocol::Opened opened_;  // reused decryption buffer (bounded, see frames.cc)
+  std::unique_ptr<char[]> arena_block_;
+  std::unique_ptr<google::protobuf::Arena> arena_;
   uint64_t senders_[2];
   uint64_t counters_[2] = {0, 0};
 };

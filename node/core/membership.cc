@@ -119,7 +119,7 @@ void Membership::Leave(Time now) {
   for (const std::string& name : RandomMembers(kMaxLeaveFanout, {}, /*alive_only=*/false)) {
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
-    SendMsg(members_.at(name).address, std::move(msg), name);
+    SendMsg(FindMember(name)->address, std::move(msg), name);
   }
   probe_.reset();
   next_probe_ = next_push_pull_ = next_reconnect_ = next_join_ = Time::max();
@@ -159,7 +159,7 @@ std::optional<MemberInfo> Membership::Find(const std::string& name) const {
 // Node asks this for every replication frame it receives; Find's MemberInfo
 // copy (two strings) made that 5% of pollen-sim N=100 CPU (perf, 2026-11-21).
 bool Membership::Knows(const std::string& name) const {
-  return name == config_.self_name || members_.count(name) != 0;
+  return name == config_.self_name || index_.contains(name);
 }
 
 std::vector<Address> Membership::LivePeers() const {
@@ -248,6 +248,7 @@ void Membership::Emit(Event::Kind kind, const std::string& name, const Member& m
 void Membership::SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now) {
   const MemberState old = m.state;
   const uint64_t old_inc = m.incarnation;
+  ++peers_version_;
   if (old == MemberState::kSuspect) suspicions_.erase({m.suspect_deadline, name});
   if (IsLive(m)) --live_others_;
   m.state = state;
@@ -296,6 +297,8 @@ bool Membership::MakeRoom() {
     queue_index_.erase({q->second.transmits, q->second.order, q->first});
     queue_.erase(q);
   }
+  index_.erase(victim->first);
+  ++peers_version_;
   members_.erase(victim);  // dead or left: not live, not in suspicions_
   return true;
 }
@@ -324,8 +327,8 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
     return false;
   }
   if (from_full_state && state == MemberState::kDead) state = MemberState::kSuspect;
-  auto it = members_.find(name);
-  if (it == members_.end()) {
+  Member* known = FindMember(name);
+  if (known == nullptr) {
     if (members_.size() + 1 >= config_.max_members && !MakeRoom()) {
       Reject("table_full");
       return false;
@@ -343,13 +346,15 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
       probe_order_.insert(probe_order_.begin() + pos, name);
     }
     auto ins = members_.emplace(name, std::move(m)).first;
+    index_[name] = &ins->second;
+    ++peers_version_;
     if (IsLive(ins->second)) Emit(Event::Kind::kMemberJoined, name, ins->second);
     Enqueue(name, ins->second);
     return true;
   }
-  Member& m = it->second;
+  Member& m = *known;
   if (!Supersedes(u.incarnation(), state, m.incarnation, m.state)) return false;
-  if (u.incarnation() > m.incarnation) m.address = u.address();
+  if (u.incarnation() > m.incarnation) m.address = u.address();  // SetState bumps peers_version_
   SetState(name, m, state, u.incarnation(), now);
   return true;
 }
@@ -387,9 +392,9 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     std::vector<std::string> included;
     if (msg.updates_size() > 0) included.push_back(config_.self_name);
     // A peer held as suspect, dead or left hears that first, so it can refute.
-    auto peer = members_.find(peer_name);
-    if (peer != members_.end() && peer->second.state != MemberState::kAlive) {
-      *msg.add_updates() = UpdateOf(peer_name, peer->second);
+    const Member* peer = FindMember(peer_name);
+    if (peer != nullptr && peer->state != MemberState::kAlive) {
+      *msg.add_updates() = UpdateOf(peer_name, *peer);
       included.push_back(peer_name);
     }
     const uint32_t limit = RetransmitLimit();
@@ -428,11 +433,23 @@ std::vector<std::string> Membership::RandomMembers(size_t k, const std::vector<s
   // name per gossip tick made this 4.7% of pollen-sim N=100 CPU, mostly
   // malloc; perf, 2026-11-21). Same candidate order and draws as before.
   std::vector<const std::string*> candidates;
-  candidates.reserve(members_.size());
-  for (const auto& [name, m] : members_) {
-    if (alive_only ? m.state != MemberState::kAlive : !IsLive(m)) continue;
-    if (std::find(exclude.begin(), exclude.end(), name) != exclude.end()) continue;
-    candidates.push_back(&name);
+  if (!alive_only && exclude.empty()) {
+    // The common case (gossip, push/pull): the cached live list, same order.
+    if (live_names_version_ != peers_version_) {
+      live_names_.clear();
+      for (const auto& [name, m] : members_) {
+        if (IsLive(m)) live_names_.push_back(&name);
+      }
+      live_names_version_ = peers_version_;
+    }
+    candidates = live_names_;
+  } else {
+    candidates.reserve(members_.size());
+    for (const auto& [name, m] : members_) {
+      if (alive_only ? m.state != MemberState::kAlive : !IsLive(m)) continue;
+      if (std::find(exclude.begin(), exclude.end(), name) != exclude.end()) continue;
+      candidates.push_back(&name);
+    }
   }
   // Partial Fisher-Yates: the first k are a uniform random sample.
   const size_t take = std::min(k, candidates.size());
@@ -674,7 +691,7 @@ void Membership::ProbeTick(Time now) {
   wire::MembershipMessage ping = NewMessage();
   ping.mutable_ping()->set_seq(probe_->seq);
   ping.mutable_ping()->set_target(*target);
-  SendMsg(members_.at(*target).address, std::move(ping), *target);
+  SendMsg(FindMember(*target)->address, std::move(ping), *target);
 }
 
 void Membership::SendIndirect(Time now) {
@@ -688,7 +705,7 @@ void Membership::SendIndirect(Time now) {
     r->set_seq(probe_->seq);
     r->set_target(probe_->target);
     r->set_target_address(target->second.address);
-    SendMsg(members_.at(helper).address, std::move(req), helper);
+    SendMsg(FindMember(helper)->address, std::move(req), helper);
   }
 }
 
@@ -699,7 +716,7 @@ void Membership::GossipTick(Time now) {
     if (queue_.empty()) break;
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
-    SendMsg(members_.at(name).address, std::move(msg), name);
+    SendMsg(FindMember(name)->address, std::move(msg), name);
   }
 }
 
@@ -709,7 +726,7 @@ void Membership::PushPullTick(Time now) {
   if (peer.empty()) return;
   wire::MembershipMessage msg = NewMessage();
   FillFullState(msg.mutable_push_pull());
-  SendMsg(members_.at(peer[0]).address, std::move(msg), peer[0]);
+  SendMsg(FindMember(peer[0])->address, std::move(msg), peer[0]);
 }
 
 void Membership::ReconnectTick(Time now) {

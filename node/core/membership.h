@@ -75,6 +75,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "node/core/rng.h"
 #include "node/core/types.h"
 #include "protocol/membership.pb.h"
@@ -115,6 +116,10 @@ class Membership {
   // Asserts a valid config (non-empty name and address within the bounds,
   // positive intervals, probe_timeout < probe_interval, max_members >= 1).
   Membership(MembershipConfig config, uint64_t rng_seed);
+  Membership(const Membership&) = delete;  // index_ points into members_
+  Membership& operator=(const Membership&) = delete;
+  Membership(Membership&&) = default;  // std::map moves keep their nodes
+  Membership& operator=(Membership&&) = default;
 
   void Start(Time now);  // join through the seeds
   void Leave(Time now);  // announce leave (incarnation+1), stop probing
@@ -129,6 +134,9 @@ class Membership {
   std::optional<MemberInfo> Find(const std::string& name) const;
   bool Knows(const std::string& name) const;  // Find(name).has_value(), without the copy
   std::vector<Address> LivePeers() const;  // alive+suspect, excluding self, sorted
+  // Changes whenever LivePeers() may have changed (a member added, removed,
+  // or its state or address updated), so callers can cache that list.
+  uint64_t peers_version() const { return peers_version_; }
   size_t LiveCount() const;                // alive+suspect, self included unless left
   bool joined() const { return joined_; }
   bool left() const { return left_; }
@@ -228,6 +236,19 @@ class Membership {
   std::set<std::tuple<uint32_t, uint64_t, std::string>> queue_index_;  // (transmits, order, name)
   std::set<std::pair<Time, std::string>> suspicions_;                 // (deadline, name) of suspects
   size_t live_others_ = 0;                                             // alive+suspect in members_
+  uint64_t peers_version_ = 0;                                         // see peers_version()
+  // Name -> entry of members_ (std::map nodes are stable), for the frequent
+  // Knows() lookups; lookups only, never iterated.
+  absl::flat_hash_map<std::string, Member*> index_;
+  // Names of the live members (alive or suspect) in name order, as pointers
+  // to members_' keys; rebuilt when peers_version_ moves (RandomMembers).
+  std::vector<const std::string*> live_names_;
+  uint64_t live_names_version_ = ~uint64_t{0};
+  // The entry for `name` in members_, via index_; nullptr if absent.
+  Member* FindMember(const std::string& name) {
+    auto it = index_.find(name);
+    return it == index_.end() ? nullptr : it->second;
+  }
   std::map<uint64_t, Relay> relays_;       // by the seq this node used
   std::optional<Probe> probe_;
   std::vector<std::string> probe_order_;

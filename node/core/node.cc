@@ -11,6 +11,7 @@
 #include "node/core/node.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cassert>
@@ -22,6 +23,7 @@
 #include <shared_mutex>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "crdt/sizing.h"
 #include "crdt/snapshot.h"
@@ -30,8 +32,10 @@
 #include "node/core/dissemination.h"
 #include "node/core/epochs.h"
 #include "node/core/frames.h"
+#include "node/core/gossip_packer.h"
 #include "node/core/membership.h"
 #include "node/core/rng.h"
+#include "node/core/summary_cache.h"
 
 namespace pollen::node {
 namespace {
@@ -41,12 +45,15 @@ constexpr size_t kMaxBufferedWords = size_t{1} << 20;  // bits waiting for the n
 constexpr size_t kMaxInFlightWords = size_t{4} << 20;  // all batches being repeated
 constexpr size_t kMaxDeltaWords = size_t{1} << 15;     // per Delta message
 constexpr size_t kMaxFramePositions = size_t{1} << 23; // decoded bit positions per frame
+constexpr size_t kMaxGossipDeltas = kMaxFilters * crdt::kMaxGenerations;  // Delta parts per Gossip frame
 constexpr size_t kSendChunkPositions = size_t{1} << 22;
 constexpr size_t kSyncChunkBytes = size_t{1} << 20;    // per anti-entropy frame
 constexpr size_t kMaxSyncBytesPerRound = size_t{32} << 20;
 constexpr double kJoinSyncs = 3;      // expected syncs per member (re)appearance
 constexpr size_t kMaxQueuedSyncs = 16;
 constexpr size_t kMinDatagramBytes = 256;
+constexpr Duration kMembersRefresh = std::chrono::milliseconds(100);  // Members() snapshot period when read
+constexpr Duration kMembersIdleRefresh = std::chrono::seconds(1);    // ... when nobody reads it
 constexpr size_t kMaxDatagramBytes = 65507;
 constexpr char kSnapshotMagic[] = "PLNNODE1";  // 8 bytes
 
@@ -54,6 +61,10 @@ struct FilterState {
   uint64_t uid = 0;  // changes when the state is replaced by a conflict winner
   CatalogEntry entry;
   std::shared_ptr<crdt::GenerationSet> set;
+  // Bumped (release) after every add or merge that set a bit in `set`, so
+  // Info() can reuse its bit counts and digests while nothing changed.
+  // Shared by copies of this state (they share `set`).
+  std::shared_ptr<std::atomic<uint64_t>> changes = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 // A batch of new bits being repeated for a few gossip rounds.
@@ -69,15 +80,27 @@ struct FilterClock {
   std::map<uint64_t, uint64_t> set_bits;  // per live epoch, from observed new bits
 };
 
-const char* BodyName(const wire::Envelope& env) {
+// Per-type traffic counters are kept in arrays indexed by BodyIndex (a map
+// lookup by name per frame showed up in profiles) and become maps in Counters().
+constexpr size_t kBodyKinds = 8;
+constexpr const char* kBodyNames[kBodyKinds] = {"membership",   "catalog",     "delta",  "epochs",
+                                                "sync_request", "sync_ranges", "gossip", "unknown"};
+size_t BodyIndex(const wire::Envelope& env) {
   switch (env.body_case()) {
-    case wire::Envelope::kMembership: return "membership";
-    case wire::Envelope::kCatalog: return "catalog";
-    case wire::Envelope::kDelta: return "delta";
-    case wire::Envelope::kEpochs: return "epochs";
-    case wire::Envelope::kSyncRequest: return "sync_request";
-    case wire::Envelope::kSyncRanges: return "sync_ranges";
-    default: return "unknown";
+    case wire::Envelope::kMembership: return 0;
+    case wire::Envelope::kCatalog: return 1;
+    case wire::Envelope::kDelta: return 2;
+    case wire::Envelope::kEpochs: return 3;
+    case wire::Envelope::kSyncRequest: return 4;
+    case wire::Envelope::kSyncRanges: return 5;
+    case wire::Envelope::kGossip: return 6;
+    default: return 7;
+  }
+}
+using TypeCounts = std::array<uint64_t, kBodyKinds>;
+void AddTypeCounts(const TypeCounts& counts, std::map<std::string, uint64_t>* out) {
+  for (size_t i = 0; i < kBodyKinds; ++i) {
+    if (counts[i] != 0) (*out)[kBodyNames[i]] += counts[i];
   }
 }
 
@@ -128,7 +151,8 @@ struct Node::Impl {
   uint64_t key_id = 0;
 
   mutable std::shared_mutex filters_mu;
-  std::map<std::string, std::shared_ptr<const FilterState>> filters;  // guarded by filters_mu for writes
+  // std::less<>: lookups by string_view without building a std::string.
+  std::map<std::string, std::shared_ptr<const FilterState>, std::less<>> filters;  // guarded by filters_mu for writes
   std::map<std::string, FilterClock> clocks;                           // driver only
   uint64_t next_uid = 1;
 
@@ -145,22 +169,35 @@ struct Node::Impl {
 
   mutable std::mutex stats_mu;
   NodeCounters stats;  // guarded by stats_mu, except the three atomics below
+  TypeCounts bytes_out_type{}, frames_out_type{}, bytes_in_type{};  // guarded by stats_mu
   std::atomic<uint64_t> adds{0}, queries{0}, hits{0};
 
   mutable std::mutex members_mu;
   std::vector<MemberInfo> members_cache;  // guarded by members_mu
   uint64_t cached_incarnation = ~uint64_t{0};
   size_t cached_live = ~size_t{0};
+  bool members_dirty = true;                // driver only
+  mutable std::atomic<bool> members_requested{false};  // set by Members()
+  Time members_refreshed = Time::min();     // driver only
   uint64_t membership_rejected = 0;
   std::vector<Address> live_peers;  // driver only, see LivePeers()
-  bool live_peers_stale = true;
-  Time live_peers_refresh{0};
+  uint64_t live_peers_version = ~uint64_t{0};
+
+  SummaryCache summary_cache;  // driver only
+
+  // Info() scans per generation, memoized by (uid, epoch) while `changes` is
+  // unchanged. Bounded; any thread.
+  struct ScanResult {
+    uint64_t changes = 0, set_bits = 0, digest = 0;
+  };
+  mutable std::mutex scans_mu;
+  mutable std::map<std::pair<uint64_t, uint64_t>, ScanResult> scans;  // guarded by scans_mu
 
   mutable std::mutex estimates_mu;
   mutable std::map<std::tuple<uint64_t, uint32_t, uint64_t>, std::pair<double, double>> estimates;
 
   uint64_t frame_rejects = 0;             // driver only: Reject() calls so far
-  std::map<std::string, Time> last_data;  // driver only: by member name, see Peers()
+  absl::flat_hash_map<std::string, Time> last_data;  // driver only: by member name, see Peers(); never iterated in order
 
   bool started = false;
   Time now{0};
@@ -176,7 +213,7 @@ struct Node::Impl {
 
   std::shared_ptr<const FilterState> Lookup(std::string_view name) const {
     std::shared_lock lock(filters_mu);
-    auto it = filters.find(std::string(name));
+    auto it = filters.find(name);
     return it == filters.end() ? nullptr : it->second;
   }
   // Driver thread: its own reads need no lock (only it writes).
@@ -207,11 +244,18 @@ struct Node::Impl {
   // Seals and queues an envelope. Stream when asked, when tcp_only, or when
   // the sealed datagram would exceed the budget.
   void Send(const Address& to, wire::Envelope& env, bool stream) {
+    SendPlain(to, Serialize(env), BodyIndex(env), stream);
+  }
+  std::string Serialize(wire::Envelope& env) const {
     env.set_version(kWireVersion);
     env.set_sender_name(config.name);
     env.set_sender_address(config.advertise);
     std::string plain;
     env.SerializeToString(&plain);
+    return plain;
+  }
+  // Seals serialized envelope bytes (`type`: BodyIndex) for one peer.
+  void SendPlain(const Address& to, const std::string& plain, size_t type, bool stream) {
     const size_t sealed = plain.size() + FrameCodec::kOverhead;
     if (sealed > protocol::kMaxFrameBytes) {  // senders chunk below this; never expected
       Stats([&](NodeCounters& s) { ++s.rejected_by_reason["oversize_out"]; });
@@ -220,22 +264,23 @@ struct Node::Impl {
     const Channel channel =
         (stream || config.tcp_only || sealed > config.max_datagram_bytes) ? Channel::kStream : Channel::kDatagram;
     Outgoing o{to, channel, codec.Seal(plain, channel)};
-    Stats([&](NodeCounters& s) {
-      ++s.frames_out;
-      s.bytes_out += o.bytes.size();
-      s.bytes_out_by_type[BodyName(env)] += o.bytes.size();
-    });
+    {
+      std::lock_guard lock(stats_mu);
+      ++stats.frames_out;
+      stats.bytes_out += o.bytes.size();
+      bytes_out_type[type] += o.bytes.size();
+      ++frames_out_type[type];
+    }
     out.push_back(std::move(o));
   }
 
   std::vector<Address> PickPeers(size_t count) { return PickPeers(LivePeers(), count); }
-  // Membership::LivePeers() builds an O(N) list; gossip wants it every round.
-  // Cached until membership reports a change (or a probe interval passes).
+  // Membership::LivePeers() builds an O(N) sorted list; gossip wants it every
+  // round. Cached until membership's peers_version() moves.
   const std::vector<Address>& LivePeers() {
-    if (live_peers_stale || now >= live_peers_refresh) {
+    if (membership->peers_version() != live_peers_version) {
       live_peers = membership->LivePeers();
-      live_peers_stale = false;
-      live_peers_refresh = now + config.probe_interval;
+      live_peers_version = membership->peers_version();
     }
     return live_peers;
   }
@@ -261,7 +306,10 @@ struct Node::Impl {
     return out;
   }
 
-  void PumpMembership() {
+  // `force`: refresh the Members() snapshot now if anything changed; otherwise
+  // at most every kMembersRefresh of `now` (copying the whole table on every
+  // membership event was O(N) per event, O(N^3) cluster-wide during joins).
+  void PumpMembership(bool force = false) {
     for (Membership::Send& s : membership->TakeOutgoing()) {
       wire::Envelope env;
       *env.mutable_membership() = std::move(s.msg);
@@ -276,10 +324,19 @@ struct Node::Impl {
       if (e.kind == Event::Kind::kMemberJoined || e.kind == Event::Kind::kMemberAlive) QueueAntiEntropy(e.subject);
       events.push_back(std::move(e));
     }
-    if (refresh) live_peers_stale = true;
     if (refresh) {
       cached_incarnation = membership->incarnation();
       cached_live = membership->LiveCount();
+      members_dirty = true;
+    }
+    // Without readers (the simulator never asks) the copy is made at most once
+    // per kMembersIdleRefresh; after a Members() call, every kMembersRefresh.
+    const Duration period =
+        members_requested.load(std::memory_order_relaxed) ? kMembersRefresh : kMembersIdleRefresh;
+    if (members_dirty && (force || now >= members_refreshed + period)) {
+      members_requested.store(false, std::memory_order_relaxed);
+      members_dirty = false;
+      members_refreshed = now;
       std::vector<MemberInfo> members = membership->Members();
       std::lock_guard lock(members_mu);
       members_cache = std::move(members);
@@ -426,8 +483,10 @@ struct Node::Impl {
   uint64_t MergeWords(const FilterState& state, uint64_t epoch, std::span<const crdt::WordBits> words) {
     std::vector<crdt::WordBits> changed;
     if (!state.set->Merge(epoch, words, &changed).ok()) return 0;  // epoch left the window meanwhile
-    const uint64_t n = crdt::CountBits(changed);
+    const uint64_t n = CountWordBits(changed);
     if (n == 0) return 0;
+    state.changes->fetch_add(1, std::memory_order_release);
+    summary_cache.MarkWords(state.uid, epoch, changed);
     clocks[state.entry.config.name].set_bits[epoch] += n;
     Buffer(state, epoch, changed);
     return n;
@@ -445,6 +504,7 @@ struct Node::Impl {
     if (dropped > 0) {
       Stats([](NodeCounters& s) { ++s.delta_overflows; });
       for (auto& [name, state] : filters) CountBits(name, *state->set, true);  // recount fills
+      summary_cache.InvalidateAll();
     }
     // Entries for one filter arrive in runs; look each run's filter up once.
     std::map<uint64_t, std::shared_ptr<const FilterState>> by_uid;
@@ -454,6 +514,7 @@ struct Node::Impl {
       if (it == by_uid.end() || it->second->set->Find(e.epoch) == nullptr) continue;
       FilterClock& clock = clocks[it->second->entry.config.name];
       if (dropped == 0) clock.set_bits[e.epoch] += static_cast<uint64_t>(std::popcount(e.word.bits));
+      summary_cache.MarkWord(e.filter_uid, e.epoch, e.word.index);
       Buffer(*it->second, e.epoch, {&e.word, 1});
     }
   }
@@ -484,8 +545,8 @@ struct Node::Impl {
         catalog_rounds.empty() && ae_queue.empty()) {
       return;  // the common idle round: no O(N) peer list
     }
-    const std::vector<Address> live = LivePeers();
-    // One message per (filter, epoch): the union of its batches still in flight.
+    const std::vector<Address>& live = LivePeers();  // not refreshed below: no membership calls
+    // One part per (filter, epoch): the union of its batches still in flight.
     std::map<DeltaBuffer::Key, std::vector<crdt::WordBits>> unions;
     for (auto& [key, batch] : inflight) {
       std::shared_ptr<const FilterState> state = DriverLookup(key.first);
@@ -505,6 +566,11 @@ struct Node::Impl {
         ++it;
       }
     }
+    // Everything this round goes to the same `fanout` random peers, packed
+    // into as few frames as the datagram budget allows.
+    GossipPacker packer(GossipBudget());
+    Announce(rounds, packer);
+    uint64_t delta_bits = 0;
     for (auto& [key, words] : unions) {
       std::shared_ptr<const FilterState> state = DriverLookup(key.first);
       crdt::Canonicalize(words);
@@ -512,19 +578,25 @@ struct Node::Impl {
       for (size_t start = 0; start < words.size(); start += kMaxDeltaWords) {
         const size_t n = std::min(kMaxDeltaWords, words.size() - start);
         std::span<const crdt::WordBits> chunk(words.data() + start, n);
-        std::vector<Address> peers = PickPeers(live, config.fanout);
-        if (peers.empty()) break;
-        wire::Envelope env;
-        wire::Delta* delta = env.mutable_delta();
-        ToWire(state->entry.params, delta->mutable_filter());
-        delta->set_epoch(key.second);
-        delta->set_positions(EncodeWords(chunk, 0, universe));
-        const uint64_t nbits = crdt::CountBits(chunk);
-        for (const Address& peer : peers) Send(peer, env, false);
-        Stats([&](NodeCounters& s) { s.delta_bits_sent += nbits * peers.size(); });
+        wire::Delta delta;
+        ToWire(state->entry.params, delta.mutable_filter());
+        delta.set_epoch(key.second);
+        delta.set_positions(EncodeWords(chunk, 0, universe));
+        delta_bits += CountWordBits(chunk);
+        packer.AddDelta(std::move(delta));
       }
     }
-    Announce(live, rounds);
+    if (!packer.empty()) {
+      const std::vector<Address> peers = PickPeers(live, config.fanout);
+      for (wire::Gossip& body : packer.Take()) {
+        if (peers.empty()) break;
+        wire::Envelope env;
+        *env.mutable_gossip() = std::move(body);
+        const std::string plain = Serialize(env);
+        for (const Address& peer : peers) SendPlain(peer, plain, BodyIndex(env), false);
+      }
+      Stats([&](NodeCounters& s) { s.delta_bits_sent += delta_bits * peers.size(); });
+    }
     if (!ae_queue.empty()) {
       const Address peer = ae_queue.front();
       ae_queue.pop_front();
@@ -532,36 +604,37 @@ struct Node::Impl {
     }
   }
 
-  void Announce(const std::vector<Address>& live, uint32_t rounds) {
+  // Bytes a Gossip body may take so that the sealed frame fits a datagram.
+  size_t GossipBudget() const {
+    const size_t header = 2 + 3 + config.name.size() + 3 + config.advertise.size() + 2 + 3;  // envelope fields
+    const size_t overhead = header + FrameCodec::kOverhead;
+    return config.max_datagram_bytes > overhead + 1 ? config.max_datagram_bytes - overhead : 1;
+  }
+
+  // Epoch and catalog announcements, each repeated for `rounds` rounds.
+  void Announce(uint32_t rounds, GossipPacker& packer) {
     for (const std::string& name : announce_epochs) epoch_rounds[name] = rounds;
     for (const std::string& name : announce_catalog) catalog_rounds[name] = rounds;
     announce_epochs.clear();
     announce_catalog.clear();
-    if (!epoch_rounds.empty()) {
-      wire::Envelope env;
-      for (auto it = epoch_rounds.begin(); it != epoch_rounds.end();) {
-        std::shared_ptr<const FilterState> state = DriverLookup(it->first);
-        if (state != nullptr) {
-          wire::FilterEpoch* fe = env.mutable_epochs()->add_epochs();
-          ToWire(state->entry.params, fe->mutable_filter());
-          fe->set_epoch(state->set->epoch());
-        }
-        it = (state == nullptr || --it->second == 0) ? epoch_rounds.erase(it) : std::next(it);
+    for (auto it = catalog_rounds.begin(); it != catalog_rounds.end();) {
+      std::shared_ptr<const FilterState> state = DriverLookup(it->first);
+      if (state != nullptr) {
+        wire::CatalogEntry entry;
+        ToWire(state->entry, state->set->epoch(), &entry);
+        packer.AddCatalog(std::move(entry));
       }
-      if (env.epochs().epochs_size() > 0) {
-        for (const Address& peer : PickPeers(live, config.fanout)) Send(peer, env, false);
-      }
+      it = (state == nullptr || --it->second == 0) ? catalog_rounds.erase(it) : std::next(it);
     }
-    if (!catalog_rounds.empty()) {
-      wire::Envelope env;
-      for (auto it = catalog_rounds.begin(); it != catalog_rounds.end();) {
-        std::shared_ptr<const FilterState> state = DriverLookup(it->first);
-        if (state != nullptr) ToWire(state->entry, state->set->epoch(), env.mutable_catalog()->add_entries());
-        it = (state == nullptr || --it->second == 0) ? catalog_rounds.erase(it) : std::next(it);
+    for (auto it = epoch_rounds.begin(); it != epoch_rounds.end();) {
+      std::shared_ptr<const FilterState> state = DriverLookup(it->first);
+      if (state != nullptr) {
+        wire::FilterEpoch fe;
+        ToWire(state->entry.params, fe.mutable_filter());
+        fe.set_epoch(state->set->epoch());
+        packer.AddEpoch(std::move(fe));
       }
-      if (env.catalog().entries_size() > 0) {
-        for (const Address& peer : PickPeers(live, config.fanout)) Send(peer, env, false);
-      }
+      it = (state == nullptr || --it->second == 0) ? epoch_rounds.erase(it) : std::next(it);
     }
   }
 
@@ -597,6 +670,7 @@ struct Node::Impl {
   // ---- anti-entropy ----
   void StartAntiEntropy(const Address& peer) {
     if (peer.empty() || peer == config.advertise) return;
+    DrainPending();  // mark the words of client adds in the summary cache
     Stats([](NodeCounters& s) { ++s.anti_entropy_runs; });
     wire::Envelope env;
     wire::SyncRequest* req = env.mutable_sync_request();
@@ -616,7 +690,8 @@ struct Node::Impl {
       for (uint64_t e : state->set->epochs()) {
         std::shared_ptr<const crdt::Generation> gen = state->set->Find(e);
         if (gen == nullptr) continue;
-        Summarize(*gen->filter, e, fs->add_generations());
+        Summarize(summary_cache.Get(state->uid, e, *gen->filter), state->entry.params.shape.blocks, e,
+                  fs->add_generations());
         bytes += 16 + 8 * crdt::kWordsPerBlock;  // approximate header
         bytes += 8 * fs->generations(fs->generations_size() - 1).summaries_size();
       }
@@ -741,6 +816,7 @@ struct Node::Impl {
       summaries.push_back({*std::move(params), fs.epoch(), &fs});
     }
     // Validated: apply.
+    DrainPending();  // mark the words of client adds in the summary cache
     ApplyCatalog(catalog);
     RangesWriter writer(this, from, true);
     writer.message().set_reply(true);
@@ -761,7 +837,7 @@ struct Node::Impl {
         }
         writer.BeginGeneration(e);
         if (theirs != nullptr) {
-          std::vector<uint64_t> differing = DifferingRanges(*gen->filter, *theirs);
+          std::vector<uint64_t> differing = DifferingRanges(summary_cache.Get(state->uid, e, *gen->filter), *theirs);
           for (uint64_t r : differing) writer.AddWanted(r);
           for (uint64_t r : differing) {
             if (!writer.AddRange(*gen->filter, r)) break;
@@ -825,9 +901,9 @@ struct Node::Impl {
         std::vector<std::vector<crdt::WordBits>> gen_words;
         for (int i = 0; ok && i < g.data_size(); ++i) {
           absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(g.data(i), params->shape);
-          ok = words.ok() && crdt::CountBits(*words) <= budget;
+          ok = words.ok() && CountWordBits(*words) <= budget;
           if (ok) {
-            budget -= crdt::CountBits(*words);
+            budget -= CountWordBits(*words);
             gen_words.push_back(*std::move(words));
           }
         }
@@ -871,48 +947,106 @@ struct Node::Impl {
   }
 
   // ---- other message types ----
-  void HandleDelta(const Address& from, const wire::Delta& delta) {
-    absl::StatusOr<crdt::FilterParams> params = FromWire(delta.filter());
-    if (!params.ok() || delta.epoch() > kMaxEpoch) {
-      Reject(from, "malformed");
-      return;
+  // FromWire, with a shortcut for the common case: a reference equal to one of
+  // our own filters' parameters is valid by construction (skips re-validating
+  // it, which hashes the name).
+  absl::StatusOr<crdt::FilterParams> ParamsFromWire(const wire::FilterRef& ref) const {
+    auto it = filters.find(ref.name());
+    if (it != filters.end()) {
+      const crdt::FilterParams& p = it->second->entry.params;
+      if (p.filter_id == ref.filter_id() && p.shape.blocks == ref.blocks() && p.shape.k == ref.k() &&
+          p.generations == ref.generations() && p.hash_scheme == ref.hash_scheme() && p.key_id == ref.key_id()) {
+        return p;
+      }
     }
+    return FromWire(ref);
+  }
+
+  struct DecodedDelta {
+    crdt::FilterParams params;
+    uint64_t epoch = 0;
+    std::vector<crdt::WordBits> words;
+  };
+  // Validates one Delta without touching state; `budget` (decoded positions
+  // left for this frame) shrinks by what it decodes. False if malformed.
+  bool DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDelta* out) const {
+    absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(delta.filter());
+    if (!params.ok() || delta.epoch() > kMaxEpoch) return false;
     const uint64_t universe = params->shape.bits();
     absl::StatusOr<std::vector<crdt::WordBits>> words =
-        DecodeWords(delta.positions(), 0, universe, std::min<uint64_t>(universe, kMaxFramePositions));
-    if (!words.ok()) {
-      Reject(from, "malformed");
-      return;
-    }
-    std::shared_ptr<const FilterState> state = MatchFilter(*params);
+        DecodeWords(delta.positions(), 0, universe, std::min<uint64_t>(universe, *budget));
+    if (!words.ok()) return false;
+    *budget -= CountWordBits(*words);
+    out->params = *std::move(params);
+    out->epoch = delta.epoch();
+    out->words = *std::move(words);
+    return true;
+  }
+
+  void ApplyDelta(const DecodedDelta& d) {
+    std::shared_ptr<const FilterState> state = MatchFilter(d.params);
     if (state == nullptr) return;
-    const uint64_t nbits = crdt::CountBits(*words);
+    const uint64_t nbits = CountWordBits(d.words);
     Stats([&](NodeCounters& s) { s.delta_bits_received += nbits; });
-    LearnEpoch(params->name, delta.epoch());  // a delta for a newer epoch implies it
-    if (state->set->Find(delta.epoch()) == nullptr) {
+    LearnEpoch(d.params.name, d.epoch);  // a delta for a newer epoch implies it
+    if (state->set->Find(d.epoch) == nullptr) {
       Stats([](NodeCounters& s) { ++s.stale_deltas; });
       return;
     }
-    MergeWords(*state, delta.epoch(), *words);
+    MergeWords(*state, d.epoch, d.words);
   }
 
-  void HandleEpochs(const Address& from, const wire::EpochAnnounce& msg) {
-    std::vector<std::pair<crdt::FilterParams, uint64_t>> decoded;
-    if (static_cast<size_t>(msg.epochs_size()) > kMaxFilters) {
+  void HandleDelta(const Address& from, const wire::Delta& delta) {
+    size_t budget = kMaxFramePositions;
+    DecodedDelta d;
+    if (!DecodeDelta(delta, &budget, &d)) {
       Reject(from, "malformed");
       return;
     }
-    for (const wire::FilterEpoch& fe : msg.epochs()) {
+    ApplyDelta(d);
+  }
+
+  using DecodedEpochs = std::vector<std::pair<crdt::FilterParams, uint64_t>>;
+  static bool DecodeEpochs(const google::protobuf::RepeatedPtrField<wire::FilterEpoch>& in, DecodedEpochs* out) {
+    if (static_cast<size_t>(in.size()) > kMaxFilters) return false;
+    for (const wire::FilterEpoch& fe : in) {
       absl::StatusOr<crdt::FilterParams> params = FromWire(fe.filter());
-      if (!params.ok() || fe.epoch() > kMaxEpoch) {
-        Reject(from, "malformed");
-        return;
-      }
-      decoded.emplace_back(*std::move(params), fe.epoch());
+      if (!params.ok() || fe.epoch() > kMaxEpoch) return false;
+      out->emplace_back(*std::move(params), fe.epoch());
+    }
+    return true;
+  }
+
+  void HandleEpochs(const Address& from, const wire::EpochAnnounce& msg) {
+    DecodedEpochs decoded;
+    if (!DecodeEpochs(msg.epochs(), &decoded)) {
+      Reject(from, "malformed");
+      return;
     }
     for (const auto& [params, epoch] : decoded) {
       if (MatchFilter(params) != nullptr) LearnEpoch(params.name, epoch);
     }
+  }
+
+  // Every part is validated before any is applied; then catalog, epochs, deltas.
+  void HandleGossip(const Address& from, const wire::Gossip& g) {
+    std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
+    DecodedEpochs epochs;
+    std::vector<DecodedDelta> decoded;
+    bool ok = static_cast<size_t>(g.deltas_size()) <= kMaxGossipDeltas && DecodeCatalog(g.catalog(), &catalog) &&
+              DecodeEpochs(g.epochs(), &epochs);
+    size_t budget = kMaxFramePositions;
+    decoded.resize(ok ? static_cast<size_t>(g.deltas_size()) : 0);
+    for (size_t i = 0; ok && i < decoded.size(); ++i) ok = DecodeDelta(g.deltas(static_cast<int>(i)), &budget, &decoded[i]);
+    if (!ok) {
+      Reject(from, "malformed");
+      return;
+    }
+    ApplyCatalog(catalog);
+    for (const auto& [params, epoch] : epochs) {
+      if (MatchFilter(params) != nullptr) LearnEpoch(params.name, epoch);
+    }
+    for (const DecodedDelta& d : decoded) ApplyDelta(d);
   }
 
   void HandleCatalog(const Address& from, const wire::CatalogUpdate& msg) {
@@ -936,9 +1070,12 @@ struct Node::Impl {
       Reject(from, rejection->reason);
       return;
     }
-    const wire::Envelope& env = std::get<wire::Envelope>(opened);
+    const wire::Envelope& env = *std::get<const wire::Envelope*>(opened);
     const uint64_t rejects_before = frame_rejects;
-    Stats([&](NodeCounters& s) { s.bytes_in_by_type[BodyName(env)] += bytes.size(); });
+    {
+      std::lock_guard lock(stats_mu);
+      bytes_in_type[BodyIndex(env)] += bytes.size();
+    }
     // Replies go to where the sender listens (a stream's source port is not it).
     const Address reply_to = (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes)
                                  ? env.sender_address()
@@ -956,10 +1093,12 @@ struct Node::Impl {
       case wire::Envelope::kEpochs: HandleEpochs(reply_to, env.epochs()); break;
       case wire::Envelope::kSyncRequest: HandleSyncRequest(reply_to, env.sync_request()); break;
       case wire::Envelope::kSyncRanges: HandleSyncRanges(reply_to, env.sync_ranges()); break;
+      case wire::Envelope::kGossip: HandleGossip(reply_to, env.gossip()); break;
       default: Reject(from, "malformed"); break;
     }
     if (env.body_case() == wire::Envelope::kDelta || env.body_case() == wire::Envelope::kSyncRequest ||
-        env.body_case() == wire::Envelope::kSyncRanges) {
+        env.body_case() == wire::Envelope::kSyncRanges ||
+        (env.body_case() == wire::Envelope::kGossip && env.gossip().deltas_size() > 0)) {
       if (frame_rejects == rejects_before) NoteData(env.sender_name());
     }
   }
@@ -969,7 +1108,11 @@ struct Node::Impl {
   void NoteData(const std::string& sender) {
     if (!started || sender == config.name || !membership->Knows(sender)) return;
     if (last_data.size() >= membership->config().max_members && !last_data.count(sender)) {
-      std::erase_if(last_data, [&](const auto& e) { return !membership->Knows(e.first); });
+      for (auto it = last_data.begin(); it != last_data.end();) {  // order-free: erases every stale name
+        auto next = std::next(it);
+        if (!membership->Knows(it->first)) last_data.erase(it);
+        it = next;
+      }
       if (last_data.size() >= membership->config().max_members) return;
     }
     last_data[sender] = now;
@@ -992,6 +1135,24 @@ struct Node::Impl {
     return value;
   }
 
+  // Bit count and digest of one generation; rescanned only when the filter's
+  // change counter moved since the last scan. The counter is read before the
+  // scan: a change racing with it bumps the counter after, forcing a rescan.
+  ScanResult Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter) const {
+    const std::pair<uint64_t, uint64_t> key(state.uid, epoch);
+    const uint64_t changes = state.changes->load(std::memory_order_acquire);
+    {
+      std::lock_guard lock(scans_mu);
+      auto it = scans.find(key);
+      if (it != scans.end() && it->second.changes == changes) return it->second;
+    }
+    const ScanResult scan{changes, filter.CountSetBits(), GenerationDigest(filter)};
+    std::lock_guard lock(scans_mu);
+    if (scans.size() >= 4096) scans.clear();
+    scans[key] = scan;
+    return scan;
+  }
+
   FilterInfo InfoOf(const FilterState& state) const {
     FilterInfo info;
     info.config = state.entry.config;
@@ -1003,10 +1164,11 @@ struct Node::Impl {
       if (gen == nullptr) continue;
       GenerationInfo g;
       g.epoch = e;
-      g.set_bits = gen->filter->CountSetBits();
+      const ScanResult scan = Scan(state, e, *gen->filter);
+      g.set_bits = scan.set_bits;
+      g.digest = scan.digest;
       g.fill_ratio = static_cast<double>(g.set_bits) / static_cast<double>(state.entry.params.shape.bits());
       std::tie(g.estimated_items, g.estimated_fpr) = Estimates(state.entry.params.shape, g.set_bits);
-      g.digest = GenerationDigest(*gen->filter);
       info.memory_bytes += state.entry.params.shape.bytes();
       info.generations.push_back(g);
     }
@@ -1047,7 +1209,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
     impl.Install(*std::move(state), false);
   }
   impl.announce_catalog.clear();  // config filters: every node has them already
-  impl.PumpMembership();
+  impl.PumpMembership(true);
   return node;
 }
 
@@ -1062,13 +1224,13 @@ void Node::Start(Time now) {
   // Stagger the first anti-entropy round so a cluster started at once spreads out.
   impl.next_anti_entropy =
       now + Duration(static_cast<int64_t>(impl.rng.Below(static_cast<uint64_t>(impl.config.anti_entropy_interval.count())) + 1));
-  impl.PumpMembership();
+  impl.PumpMembership(true);
 }
 
 void Node::Leave(Time now) {
   impl_->now = now;
   impl_->membership->Leave(now);
-  impl_->PumpMembership();
+  impl_->PumpMembership(true);
 }
 
 void Node::HandleDatagram(const Address& from, std::string_view bytes, Time now) {
@@ -1176,14 +1338,22 @@ absl::StatusOr<std::vector<bool>> Node::AddMany(std::string_view filter, std::sp
     run.push_back(adds[i].bits);
   }
   if (!run.empty()) impl.pending.Push(state->uid, run_epoch, run);
+  if (std::find(was_new.begin(), was_new.end(), true) != was_new.end()) {
+    state->changes->fetch_add(1, std::memory_order_release);
+  }
   impl.adds.fetch_add(keys.size(), std::memory_order_relaxed);
   return was_new;
 }
 
+// The single-key form skips ExistsMany's batch buffers (the simulator's
+// checkers call it for every acknowledged key on every node).
 absl::StatusOr<bool> Node::Exists(std::string_view filter, std::string_view key) const {
-  absl::StatusOr<std::vector<bool>> r = ExistsMany(filter, std::span<const std::string_view>(&key, 1));
-  if (!r.ok()) return r.status();
-  return (*r)[0];
+  std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
+  if (state == nullptr) return absl::NotFoundError("ERR not found");
+  const bool found = state->set->MightContain(key);
+  impl_->queries.fetch_add(1, std::memory_order_relaxed);
+  if (found) impl_->hits.fetch_add(1, std::memory_order_relaxed);
+  return found;
 }
 
 absl::StatusOr<std::vector<bool>> Node::ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const {
@@ -1237,6 +1407,7 @@ std::vector<FilterInfo> Node::Filters() const {
 }
 
 std::vector<MemberInfo> Node::Members() const {
+  impl_->members_requested.store(true, std::memory_order_relaxed);
   std::lock_guard lock(impl_->members_mu);
   return impl_->members_cache;
 }
@@ -1259,6 +1430,9 @@ NodeCounters Node::Counters() const {
   {
     std::lock_guard lock(impl_->stats_mu);
     c = impl_->stats;
+    AddTypeCounts(impl_->bytes_out_type, &c.bytes_out_by_type);
+    AddTypeCounts(impl_->frames_out_type, &c.frames_out_by_type);
+    AddTypeCounts(impl_->bytes_in_type, &c.bytes_in_by_type);
   }
   c.adds = impl_->adds.load(std::memory_order_relaxed);
   c.queries = impl_->queries.load(std::memory_order_relaxed);
@@ -1324,6 +1498,31 @@ absl::Status Node::ImportSnapshot(std::string_view bytes) {
     std::vector<crdt::WordBits> words = gen->filter->ExportBlocks(0, gen->filter->shape().blocks);
     impl.MergeWords(*local, e, words);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Node::ExportCatalogEntry(std::string_view filter) const {
+  std::shared_ptr<const FilterState> state = impl_->DriverLookup(std::string(filter));
+  if (state == nullptr) return absl::NotFoundError("ERR not found");
+  wire::CatalogEntry entry;
+  ToWire(state->entry, state->set->epoch(), &entry);
+  return entry.SerializeAsString();
+}
+
+absl::Status Node::ImportCatalogEntry(std::string_view bytes, Time now) {
+  Impl& impl = *impl_;
+  constexpr size_t kMaxEntryBytes = 64u << 10;
+  wire::CatalogEntry w;
+  if (bytes.empty() || bytes.size() > kMaxEntryBytes || !w.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("ERR catalog entry: does not parse");
+  }
+  absl::StatusOr<CatalogEntry> entry = FromWire(w);
+  if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR catalog entry: ", entry.status().message()));
+  if (w.epoch() > kMaxEpoch) return absl::InvalidArgumentError("ERR catalog entry: epoch out of range");
+  if (entry->params.key_id != impl.key_id) return absl::InvalidArgumentError("ERR catalog entry: other cluster secret");
+  impl.now = now;
+  impl.ApplyCatalogEntry(*entry, w.epoch());
+  if (impl.DriverLookup(entry->config.name) == nullptr) return absl::ResourceExhaustedError("ERR catalog entry refused");
   return absl::OkStatus();
 }
 

@@ -82,6 +82,7 @@ struct NodeCounters {
   // "params" (refused merges); "catalog_full"; "membership_<reason>".
   std::map<std::string, uint64_t> rejected_by_reason;
   std::map<std::string, uint64_t> bytes_out_by_type, bytes_in_by_type;
+  std::map<std::string, uint64_t> frames_out_by_type;
 };
 
 // What this node knows about one other member, for metrics (Node::Peers).
@@ -121,7 +122,11 @@ class Node {
   std::vector<std::string> WhoHas(std::span<const std::string> digests, std::string_view key) const;
   absl::StatusOr<FilterInfo> Info(std::string_view filter) const;
   std::vector<FilterInfo> Filters() const;  // sorted by name
-  std::vector<MemberInfo> Members() const;  // sorted by name, self included
+  // Sorted by name, self included. A snapshot the driver thread refreshes at
+  // Start/Leave and otherwise at most every 100 ms of its `now` while someone
+  // reads it (every 1 s when nobody has since the last refresh), at the next
+  // Tick or frame after a change: it can lag a change by up to about 1 s.
+  std::vector<MemberInfo> Members() const;
   NodeCounters Counters() const;
   const std::string& name() const;
   // Driver thread. Every member in the table but self, sorted by name. A
@@ -137,6 +142,15 @@ class Node {
   // can be imported in any order. Importing a filter that exists merges it in.
   std::map<std::string, std::string> ExportSnapshots() const;
   absl::Status ImportSnapshot(std::string_view bytes);
+  // The add log's creation records (driver thread). ExportCatalogEntry: the
+  // filter's catalog entry (stamp and creator included) as a serialized
+  // wire::CatalogEntry carrying the current epoch; NotFound if unknown.
+  // ImportCatalogEntry validates such bytes fully (parse, FromWire, epoch
+  // range, key id) before touching state, then applies them under the catalog
+  // rule exactly as if a peer had announced them: an unknown filter is created
+  // empty; a conflict keeps the deterministic winner.
+  absl::StatusOr<std::string> ExportCatalogEntry(std::string_view filter) const;
+  absl::Status ImportCatalogEntry(std::string_view bytes, Time now);
 
   // Keyring for frame sealing (driver thread). Keys are 32 bytes.
   absl::Status KeyringInstall(std::string_view key);

@@ -100,6 +100,28 @@ absl::Status AddLog::OpenSegmentLocked(uint64_t id) {
   return absl::OkStatus();
 }
 
+template <typename EncodeFn>
+absl::Status AddLog::Enqueue(size_t records, bool wait, EncodeFn encode) {
+  std::unique_lock lock(mu_);
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError("add log closed");
+  done_cv_.wait(lock, [&] { return pending_.size() < kMaxPendingBytes || !error_.ok() || closed_; });
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError("add log closed");
+  const bool was_idle = appended_seq_ == written_seq_;
+  encode(&pending_);
+  records_ += records;
+  const uint64_t seq = ++appended_seq_;
+  const bool sync_wait = wait && mode_ == AppendFsync::kAlways;
+  if (sync_wait) ++sync_waiters_;
+  // The writer wakes for the first append after it caught up; later ones ride along.
+  if (was_idle || sync_wait) work_cv_.notify_one();
+  if (!sync_wait) return absl::OkStatus();
+  done_cv_.wait(lock, [&] { return synced_seq_ >= seq || !error_.ok(); });
+  --sync_waiters_;
+  return error_;
+}
+
 absl::Status AddLog::Append(std::string_view filter, std::span<const std::string_view> keys) {
   if (filter.empty() || filter.size() > kMaxLoggedFilterBytes) {
     return absl::InvalidArgumentError("filter name too long for the add log");
@@ -107,19 +129,30 @@ absl::Status AddLog::Append(std::string_view filter, std::span<const std::string
   for (std::string_view k : keys) {
     if (k.size() > kMaxLoggedKeyBytes) return absl::InvalidArgumentError("key too long for the add log");
   }
+  return Enqueue(keys.size(), true, [&](std::string* out) {
+    for (std::string_view k : keys) AppendAddRecord(filter, k, out);
+  });
+}
+
+absl::Status AddLog::AppendCreate(std::string_view filter, std::string_view entry, bool wait) {
+  if (filter.empty() || filter.size() > kMaxLoggedFilterBytes) {
+    return absl::InvalidArgumentError("filter name too long for the add log");
+  }
+  if (entry.empty() || entry.size() > kMaxLoggedEntryBytes) {
+    return absl::InvalidArgumentError("catalog entry size out of range for the add log");
+  }
+  return Enqueue(1, wait, [&](std::string* out) { AppendCreateRecord(filter, entry, out); });
+}
+
+absl::Status AddLog::WaitDurable() {
+  if (mode_ != AppendFsync::kAlways) return absl::OkStatus();
   std::unique_lock lock(mu_);
   if (!error_.ok()) return error_;
   if (closed_) return absl::FailedPreconditionError("add log closed");
-  done_cv_.wait(lock, [&] { return pending_.size() < kMaxPendingBytes || !error_.ok() || closed_; });
-  if (!error_.ok()) return error_;
-  const bool was_idle = appended_seq_ == written_seq_;
-  for (std::string_view k : keys) AppendAddRecord(filter, k, &pending_);
-  records_ += keys.size();
-  const uint64_t seq = ++appended_seq_;
-  if (mode_ == AppendFsync::kAlways) ++sync_waiters_;
-  // The writer wakes for the first append after it caught up; later ones ride along.
-  if (was_idle || mode_ == AppendFsync::kAlways) work_cv_.notify_one();
-  if (mode_ != AppendFsync::kAlways) return absl::OkStatus();
+  const uint64_t seq = appended_seq_;
+  if (synced_seq_ >= seq) return absl::OkStatus();
+  ++sync_waiters_;
+  work_cv_.notify_one();
   done_cv_.wait(lock, [&] { return synced_seq_ >= seq || !error_.ok(); });
   --sync_waiters_;
   return error_;
@@ -157,7 +190,10 @@ void AddLog::WriterLoop() {
   while (true) {
     // Wake for new data, or each second to fsync under everysec.
     work_cv_.wait_for(lock, std::chrono::milliseconds(mode_ == AppendFsync::kAlways ? 1000 : 100),
-                      [&] { return stopping_ || appended_seq_ != written_seq_ || !error_.ok(); });
+                      [&] {
+                        return stopping_ || appended_seq_ != written_seq_ || !error_.ok() ||
+                               (sync_waiters_ > 0 && synced_seq_ != appended_seq_);
+                      });
     if (!error_.ok()) {  // sticky: nothing more is written; wait to be closed
       work_cv_.wait(lock, [&] { return stopping_; });
       return;

@@ -52,6 +52,16 @@ class AddLog {
   // keys longer than kMaxLoggedKeyBytes are refused (InvalidArgument).
   absl::Status Append(std::string_view filter, std::span<const std::string_view> keys);
 
+  // Logs a create record (a filter's catalog entry, add_log_format.h). With
+  // `wait` it returns like Append (under kAlways: once fsynced); without, it
+  // only queues the record, and a later Append or WaitDurable makes it
+  // durable (records reach the file in Append order). Bad sizes are refused.
+  absl::Status AppendCreate(std::string_view filter, std::string_view entry, bool wait);
+
+  // Under kAlways: returns once every record appended before the call is
+  // fsynced. Under kEverySec / kNone: returns at once (their promise holds).
+  absl::Status WaitDurable();
+
   // Finishes the current segment and opens the next; returns the id of the
   // segment that was closed.
   absl::StatusOr<uint64_t> Rotate();
@@ -68,6 +78,10 @@ class AddLog {
 
  private:
   AddLog(std::string dir, AppendFsync mode);
+  // Adds `records` records (written by `encode` into pending_) and, with
+  // `wait` under kAlways, waits until they are fsynced.
+  template <typename EncodeFn>
+  absl::Status Enqueue(size_t records, bool wait, EncodeFn encode);
   absl::Status OpenSegmentLocked(uint64_t id);  // io_mu_ held
   void WriterLoop();
   // Writes what is pending (io_mu_ held); fsyncs when `sync`.

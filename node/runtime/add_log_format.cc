@@ -20,21 +20,74 @@ uint32_t GetU32(const char* p) {
   return v;
 }
 
+constexpr char kCreateKind = 0x01;
+
+// Fills in the header of the record that starts at `start` (its payload is
+// everything after the header).
+void SealRecord(size_t start, std::string* out) {
+  const size_t payload_len = out->size() - start - kAddLogRecordHeaderBytes;
+  assert(payload_len <= kMaxAddLogPayloadBytes);
+  const uint32_t crc = Crc32c(std::string_view(out->data() + start + kAddLogRecordHeaderBytes, payload_len));
+  PutU32(static_cast<uint32_t>(payload_len), out->data() + start);
+  PutU32(crc, out->data() + start + 4);
+}
+
 }  // namespace
 
 void AppendAddRecord(std::string_view filter, std::string_view key, std::string* out) {
   assert(!filter.empty() && filter.size() <= kMaxLoggedFilterBytes);
   assert(key.size() <= kMaxLoggedKeyBytes);
   const size_t start = out->size();
-  const size_t payload_len = 1 + filter.size() + key.size();
   out->resize(start + kAddLogRecordHeaderBytes);
   out->push_back(static_cast<char>(filter.size()));
   out->append(filter);
   out->append(key);
-  const uint32_t crc = Crc32c(std::string_view(out->data() + start + kAddLogRecordHeaderBytes, payload_len));
-  PutU32(static_cast<uint32_t>(payload_len), out->data() + start);
-  PutU32(crc, out->data() + start + 4);
+  SealRecord(start, out);
 }
+
+void AppendCreateRecord(std::string_view filter, std::string_view entry, std::string* out) {
+  assert(!filter.empty() && filter.size() <= kMaxLoggedFilterBytes);
+  assert(!entry.empty() && entry.size() <= kMaxLoggedEntryBytes);
+  const size_t start = out->size();
+  out->resize(start + kAddLogRecordHeaderBytes);
+  out->push_back('\0');
+  out->push_back(kCreateKind);
+  out->push_back(static_cast<char>(filter.size()));
+  out->append(filter);
+  out->append(entry);
+  SealRecord(start, out);
+}
+
+namespace {
+
+// The payload of a create record (after its 0x00 marker).
+DecodeStatus DecodeCreate(std::string_view rest, AddRecordView* record, std::string* error) {
+  if (rest.size() < 2) {
+    *error = "create record too short";
+    return DecodeStatus::kCorrupt;
+  }
+  if (rest[0] != kCreateKind) {
+    *error = Cat("unknown record kind ", static_cast<unsigned>(static_cast<unsigned char>(rest[0])));
+    return DecodeStatus::kCorrupt;
+  }
+  const size_t filter_len = static_cast<unsigned char>(rest[1]);
+  if (filter_len == 0 || 2 + filter_len > rest.size()) {
+    *error = Cat("create record filter length ", filter_len, " out of range");
+    return DecodeStatus::kCorrupt;
+  }
+  const std::string_view entry = rest.substr(2 + filter_len);
+  if (entry.empty() || entry.size() > kMaxLoggedEntryBytes) {
+    *error = Cat("create record entry length ", entry.size(), " out of range");
+    return DecodeStatus::kCorrupt;
+  }
+  record->kind = RecordKind::kCreate;
+  record->filter = rest.substr(2, filter_len);
+  record->key = {};
+  record->entry = entry;
+  return DecodeStatus::kRecord;
+}
+
+}  // namespace
 
 DecodeStatus DecodeAddRecord(std::string_view buf, AddRecordView* record, size_t* consumed, std::string* error) {
   if (buf.size() < kAddLogRecordHeaderBytes) return DecodeStatus::kNeedMore;
@@ -51,12 +104,19 @@ DecodeStatus DecodeAddRecord(std::string_view buf, AddRecordView* record, size_t
     return DecodeStatus::kCorrupt;
   }
   const size_t filter_len = static_cast<unsigned char>(payload[0]);
-  if (filter_len == 0 || 1 + filter_len > payload.size()) {
+  if (filter_len == 0) {
+    const DecodeStatus st = DecodeCreate(payload.substr(1), record, error);
+    if (st == DecodeStatus::kRecord) *consumed = kAddLogRecordHeaderBytes + len;
+    return st;
+  }
+  if (1 + filter_len > payload.size()) {
     *error = Cat("record filter length ", filter_len, " out of range");
     return DecodeStatus::kCorrupt;
   }
+  record->kind = RecordKind::kAdd;
   record->filter = payload.substr(1, filter_len);
   record->key = payload.substr(1 + filter_len);
+  record->entry = {};
   *consumed = kAddLogRecordHeaderBytes + len;
   return DecodeStatus::kRecord;
 }

@@ -3,6 +3,7 @@
 #include <sodium.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "node/runtime/metrics.h"
 #include "node/runtime/net_address.h"
 #include "node/runtime/persistence.h"
+#include "node/runtime/resp/io_pool.h"
 #include "node/runtime/resp/resp_server.h"
 #include "node/runtime/resp/server_context.h"
 #include "node/runtime/secret.h"
@@ -125,9 +127,14 @@ int RunDaemon(int argc, char** argv) {
     persistence = std::move(*p);
     auto stats = persistence->Recover(node.get(), MonotonicNow(), default_filter);
     if (!stats.ok()) return Fail(kExitRuntime, Cat("recovery failed: ", stats.status().message()));
-    spdlog::info("recovered from {}: {} snapshots, {} adds from {} log segments, {} files moved aside, {} torn tails",
-                 config.data_dir, stats->snapshots_loaded, stats->records_replayed, stats->segments_replayed,
-                 stats->files_moved_aside, stats->torn_tails);
+    spdlog::info("recovered from {}: {} snapshots, {} filter creations and {} adds from {} log segments, "
+                 "{} files moved aside, {} torn tails",
+                 config.data_dir, stats->snapshots_loaded, stats->creates_replayed, stats->records_replayed,
+                 stats->segments_replayed, stats->files_moved_aside, stats->torn_tails);
+    if (stats->creates_refused > 0 || stats->default_creates > 0) {
+      spdlog::warn("recovery: {} create records refused, {} filters re-created with default parameters",
+                   stats->creates_refused, stats->default_creates);
+    }
   } else {
     spdlog::warn("no data-dir: state is kept in memory only and rebuilt from peers after a restart");
   }
@@ -138,12 +145,30 @@ int RunDaemon(int argc, char** argv) {
   // RESP.
   auto ctx = std::make_unique<resp::ServerContext>();
   ctx->node = node.get();
-  ctx->run_on_driver = [&driver](std::function<absl::Status(node::Time)> fn) {
-    return driver.RunOnDriver(std::move(fn));
+  ctx->run_on_driver = [&driver, p = persistence.get()](std::function<absl::Status(node::Time)> fn) {
+    const uint64_t creates_before = p != nullptr ? p->create_records() : 0;
+    absl::Status s = driver.RunOnDriver(std::move(fn));
+    // The call created a filter (BF.RESERVE, auto-create): its create record
+    // is durable, under appendfsync always, before the client hears OK.
+    if (p != nullptr && p->create_records() != creates_before) {
+      if (absl::Status d = p->WaitDurable(); !d.ok() && s.ok()) {
+        return absl::InternalError(Cat("persistence: ", d.message()));
+      }
+    }
+    return s;
   };
   if (persistence) {
     Persistence* p = persistence.get();
-    ctx->log_adds = [p](std::string_view filter, std::span<const std::string_view> keys) {
+    node::Node* n = node.get();
+    ctx->log_adds = [p, n, &driver](std::string_view filter, std::span<const std::string_view> keys) {
+      // The first add of a filter this log has no create record for (learned
+      // from a peer, or its event not yet handled): log the entry first.
+      if (p->NeedsCreateRecord(filter)) {
+        absl::Status s = driver.RunOnDriver([p, n, name = std::string(filter)](node::Time) {
+          return p->NeedsCreateRecord(name) ? p->LogCreate(*n, name, false) : absl::OkStatus();
+        });
+        if (!s.ok()) return s;
+      }
       return p->LogAdds(filter, keys);
     };
     ctx->snapshot = [&driver]() { return driver.SnapshotNow(); };
@@ -157,7 +182,7 @@ int RunDaemon(int argc, char** argv) {
     } else {
       s += Cat("data_dir:", p->dir(), "\r\nappendfsync:", AppendFsyncName(config.appendfsync),
                       "\r\nsnapshots:", p->snapshots_written(), "\r\nlast_snapshot_time:", p->last_snapshot_unix(),
-                      "\r\naddlog_records:", p->log_records(), "\r\n");
+                      "\r\naddlog_records:", p->log_records(), "\r\naddlog_create_records:", p->create_records(), "\r\n");
     }
     return s;
   };
@@ -167,8 +192,8 @@ int RunDaemon(int argc, char** argv) {
   ctx->default_filter = default_filter;
   ctx->version = kPollenVersion;
 
-  asio::io_context resp_io(static_cast<int>(config.resp_threads));
-  resp::RespServer resp_server(resp_io, TcpEndpoint(config.resp_bind), *ctx);
+  resp::IoPool resp_pool(config.resp_threads);  // one io_context per RESP thread
+  resp::RespServer resp_server(resp_pool, TcpEndpoint(config.resp_bind), *ctx);
   if (absl::Status s = resp_server.Start(); !s.ok()) {
     return Fail(kExitRuntime, Cat("option 'resp-bind': ", s.message()));
   }
@@ -176,10 +201,16 @@ int RunDaemon(int argc, char** argv) {
   // HTTP.
   asio::io_context http_io(1);
   std::unique_ptr<HttpServer> http;
+  // From the first shutdown signal on, /readyz and /metrics answer 503 at once
+  // (no driver call that shutdown would have to wait for).
+  std::atomic<bool> shutting_down{false};
   if (!config.http_bind.empty()) {
     http = std::make_unique<HttpServer>(http_io, [&](const std::string& path) {
       HttpResponse r;
-      if (path == "/healthz") {
+      if (shutting_down.load() && (path == "/readyz" || path == "/metrics")) {
+        r.status = 503;
+        r.body = "shutting down\n";
+      } else if (path == "/healthz") {
         r.body = "ok\n";
       } else if (path == "/readyz") {
         const bool ready = driver.ready();
@@ -212,9 +243,7 @@ int RunDaemon(int argc, char** argv) {
   }
 
   driver.Start();
-  std::vector<std::thread> resp_threads;
-  auto resp_guard = asio::make_work_guard(resp_io);
-  for (uint32_t i = 0; i < config.resp_threads; ++i) resp_threads.emplace_back([&] { resp_io.run(); });
+  resp_pool.Start();
   auto http_guard = asio::make_work_guard(http_io);
   std::thread http_thread([&] { http_io.run(); });
 
@@ -237,6 +266,7 @@ int RunDaemon(int argc, char** argv) {
       return;
     }
     spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    shutting_down.store(true);
     signal_io.stop();
   };
   signals.async_wait(on_signal);
@@ -244,10 +274,7 @@ int RunDaemon(int argc, char** argv) {
 
   // Graceful shutdown.
   resp_server.Stop();
-  resp_guard.reset();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  resp_io.stop();
-  for (auto& t : resp_threads) t.join();
+  resp_pool.Stop(std::chrono::milliseconds(100));  // lets connections finish closing
   if (persistence) {
     if (absl::Status s = persistence->Flush(); !s.ok()) spdlog::error("add log flush: {}", s.message());
     auto snap = driver.SnapshotNow();

@@ -84,7 +84,16 @@ void Driver::AfterNodeCall(node::Time now) {
       udp_.Send(out.to, std::move(out.bytes));
     }
   }
-  for (const node::Event& e : node_.TakeEvents()) LogEvent(e, now);
+  for (const node::Event& e : node_.TakeEvents()) {
+    LogEvent(e, now);
+    // A filter appeared or its entry was replaced: put the entry in the add
+    // log (queued here; a reserve's reply waits for it, see daemon.cc).
+    if (persistence_ != nullptr &&
+        (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded)) {
+      absl::Status s = persistence_->LogCreate(node_, e.subject, false);
+      if (!s.ok() && !absl::IsNotFound(s)) spdlog::error("add log: create record for {}: {}", e.subject, s.message());
+    }
+  }
   ArmTimer(now);
 }
 
@@ -172,22 +181,37 @@ absl::Status Driver::RunOnDriver(std::function<absl::Status(node::Time)> fn) {
     AfterNodeCall(now);
     return s;
   }
-  {
-    std::lock_guard lock(stop_mu_);
-    if (shut_down_ || !started_) return absl::UnavailableError("driver not running");
-  }
   auto promise = std::make_shared<std::promise<absl::Status>>();
   auto future = promise->get_future();
-  asio::post(io_, [this, promise, fn = std::move(fn)] {
-    const node::Time now = MonotonicNow();
-    absl::Status s = fn(now);
-    AfterNodeCall(now);
-    promise->set_value(std::move(s));
-  });
+  uint64_t id = 0;
+  {
+    // Registered and posted under the lock that Shutdown takes to stop the
+    // thread: a call is either refused here, or run, or failed by Shutdown.
+    std::lock_guard lock(stop_mu_);
+    if (shut_down_ || !started_) return absl::UnavailableError("driver not running");
+    id = next_call_++;
+    pending_calls_.emplace(id, promise);
+    asio::post(io_, [this, id, fn = std::move(fn)] {
+      const node::Time now = MonotonicNow();
+      absl::Status s = fn(now);
+      AfterNodeCall(now);
+      if (auto p = TakePendingCall(id)) p->set_value(std::move(s));
+    });
+  }
   if (future.wait_for(kRunOnDriverTimeout) != std::future_status::ready) {
-    return absl::DeadlineExceededError("driver did not answer in time");
+    if (TakePendingCall(id) != nullptr) return absl::DeadlineExceededError("driver did not answer in time");
+    // Answered (or failed by Shutdown) just now.
   }
   return future.get();
+}
+
+std::shared_ptr<std::promise<absl::Status>> Driver::TakePendingCall(uint64_t id) {
+  std::lock_guard lock(stop_mu_);
+  auto it = pending_calls_.find(id);
+  if (it == pending_calls_.end()) return nullptr;
+  auto p = std::move(it->second);
+  pending_calls_.erase(it);
+  return p;
 }
 
 absl::StatusOr<Driver::Collected> Driver::Collect() {
@@ -253,15 +277,24 @@ void Driver::Shutdown(std::chrono::milliseconds grace) {
     {
       std::lock_guard lock(stop_mu_);
       shut_down_ = true;
+      asio::post(io_, [this] {
+        timer_.cancel();
+        udp_.Close();
+        streams_.Close();
+        io_.stop();
+      });
     }
-    asio::post(io_, [this] {
-      timer_.cancel();
-      udp_.Close();
-      streams_.Close();
-      io_.stop();
-    });
     if (thread_.joinable()) thread_.join();
   }
+  // Calls whose work was queued behind the stop never run: fail them now
+  // instead of leaving their callers (an HTTP scrape, say) to time out.
+  std::map<uint64_t, std::shared_ptr<std::promise<absl::Status>>> orphans;
+  {
+    std::lock_guard lock(stop_mu_);
+    shut_down_ = true;
+    orphans.swap(pending_calls_);
+  }
+  for (auto& [id, p] : orphans) p->set_value(absl::UnavailableError("pollend is shutting down"));
 }
 
 }  // namespace pollen::runtime

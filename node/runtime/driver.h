@@ -10,6 +10,8 @@
 // Client operations (Add/Exists/...) do not go through the driver: RESP threads
 // call the Node directly.
 //
+// With persistence, every kFilterCreated / kFilterDiscarded event also puts
+// the filter's catalog entry in the add log (Persistence::LogCreate).
 // Snapshots (when persistence is on) run every snapshot-interval on a
 // background thread: the export happens on the driver, the file writes do not.
 // Readiness: after Start, once another member is alive, or there is no seed
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +71,9 @@ class Driver {
   void Start();         // starts the thread; Node::Start runs on it
 
   // Runs fn(now) on the driver thread and waits (inline when called there).
+  // Unavailable once Shutdown has begun stopping the thread: a call is then
+  // refused at once, and one already queued that will not run is failed as
+  // soon as the thread has stopped (never left to kRunOnDriverTimeout).
   absl::Status RunOnDriver(std::function<absl::Status(node::Time)> fn);
 
   absl::StatusOr<Collected> Collect();
@@ -90,6 +96,8 @@ class Driver {
   void CheckReady(node::Time now);
   void LogEvent(const node::Event& e, node::Time now);
   void SnapshotLoop();
+  // Removes and returns a pending RunOnDriver promise (nullptr if gone).
+  std::shared_ptr<std::promise<absl::Status>> TakePendingCall(uint64_t id);
 
   node::Node& node_;
   const DaemonConfig config_;
@@ -116,6 +124,10 @@ class Driver {
   std::condition_variable stop_cv_;
   bool stopping_ = false;
   bool shut_down_ = false;
+  // RunOnDriver calls posted and not yet answered (stop_mu_), bounded by the
+  // number of threads that can be waiting in RunOnDriver.
+  uint64_t next_call_ = 0;
+  std::map<uint64_t, std::shared_ptr<std::promise<absl::Status>>> pending_calls_;
 };
 
 }  // namespace pollen::runtime

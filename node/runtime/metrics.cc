@@ -237,6 +237,8 @@ std::string RenderMetrics(const MetricsInput& in) {
           p.last_snapshot_unix());
     w.One("pollen_addlog_records_total", "counter", "Add-log records appended since start.", p.log_records());
     w.One("pollen_addlog_fsyncs_total", "counter", "Add-log fsync calls since start.", p.log_fsyncs());
+    w.One("pollen_addlog_create_records_total", "counter",
+          "Add-log create records (a filter's catalog entry) appended since start.", p.create_records());
   }
   return w.Take();
 }

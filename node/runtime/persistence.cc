@@ -157,6 +157,9 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
       if (s.ok()) {
         ++stats.snapshots_loaded;
         spdlog::info("persistence: loaded snapshot {}", path);
+        const std::string_view encoded =
+            std::string_view(name).substr(kSnapPrefix.size(), name.size() - kSnapPrefix.size() - kSnapSuffix.size());
+        if (auto filter = DecodeFileName(encoded); filter.ok()) MarkCovered(*filter);
       } else {
         failures[name] = std::string(s.message());
         retry.push_back(name);
@@ -169,47 +172,111 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
     ++stats.files_moved_aside;
   }
 
-  // The log.
+  // The log: create records first (a filter's entry must exist before its
+  // adds, and an add record may precede its filter's create record in the
+  // log), then the adds.
   const std::vector<uint64_t> segments = ListAddLogSegments(dir_);
-  uint64_t next_id = segments.empty() ? 1 : segments.back() + 1;
+  const uint64_t next_id = segments.empty() ? 1 : segments.back() + 1;
+  ReplayCreates(node, now, segments, &stats);
+  ReplayAdds(node, now, default_filter, segments, &stats);
+  auto log = AddLog::Open(dir_, next_id, mode_);
+  if (!log.ok()) return log.status();
+  log_ = std::move(*log);
+  return stats;
+}
+
+void Persistence::ReplayCreates(node::Node* node, node::Time now, const std::vector<uint64_t>& segments,
+                                RecoveryStats* stats) {
+  for (uint64_t id : segments) {
+    const std::string path = AddLogSegmentPath(dir_, id);
+    uint64_t refused = 0;
+    auto scan = ScanAddLogFile(path, [&](const AddRecordView& rec) {
+      if (rec.kind != RecordKind::kCreate) return;
+      const absl::Status s = node->ImportCatalogEntry(rec.entry, now);
+      if (s.ok()) {
+        ++stats->creates_replayed;
+        MarkCovered(rec.filter);
+      } else {
+        ++refused;
+        spdlog::warn("persistence: {}: create record for filter '{}' refused: {}", path, rec.filter, SV(s.message()));
+      }
+    });
+    stats->creates_refused += refused;
+    // An unreadable or corrupt file is reported and moved aside by ReplayAdds.
+    (void)scan;
+  }
+}
+
+void Persistence::ReplayAdds(node::Node* node, node::Time now, const node::FilterConfig& default_filter,
+                             const std::vector<uint64_t>& segments, RecoveryStats* stats) {
   for (uint64_t id : segments) {
     const std::string path = AddLogSegmentPath(dir_, id);
     uint64_t failed_adds = 0;
+    uint64_t records = 0;
     auto scan = ScanAddLogFile(path, [&](const AddRecordView& rec) {
+      if (rec.kind != RecordKind::kAdd) return;
+      ++records;
       auto added = node->Add(rec.filter, rec.key);
       if (added.status().code() == absl::StatusCode::kNotFound) {
+        // No snapshot and no create record knows this filter: a log from a
+        // version without create records. Re-create it as BF.ADD would.
         node::FilterConfig fc = default_filter;
         fc.name = std::string(rec.filter);
         fc.owner.clear();
         fc.scope = node::Scope::kShared;
-        (void)node->Reserve(fc, now);
+        if (node->Reserve(fc, now).ok()) {
+          ++stats->default_creates;
+          spdlog::warn("persistence: {}: filter '{}' has no create record; re-created with default parameters",
+                       path, rec.filter);
+        }
         added = node->Add(rec.filter, rec.key);
       }
       if (!added.ok()) ++failed_adds;
     });
     if (!scan.ok()) {
       MoveAside(path, SV(scan.status().message()));
-      ++stats.files_moved_aside;
+      ++stats->files_moved_aside;
       continue;
     }
-    ++stats.segments_replayed;
-    stats.records_replayed += scan->records;
+    ++stats->segments_replayed;
+    stats->records_replayed += records;
     if (failed_adds > 0) spdlog::warn("persistence: {} records of {} could not be re-added", failed_adds, path);
     if (scan->torn_tail) {
-      ++stats.torn_tails;
+      ++stats->torn_tails;
       spdlog::warn("persistence: {}: dropped a torn last record after {} good records", path, scan->records);
     }
     if (scan->corrupt) {
       MoveAside(path, Cat(scan->error, "; kept ", scan->records, " records before it"));
-      ++stats.files_moved_aside;
+      ++stats->files_moved_aside;
     } else {
-      spdlog::info("persistence: replayed {} adds from {}", scan->records, path);
+      spdlog::info("persistence: replayed {} adds from {}", records, path);
     }
   }
-  auto log = AddLog::Open(dir_, next_id, mode_);
-  if (!log.ok()) return log.status();
-  log_ = std::move(*log);
-  return stats;
+}
+
+void Persistence::MarkCovered(std::string_view filter) {
+  std::lock_guard lock(covered_mu_);
+  covered_.emplace(filter);
+}
+
+bool Persistence::NeedsCreateRecord(std::string_view filter) const {
+  std::lock_guard lock(covered_mu_);
+  return covered_.find(filter) == covered_.end();
+}
+
+absl::Status Persistence::LogCreate(const node::Node& node, std::string_view filter, bool wait) {
+  if (!log_) return absl::FailedPreconditionError("add log not open");
+  absl::StatusOr<std::string> entry = node.ExportCatalogEntry(filter);
+  if (!entry.ok()) return entry.status();
+  if (absl::Status s = log_->AppendCreate(filter, *entry, wait); !s.ok()) return s;
+  create_records_.fetch_add(1);
+  MarkCovered(filter);
+  return absl::OkStatus();
+}
+
+absl::Status Persistence::WaitDurable() {
+  if (!log_) return absl::FailedPreconditionError("add log not open");
+  return log_->WaitDurable();
 }
 
 absl::Status Persistence::LogAdds(std::string_view filter, std::span<const std::string_view> keys) {

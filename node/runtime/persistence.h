@@ -7,9 +7,23 @@
 //   *.corrupt-<unix time>      files that failed to load, moved aside
 //
 // Recovery (driver thread, before Node::Start): import every snapshot, then
-// replay every segment (re-adding is idempotent). A file that fails is renamed
-// aside and logged, and the node continues from what is intact (anti-entropy
-// repairs the rest); a torn last record is dropped. Then a new segment opens.
+// replay the segments in two passes: first every create record (a filter's
+// catalog entry, applied under the catalog rule by Node::ImportCatalogEntry,
+// so a filter keeps its parameters, stamp and creator), then every add
+// (re-adding is idempotent). A file that fails is renamed aside and logged,
+// and the node continues from what is intact (anti-entropy repairs the rest);
+// a torn last record is dropped. Then a new segment opens. An add for a filter
+// that neither a snapshot nor a create record knows (a log written before
+// create records existed) re-creates it with the default parameters, as
+// before, with a warning.
+//
+// Create records (LogCreate): the driver logs one whenever a filter appears
+// or its entry is replaced (Node events kFilterCreated / kFilterDiscarded),
+// and the add path logs one before the first add record of a filter that has
+// none yet (NeedsCreateRecord), so in the log every add record of a filter
+// follows a create record for it, or a snapshot holds the filter. A reply to
+// BF.RESERVE waits for WaitDurable, so under appendfsync always a reserve is
+// on disk before it is acknowledged.
 //
 // Snapshot (driver thread for the export; the file writes may run on any
 // thread): rotate the log, export, write each file atomically, delete the
@@ -21,9 +35,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "node/core/node.h"
@@ -38,6 +55,9 @@ struct RecoveryStats {
   uint64_t records_replayed = 0;
   uint64_t files_moved_aside = 0;
   uint64_t torn_tails = 0;
+  uint64_t creates_replayed = 0;  // create records applied
+  uint64_t creates_refused = 0;   // create records the node refused (other secret, catalog full, ...)
+  uint64_t default_creates = 0;   // filters re-created with default parameters (no create record)
 };
 
 // What a snapshot needs after the driver-thread part.
@@ -60,6 +80,16 @@ class Persistence {
   // Thread-safe: log adds the node has applied (see AddLog::Append).
   absl::Status LogAdds(std::string_view filter, std::span<const std::string_view> keys);
 
+  // Driver thread: logs a create record for `filter`'s current catalog entry
+  // (queued; `wait` as in AddLog::AppendCreate) and remembers that it did.
+  // NotFound if the node does not know the filter.
+  absl::Status LogCreate(const node::Node& node, std::string_view filter, bool wait);
+  // Thread-safe: true while no create record has been logged for `filter` in
+  // this process and no loaded snapshot or replayed record covers it.
+  bool NeedsCreateRecord(std::string_view filter) const;
+  // Thread-safe: see AddLog::WaitDurable.
+  absl::Status WaitDurable();
+
   // Driver thread: rotate the log and export the node's state.
   absl::StatusOr<SnapshotJob> BeginSnapshot(const node::Node& node);
   // Any thread (one at a time): write the files, drop old segments. Returns a
@@ -75,10 +105,16 @@ class Persistence {
   uint64_t last_snapshot_unix() const { return last_snapshot_unix_.load(); }
   uint64_t log_records() const { return log_ ? log_->records_appended() : 0; }
   uint64_t log_fsyncs() const { return log_ ? log_->fsyncs() : 0; }
+  uint64_t create_records() const { return create_records_.load(); }
 
  private:
   Persistence(std::string dir, AppendFsync mode) : dir_(std::move(dir)), mode_(mode) {}
   void MoveAside(const std::string& path, std::string_view why);
+  void MarkCovered(std::string_view filter);
+  // Replay passes over every segment (Recover).
+  void ReplayCreates(node::Node* node, node::Time now, const std::vector<uint64_t>& segments, RecoveryStats* stats);
+  void ReplayAdds(node::Node* node, node::Time now, const node::FilterConfig& default_filter,
+                  const std::vector<uint64_t>& segments, RecoveryStats* stats);
 
   const std::string dir_;
   const AppendFsync mode_;
@@ -88,6 +124,9 @@ class Persistence {
   std::atomic<uint64_t> snapshot_failures_{0};
   std::atomic<uint64_t> last_snapshot_unix_{0};
   std::atomic<uint64_t> files_moved_aside_{0};
+  std::atomic<uint64_t> create_records_{0};
+  mutable std::mutex covered_mu_;
+  std::set<std::string, std::less<>> covered_;  // filters with a create record or snapshot
 };
 
 // "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back.

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "crdt/block_probe.h"
 #include "crdt/keyed_hash.h"
 #include "tests/crdt/test_util.h"
 
@@ -75,6 +76,54 @@ TEST(BlockedFilter, MasksHaveAtMostKBitsInOneBlock) {
     ASSERT_GE(bits, 1);
     ASSERT_LE(bits, 9);
     ASSERT_LT(filter->BlockOf(rng()), 1000u);
+  }
+}
+
+// The AVX-512 probe (where the CPU has it) and the scalar probe must give the
+// same answer for every hash, and both must agree with MasksOf: a hash is
+// contained exactly when all its mask bits are set. Filters at every k, filled
+// to several densities, so both answers occur often.
+TEST(BlockedFilter, VectorAndScalarProbesAgreeWithMasks) {
+  std::mt19937_64 rng(21);
+  for (uint32_t k = 1; k <= kMaxK; ++k) {
+    for (int adds : {40, 200, 1000}) {
+      auto filter = Make(16, k);
+      for (int i = 0; i < adds; ++i) filter->Add(rng());
+      int present = 0;
+      for (int i = 0; i < 4000; ++i) {
+        const uint64_t h = rng();
+        const uint64_t block = filter->BlockOf(h);
+        const auto masks = filter->MasksOf(h);
+        bool all_set = true;
+        for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
+          all_set = all_set && (filter->LoadWord(block * 8 + w) & masks[w]) == masks[w];
+        }
+        ASSERT_EQ(filter->MightContainPortable(h), all_set) << "k=" << k;
+        ASSERT_EQ(filter->MightContain(h), all_set) << "k=" << k << " vector=" << probe::VectorProbeAvailable();
+        present += all_set;
+      }
+      if (adds == 1000) {
+        EXPECT_GT(present, 0) << "k=" << k;  // the dense filter answers yes sometimes
+      }
+      if (adds == 40) {
+        EXPECT_LT(present, 4000) << "k=" << k;  // the sparse one answers no sometimes
+      }
+    }
+  }
+}
+
+// Every probe of a key lands in its block and sets exactly the positions the
+// sequence names: k distinct-or-repeated positions, so 1..k bits.
+TEST(BlockedFilter, ProbeSequenceNamesKPositions) {
+  std::mt19937_64 rng(23);
+  for (uint32_t k = 1; k <= kMaxK; ++k) {
+    for (int i = 0; i < 200; ++i) {
+      const uint64_t h = rng();
+      std::vector<uint64_t> positions;
+      probe::ForEachPosition(h, k, [&](uint64_t pos) { positions.push_back(pos); });
+      ASSERT_EQ(positions.size(), k);
+      for (uint64_t pos : positions) ASSERT_LT(pos, 512u);
+    }
   }
 }
 

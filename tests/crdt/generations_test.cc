@@ -121,5 +121,38 @@ TEST(Generations, BatchFormsAgreeWithSingleForms) {
   for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(found[i], batch->MightContain(keys[i])) << i;
 }
 
+// The batch forms' prefetch pipeline has edges at every batch length up to
+// and past its depth; each length must give exactly the single forms' results,
+// across two live generations (keys in the older one are still found).
+TEST(Generations, BatchFormsAgreeAtEveryShortLength) {
+  for (size_t n = 0; n <= 40; ++n) {
+    auto single = MakeSet(2, 1), batch = MakeSet(2, 1);
+    std::vector<std::string> storage;
+    for (size_t i = 0; i < n; ++i) storage.push_back("old" + std::to_string(i % 30));
+    std::vector<std::string_view> keys(storage.begin(), storage.end());
+    std::vector<KeyAdd> adds(n);
+    batch->AddMany(keys, adds);
+    for (size_t i = 0; i < n; ++i) {
+      const KeyAdd expected = single->Add(keys[i]);
+      ASSERT_EQ(adds[i].was_new, expected.was_new) << "n=" << n << " i=" << i;
+      ASSERT_EQ(adds[i].bits.block, expected.bits.block);
+      ASSERT_EQ(adds[i].bits.new_bits, expected.bits.new_bits);
+    }
+    ASSERT_TRUE(batch->Advance(2).ok());
+    std::vector<std::string> probes;
+    for (size_t i = 0; i < n; ++i) probes.push_back(i % 2 ? "old" + std::to_string(i % 30) : "new" + std::to_string(i));
+    std::vector<std::string_view> probe_views(probes.begin(), probes.end());
+    for (size_t i = 0; i < n; i += 4) batch->Add(probe_views[i]);  // some new keys land in epoch 2
+    std::unique_ptr<bool[]> found(new bool[n + 1]);
+    batch->MightContainMany(probe_views, {found.get(), n});
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(found[i], batch->MightContain(probe_views[i])) << "n=" << n << " i=" << i;
+      if (i % 2 == 1 || i % 4 == 0) {
+        ASSERT_TRUE(found[i]) << "false negative, n=" << n << " i=" << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pollen::crdt

@@ -12,7 +12,8 @@ namespace pollen::crdt {
 namespace {
 
 // An independent SipHash-2-4, written from the paper's specification, used to
-// cross-check libsodium on random inputs (and to pin the reference vectors).
+// cross-check both the inlined SipHash24 and libsodium on random inputs (and to
+// pin the reference vectors).
 uint64_t Rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
 uint64_t Le64(const uint8_t* p) {
   uint64_t v = 0;
@@ -61,18 +62,33 @@ TEST(KeyedHash, MatchesSipHashReferenceVectors) {
   std::string message;
   for (size_t len = 0; len < std::size(kExpected); ++len) {
     EXPECT_EQ(SipHash24(ReferenceKey(), message), kExpected[len]) << "length " << len;
+    EXPECT_EQ(SipHash24Sodium(ReferenceKey(), message), kExpected[len]) << "length " << len;
     EXPECT_EQ(SpecSipHash24(ReferenceKey(), message), kExpected[len]) << "length " << len;
     message.push_back(static_cast<char>(len));
   }
 }
 
-TEST(KeyedHash, LibsodiumMatchesSpecOnRandomInputs) {
+// The inlined SipHash24 must equal libsodium's crypto_shorthash bit for bit:
+// random keys, every length from 0 to 300 bytes, and unaligned inputs.
+TEST(KeyedHash, InlinedMatchesLibsodiumAndSpecOnRandomInputs) {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 20000; ++i) {
     SipKey key;
     for (auto& b : key.bytes) b = static_cast<uint8_t>(rng());
     const std::string data = testing::RandomKey(rng, 100);
-    ASSERT_EQ(SipHash24(key, data), SpecSipHash24(key, data));
+    const uint64_t expected = SipHash24Sodium(key, data);
+    ASSERT_EQ(SipHash24(key, data), expected) << "input " << i;
+    ASSERT_EQ(SpecSipHash24(key, data), expected) << "input " << i;
+  }
+  std::string buffer(320, '\0');
+  for (char& c : buffer) c = static_cast<char>(rng());
+  for (size_t len = 0; len <= 300; ++len) {
+    for (size_t offset = 0; offset < 8; ++offset) {  // every alignment
+      SipKey key;
+      for (auto& b : key.bytes) b = static_cast<uint8_t>(rng());
+      const std::string_view data(buffer.data() + offset, len);
+      ASSERT_EQ(SipHash24(key, data), SipHash24Sodium(key, data)) << "length " << len << " offset " << offset;
+    }
   }
 }
 

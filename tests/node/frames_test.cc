@@ -198,5 +198,56 @@ TEST_F(Frames, ParameterMismatchIsRefused) {
   EXPECT_NE(Observe(*cluster_, 0), before);
 }
 
+// A packed Gossip frame is applied whole or not at all.
+TEST_F(Frames, GossipFrameIsValidatedWholeBeforeAnyPartApplies) {
+  wire::Envelope env;
+  wire::Gossip* g = env.mutable_gossip();
+  *g->add_deltas() = DeltaEnvelope(params_, 0).delta();
+  wire::Delta* bad = g->add_deltas();
+  *bad = DeltaEnvelope(params_, 0).delta();
+  bad->set_positions("\x07\x01\x02");  // corrupt
+  ExpectRejected(forger_.Seal(env), "malformed");
+  // A bad epoch announcement or catalog entry spoils the valid delta too.
+  env.mutable_gossip()->mutable_deltas()->RemoveLast();
+  wire::FilterEpoch* fe = env.mutable_gossip()->add_epochs();
+  ToWire(params_, fe->mutable_filter());
+  fe->set_epoch(~uint64_t{0});
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_gossip()->clear_epochs();
+  auto entry = MakeCatalogEntry(SharedFilter("other"), TestSecret(), 5, "n9");
+  ASSERT_TRUE(entry.ok());
+  ToWire(*entry, 0, env.mutable_gossip()->add_catalog());
+  env.mutable_gossip()->mutable_catalog(0)->set_scope(1);  // digest without owner
+  ExpectRejected(forger_.Seal(env), "malformed");
+  EXPECT_FALSE(node().Info("other").ok());
+}
+
+TEST_F(Frames, GossipFrameAppliesCatalogThenEpochsThenDeltas) {
+  const Observed before = Observe(*cluster_, 0);
+  wire::Envelope env;
+  wire::Gossip* g = env.mutable_gossip();
+  // A delta for epoch 0 of a filter announced in the same frame, plus an
+  // epoch announcement for crawl and a delta for crawl's new epoch.
+  auto entry = MakeCatalogEntry(SharedFilter("fresh"), TestSecret(), 5, "n9");
+  ASSERT_TRUE(entry.ok());
+  *g->add_deltas() = DeltaEnvelope(entry->params, 0).delta();
+  ToWire(*entry, 0, g->add_catalog());
+  wire::FilterEpoch* fe = g->add_epochs();
+  ToWire(params_, fe->mutable_filter());
+  fe->set_epoch(2);
+  *g->add_deltas() = DeltaEnvelope(params_, 2).delta();
+  node().HandleDatagram("addr-x", forger_.Seal(env), cluster_->now());
+  EXPECT_TRUE(node().Counters().rejected_by_reason.empty());
+  auto fresh = node().Info("fresh");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->generations.back().set_bits, 9u);  // 0xff and 1: merged, not unknown
+  EXPECT_EQ(node().Counters().unknown_filter, 0u);
+  auto crawl = node().Info("crawl");
+  ASSERT_TRUE(crawl.ok());
+  EXPECT_EQ(crawl->epoch, 2u);
+  EXPECT_EQ(crawl->generations.back().set_bits, 9u);
+  EXPECT_NE(Observe(*cluster_, 0), before);
+}
+
 }  // namespace
 }  // namespace pollen::node::testing

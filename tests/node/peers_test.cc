@@ -15,7 +15,8 @@ namespace pollen::node::testing {
 namespace {
 
 bool IsReplication(const wire::Envelope& env) {
-  return env.has_delta() || env.has_sync_request() || env.has_sync_ranges();
+  return env.has_delta() || (env.has_gossip() && env.gossip().deltas_size() > 0) || env.has_sync_request() ||
+         env.has_sync_ranges();
 }
 
 std::optional<PeerStats> PeerOf(Node& node, const std::string& name, Time now) {

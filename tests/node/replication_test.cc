@@ -76,7 +76,7 @@ TEST(Replication, AntiEntropyAloneConvergesWhenDisseminationIsLost) {
   // Every dissemination message is lost, on both channels; membership and
   // anti-entropy get through.
   o.drop = [](size_t, const Outgoing&, const wire::Envelope& env) {
-    return env.has_delta() || env.has_epochs() || env.has_catalog();
+    return env.has_gossip() || env.has_delta() || env.has_epochs() || env.has_catalog();
   };
   Cluster c(o);
   c.StartAll();
@@ -194,8 +194,9 @@ TEST(Replication, LargeBatchesGoAsStreamFramesAndStillArrive) {
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   c.RunFor(2s);
-  const std::string small = "datagram/" + std::to_string(wire::Envelope::kDelta);
-  const std::string large = "stream/" + std::to_string(wire::Envelope::kDelta);
+  // Dissemination rounds travel as packed Gossip bodies.
+  const std::string small = "datagram/" + std::to_string(wire::Envelope::kGossip);
+  const std::string large = "stream/" + std::to_string(wire::Envelope::kGossip);
   EXPECT_EQ(c.delivered().count(large), 0u);
   ASSERT_TRUE(c.node(1).Add("crawl", "one").ok());  // a small batch: a datagram
   EXPECT_TRUE(c.RunUntil([&] { return *c.node(2).Exists("crawl", "one"); }, 2s));

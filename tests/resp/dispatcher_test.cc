@@ -163,7 +163,8 @@ TEST_F(DispatcherTest, ConnectionCommands) {
   EXPECT_EQ(Run({"CLIENT", "GETNAME"}), "$9\r\ncrawler-1\r\n");
   EXPECT_EQ(Run({"CLIENT", "SETNAME", "has space"}),
             "-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
-  EXPECT_EQ(Run({"CLIENT", "KILL"}), "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n");
+  EXPECT_EQ(Run({"CLIENT", "KILL"}), "-ERR wrong number of arguments for 'client|kill' command\r\n");
+  EXPECT_EQ(Run({"CLIENT", "PAUSE", "10"}), "-ERR unknown subcommand 'PAUSE'. Try CLIENT HELP.\r\n");
   EXPECT_EQ(Run({"HELLO", "3"}), "-NOPROTO unsupported protocol version\r\n");
   const Reply hello = RunParsed({"HELLO", "2", "SETNAME", "n2"});
   ASSERT_EQ(hello.type, Reply::Type::kArray);

@@ -23,7 +23,7 @@ constexpr CommandSpec kCommands[] = {
     {"bf.madd", -3, "write denyoom fast", 1, 1, 1, "bf", "Adds items to a Bloom filter (creating it if missing).", false, CmdBfMadd},
     {"bf.mexists", -3, "readonly fast", 1, 1, 1, "bf", "Whether items may be in a Bloom filter.", false, CmdBfMexists},
     {"bf.reserve", -4, "write denyoom", 1, 1, 1, "bf", "Creates a Bloom filter with a capacity and error rate.", false, CmdBfReserve},
-    {"client", -2, "admin noscript loading stale", 0, 0, 0, "connection", "Connection management: ID, GETNAME, SETNAME, SETINFO, INFO.", false, CmdClient},
+    {"client", -2, "admin noscript loading stale", 0, 0, 0, "connection", "Connection management: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, HELP.", false, CmdClient},
     {"command", -1, "loading stale", 0, 0, 0, "server", "Details about the commands.", false, CmdCommand},
     {"config", -2, "admin noscript loading stale", 0, 0, 0, "server", "CONFIG GET: only save and appendonly (both off).", false, CmdConfig},
     {"echo", 2, "fast", 0, 0, 0, "connection", "Returns the given string.", false, CmdEcho},

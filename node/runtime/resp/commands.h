@@ -27,7 +27,7 @@ struct CommandCall {
 using CommandHandler = void (*)(CommandCall&);
 
 struct CommandSpec {
-  std::string_view name;   // lower case, as COMMAND reports it
+  std::string_view name;   // lower case, as COMMAND reports it; a string literal (NUL-terminated)
   int arity;               // Redis convention: n exact, -n at least n
   std::string_view flags;  // space-separated Redis command flags
   int first_key, last_key, key_step;
@@ -79,6 +79,11 @@ bool ParseUint64(std::string_view s, uint64_t* out);
 bool ParseFiniteDouble(std::string_view s, double* out);
 bool IEquals(std::string_view a, std::string_view b);
 std::string Lower(std::string_view s);
+
+// CLIENT SETNAME's rule: at most 256 bytes, printable ASCII without spaces.
+bool ValidClientName(std::string_view name);
+// Sets the session's name and its ClientRecord's (CLIENT SETNAME, HELLO SETNAME).
+void SetSessionName(Session& session, std::string_view name);
 
 // "ERR wrong number of arguments for '<cmd>' command"
 void ReplyWrongArity(CommandCall& call);

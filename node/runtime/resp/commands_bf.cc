@@ -1,9 +1,10 @@
 // BF.* commands. RedisBloom's argument forms, reply types and error strings;
-// where Pollen differs see docs/resp.md ("Differences from RedisBloom").
+// where Pollen differs see node/runtime/resp/README.md ("Differences from RedisBloom").
 #include <cmath>
 #include <optional>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "crdt/sizing.h"
 #include "node/runtime/resp/commands.h"
@@ -88,14 +89,16 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
   });
 }
 
-// Adds items, creating the filter with `create` when it is missing (nullopt:
-// NOCREATE). Replies with an integer (multi == false) or an array.
+// Adds items, creating the filter with create() when it is missing (nullopt:
+// NOCREATE). create() runs only then, so the common path (the filter exists)
+// builds no FilterConfig. Replies with an integer (multi == false) or an array.
 void AddItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items,
-              const std::optional<node::FilterConfig>& create, bool multi) {
+              absl::FunctionRef<std::optional<node::FilterConfig>()> create, bool multi) {
   ServerContext& ctx = call.ctx;
   absl::StatusOr<std::vector<bool>> added = ctx.node->AddMany(filter, items);
-  if (absl::IsNotFound(added.status()) && create.has_value()) {
-    absl::Status created = CreateFilter(ctx, *create);
+  std::optional<node::FilterConfig> config;
+  if (absl::IsNotFound(added.status()) && (config = create()).has_value()) {
+    absl::Status created = CreateFilter(ctx, *config);
     if (!created.ok() && !absl::IsAlreadyExists(created)) {
       ReplyStatus(call.out, created);
       return;
@@ -173,11 +176,13 @@ void CmdBfReserve(CommandCall& call) {
 }
 
 void CmdBfAdd(CommandCall& call) {
-  AddItems(call, call.args[1], call.args.subspan(2), DefaultConfig(call.ctx, call.args[1]), false);
+  AddItems(call, call.args[1], call.args.subspan(2),
+           [&call]() -> std::optional<node::FilterConfig> { return DefaultConfig(call.ctx, call.args[1]); }, false);
 }
 
 void CmdBfMadd(CommandCall& call) {
-  AddItems(call, call.args[1], call.args.subspan(2), DefaultConfig(call.ctx, call.args[1]), true);
+  AddItems(call, call.args[1], call.args.subspan(2),
+           [&call]() -> std::optional<node::FilterConfig> { return DefaultConfig(call.ctx, call.args[1]); }, true);
 }
 
 void CmdBfInsert(CommandCall& call) {
@@ -219,7 +224,7 @@ void CmdBfInsert(CommandCall& call) {
       config->rotate_interval = call.ctx.default_filter.rotate_interval;
     }
   }
-  AddItems(call, a[1], a.subspan(items), config, true);
+  AddItems(call, a[1], a.subspan(items), [&config] { return config; }, true);
 }
 
 void CmdBfExists(CommandCall& call) { CheckItems(call, call.args[1], call.args.subspan(2), false); }

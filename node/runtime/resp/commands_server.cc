@@ -1,5 +1,5 @@
-// Connection and server commands: PING ECHO QUIT SELECT AUTH HELLO CLIENT
-// CONFIG INFO COMMAND.
+// Connection and server commands: PING ECHO QUIT SELECT AUTH HELLO CONFIG
+// INFO COMMAND (CLIENT is in commands_client.cc).
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,14 +41,6 @@ bool TryAuth(CommandCall& call, std::string_view user, std::string_view password
 }
 
 constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pair or user is disabled.";
-
-bool ValidClientName(std::string_view name) {
-  if (name.size() > 256) return false;
-  for (char c : name) {
-    if (c < '!' || c > '~') return false;
-  }
-  return true;
-}
 
 void AppendCommandInfo(std::string* out, const CommandSpec& c) {
   AppendArrayHeader(out, 10);
@@ -206,7 +198,7 @@ void CmdHello(CommandCall& call) {
     if (!ValidClientName(setname)) {
       return AppendError(call.out, "ERR Client names cannot contain spaces, newlines or special characters.");
     }
-    call.session.name = std::string(setname);
+    SetSessionName(call.session, setname);
   }
   std::string* out = call.out;
   AppendArrayHeader(out, 14);
@@ -217,33 +209,6 @@ void CmdHello(CommandCall& call) {
   AppendBulk(out, "mode"), AppendBulk(out, "standalone");
   AppendBulk(out, "role"), AppendBulk(out, "master");
   AppendBulk(out, "modules"), AppendArrayHeader(out, 0);
-}
-
-void CmdClient(CommandCall& call) {
-  const auto& a = call.args;
-  const std::string_view sub = a[1];
-  if (IEquals(sub, "ID") && a.size() == 2) return AppendInteger(call.out, static_cast<int64_t>(call.session.id));
-  if (IEquals(sub, "GETNAME") && a.size() == 2) {
-    if (call.session.name.empty()) return AppendNullBulk(call.out);
-    return AppendBulk(call.out, call.session.name);
-  }
-  if (IEquals(sub, "SETNAME") && a.size() == 3) {
-    if (!ValidClientName(a[2])) {
-      return AppendError(call.out, "ERR Client names cannot contain spaces, newlines or special characters.");
-    }
-    call.session.name = std::string(a[2]);
-    return AppendSimple(call.out, "OK");
-  }
-  if (IEquals(sub, "SETINFO") && a.size() == 4) return AppendSimple(call.out, "OK");
-  if (IEquals(sub, "INFO") && a.size() == 2) {
-    return AppendBulk(call.out, Cat("id=", call.session.id, " addr=", call.session.peer,
-                                             " name=", call.session.name, " db=0\n"));
-  }
-  if (IEquals(sub, "ID") || IEquals(sub, "GETNAME") || IEquals(sub, "SETNAME") || IEquals(sub, "SETINFO") ||
-      IEquals(sub, "INFO")) {
-    return AppendError(call.out, Cat("ERR wrong number of arguments for 'client|", Lower(sub), "' command"));
-  }
-  AppendError(call.out, Cat("ERR unknown subcommand '", sub.substr(0, 128), "'. Try CLIENT HELP."));
 }
 
 void CmdConfig(CommandCall& call) {

@@ -1,4 +1,5 @@
-// Connection: one RESP client on one strand. Internal to RespServer.
+// Connection: one RESP client whose handlers never run concurrently (a strand,
+// or an io_context run by one thread). Internal to RespServer.
 //
 // Reads into a bounded buffer, executes every complete request in it (in
 // order) and queues the replies; writes them in batches while it keeps
@@ -19,6 +20,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "node/runtime/resp/client_table.h"
 #include "node/runtime/resp/dispatcher.h"
 #include "node/runtime/resp/request_parser.h"
 #include "node/runtime/resp/server_context.h"
@@ -29,10 +31,11 @@ class Connection;
 
 // The server's set of open connections (shared with the connections so they
 // can remove themselves after the server is gone).
+// Ids come from ServerContext::clients.NextId(); every open connection is
+// also in ServerContext::clients (for CLIENT LIST / KILL).
 struct ConnectionRegistry {
   std::mutex mu;
   std::map<uint64_t, std::weak_ptr<Connection>> open;
-  uint64_t next_id = 1;
   bool stopped = false;
 };
 
@@ -41,7 +44,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr size_t kReadChunk = 16u << 10;
   static constexpr size_t kHighWaterBytes = 256u << 10;
 
-  // `socket` must use a strand executor.
+  // `socket`'s executor must serialize handlers: a strand, or an io_context
+  // run by exactly one thread.
   Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx,
              std::shared_ptr<ConnectionRegistry> registry, uint64_t id);
   ~Connection();
@@ -70,6 +74,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<ConnectionRegistry> registry_;
   RequestParser parser_;
   Session session_;
+  std::shared_ptr<ClientRecord> record_;  // in ctx_.clients from Start() to Shutdown()
   std::string in_;       // in_[0, in_len_) is received, unconsumed input
   size_t in_len_ = 0;
   std::string out_;      // replies not yet handed to the socket

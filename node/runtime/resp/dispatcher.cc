@@ -42,6 +42,7 @@ void Dispatch(ServerContext& context, Session& session, std::span<const std::str
     CommandCall call{context, session, args, out};
     ReplyWrongArity(call);
   } else {
+    if (session.record != nullptr) session.record->set_last_command(spec->name.data());
     CommandCall call{context, session, args, out};
     spec->handler(call);
   }

@@ -10,11 +10,11 @@
 //   BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]
 //   PING [msg], ECHO msg, INFO [section...], AUTH [user] password,
 //   HELLO [protover [AUTH user pass] [SETNAME name]], COMMAND [COUNT|INFO|DOCS|LIST],
-//   CLIENT ID|GETNAME|SETNAME|SETINFO|INFO, SELECT db, QUIT, CONFIG GET (empty)
+//   CLIENT ID|GETNAME|SETNAME|SETINFO|INFO|LIST|KILL|HELP, SELECT db, QUIT, CONFIG GET (empty)
 //   POLLEN.STATUS, POLLEN.MEMBERS, POLLEN.FILTERS, POLLEN.ROTATE filter,
 //   POLLEN.WHOHAS digests|* key, POLLEN.KEYRING INSTALL b64|USE id|REMOVE id|LIST,
 //   POLLEN.SNAPSHOT
-// How Pollen differs from RedisBloom is written in docs/resp.md.
+// How Pollen differs from RedisBloom is written in node/runtime/resp/README.md.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,11 @@ struct Session {
   std::string name;        // CLIENT SETNAME
   std::string peer;        // "ip:port", for CLIENT INFO
   bool authenticated = false;
-  bool close_after_reply = false;  // set by QUIT
+  bool close_after_reply = false;  // set by QUIT and CLIENT KILL of itself
+  // This connection's entry in ServerContext::clients (null when the session
+  // is not registered, e.g. in unit tests); Dispatch records the last command
+  // and CLIENT SETNAME the name there. Owned by the connection.
+  ClientRecord* record = nullptr;
 };
 
 // Executes args (args[0] is the command; must be non-empty) and appends

@@ -17,13 +17,24 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 struct RespServer::Impl : std::enable_shared_from_this<RespServer::Impl> {
-  Impl(asio::io_context& io, const tcp::endpoint& ep, ServerContext& ctx)
-      : io(io), endpoint(ep), ctx(ctx), acceptor(asio::make_strand(io)), backoff(acceptor.get_executor()),
+  Impl(std::vector<asio::io_context*> contexts, bool one_thread, const tcp::endpoint& ep, ServerContext& ctx)
+      : ios(std::move(contexts)),
+        one_thread_per_context(one_thread),
+        endpoint(ep),
+        ctx(ctx),
+        acceptor(asio::make_strand(*ios.at(0))),
+        backoff(acceptor.get_executor()),
         registry(std::make_shared<ConnectionRegistry>()) {}
 
+  // Accepts the next connection straight onto the next io_context (round
+  // robin), on a strand of its own unless that context has a single thread
+  // (which serializes the connection's handlers already).
   void DoAccept() {
-    acceptor.async_accept(asio::make_strand(io), [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                             tcp::socket socket) {
+    asio::io_context& io = *ios[next_io];
+    next_io = (next_io + 1) % ios.size();
+    const asio::any_io_executor ex =
+        one_thread_per_context ? asio::any_io_executor(io.get_executor()) : asio::any_io_executor(asio::make_strand(io));
+    acceptor.async_accept(ex, [self = shared_from_this()](const boost::system::error_code& ec, tcp::socket socket) {
       self->OnAccept(ec, std::move(socket));
     });
   }
@@ -58,7 +69,7 @@ struct RespServer::Impl : std::enable_shared_from_this<RespServer::Impl> {
         socket.close(e);
         return;
       }
-      const uint64_t id = registry->next_id++;
+      const uint64_t id = ctx.clients.NextId();
       conn = std::make_shared<Connection>(std::move(socket), ctx, registry, id);
       registry->open.emplace(id, conn);
     }
@@ -66,7 +77,9 @@ struct RespServer::Impl : std::enable_shared_from_this<RespServer::Impl> {
     conn->Start();
   }
 
-  asio::io_context& io;
+  const std::vector<asio::io_context*> ios;  // non-empty
+  const bool one_thread_per_context;          // true: no strands needed
+  size_t next_io = 0;                        // on the acceptor's strand
   tcp::endpoint endpoint;
   ServerContext& ctx;
   tcp::acceptor acceptor;
@@ -77,7 +90,13 @@ struct RespServer::Impl : std::enable_shared_from_this<RespServer::Impl> {
 };
 
 RespServer::RespServer(asio::io_context& io, const tcp::endpoint& endpoint, ServerContext& context)
-    : impl_(std::make_shared<Impl>(io, endpoint, context)) {}
+    : RespServer(std::vector<asio::io_context*>{&io}, endpoint, context) {}
+
+RespServer::RespServer(std::vector<asio::io_context*> ios, const tcp::endpoint& endpoint, ServerContext& context)
+    : impl_(std::make_shared<Impl>(std::move(ios), false, endpoint, context)) {}  // Impl: ios.at(0)
+
+RespServer::RespServer(IoPool& pool, const tcp::endpoint& endpoint, ServerContext& context)
+    : impl_(std::make_shared<Impl>(pool.contexts(), true, endpoint, context)) {}
 
 RespServer::~RespServer() { Stop(); }
 

@@ -2,7 +2,11 @@
 // pollen::node::Node. See dispatcher.h for the commands.
 //
 // Promises:
-//   - one strand per connection; any number of threads may run the io_context;
+//   - a connection's handlers never run concurrently: one strand per
+//     connection when any number of threads may run each io_context; none
+//     needed over an IoPool (one thread per context). Given several
+//     io_contexts, connections are spread over them round-robin (the acceptor
+//     runs on the first); over an IoPool a connection never changes threads;
 //   - pipelining: every complete command in the input is executed in order and
 //     the replies are written in batches;
 //   - bounded memory per client (ServerLimits): a client whose unparsed input
@@ -21,11 +25,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include "absl/status/status.h"
+#include "node/runtime/resp/io_pool.h"
 #include "node/runtime/resp/server_context.h"
 
 namespace pollen::resp {
@@ -36,6 +42,12 @@ class RespServer {
   // must outlive the server.
   RespServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& endpoint,
              ServerContext& context);
+  // `ios` non-empty; every context must outlive the server.
+  RespServer(std::vector<boost::asio::io_context*> ios, const boost::asio::ip::tcp::endpoint& endpoint,
+             ServerContext& context);
+  // Over an IoPool's contexts: one thread each, so connections need no
+  // strand. The pool must outlive the server.
+  RespServer(IoPool& pool, const boost::asio::ip::tcp::endpoint& endpoint, ServerContext& context);
   ~RespServer();
   RespServer(const RespServer&) = delete;
   RespServer& operator=(const RespServer&) = delete;

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "node/core/node.h"
+#include "node/runtime/resp/client_table.h"
 #include "node/core/types.h"
 
 namespace pollen::resp {
@@ -100,6 +101,10 @@ struct ServerContext {
   std::chrono::steady_clock::time_point start_time = std::chrono::steady_clock::now();  // INFO uptime
 
   ServerCounters counters;
+
+  // The open connections, for CLIENT ID / LIST / KILL / INFO. The server
+  // registers its connections here; ids come from clients.NextId().
+  ClientTable clients;
 
   ServerContext() = default;
   ServerContext(const ServerContext&) = delete;
