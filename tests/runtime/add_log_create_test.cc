@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/runtime/dir_util.h"
 #include "node/runtime/add_log.h"
 #include "node/runtime/add_log_format.h"
 #include "node/runtime/add_log_reader.h"
@@ -19,6 +20,8 @@
 
 namespace pollen::runtime {
 namespace {
+
+using ::pollen::testing::ReadFile;
 
 // (kind, filter, key or entry)
 using Rec = std::tuple<RecordKind, std::string, std::string>;
@@ -59,16 +62,8 @@ std::string RawRecord(const std::string& payload) {
   return rec + payload;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/pollen_add_log_create_" + name + "_" + std::to_string(::getpid());
-  std::system(("rm -rf '" + dir + "'").c_str());
+  const std::string dir = ::pollen::testing::FreshDir("pollen_add_log_create_", name);
   ::mkdir(dir.c_str(), 0700);
   return dir;
 }

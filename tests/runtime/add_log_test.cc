@@ -15,12 +15,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/runtime/dir_util.h"
 #include "node/runtime/add_log_format.h"
 #include "node/runtime/add_log_reader.h"
 #include "node/runtime/crc32c.h"
 
 namespace pollen::runtime {
 namespace {
+
+using ::pollen::testing::ReadFile;
 
 using Records = std::vector<std::pair<std::string, std::string>>;
 
@@ -36,16 +39,8 @@ std::string Segment(const Records& records) {
   return s;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/pollen_add_log_" + name + "_" + std::to_string(::getpid());
-  std::system(("rm -rf '" + dir + "'").c_str());
+  const std::string dir = ::pollen::testing::FreshDir("pollen_add_log_", name);
   ::mkdir(dir.c_str(), 0700);
   return dir;
 }

@@ -3,6 +3,7 @@
 // corrupt snapshot (moved aside, the rest still loads), and filters created at
 // run time that only the log knows about.
 #include "node/runtime/persistence.h"
+#include "tests/runtime/persistence_util.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -19,13 +20,12 @@
 namespace pollen::runtime {
 namespace {
 
-using ::pollen::testing::ListDir;
+using ::pollen::testing::AddAndLog;
+using ::pollen::testing::Has;
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/pollen_persist_" + name + "_" + std::to_string(::getpid());
-  std::system(("rm -rf '" + dir + "'").c_str());
-  return dir;
-}
+std::string FreshDir(const std::string& name) { return ::pollen::testing::FreshDir("pollen_persist_", name); }
+
+using ::pollen::testing::ListDir;
 
 std::unique_ptr<node::Node> MakeNode() {
   node::NodeConfig c;
@@ -39,20 +39,6 @@ std::unique_ptr<node::Node> MakeNode() {
   auto n = node::Node::Create(c);
   EXPECT_TRUE(n.ok()) << n.status();
   return std::move(*n);
-}
-
-bool Has(const node::Node& n, std::string_view filter, std::string_view key) {
-  auto r = n.Exists(filter, key);
-  return r.ok() && *r;
-}
-
-void AddAndLog(node::Node& n, Persistence& p, std::string_view filter, const std::vector<std::string>& keys) {
-  std::vector<std::string_view> views;
-  for (const auto& k : keys) {
-    ASSERT_TRUE(n.Add(filter, k).ok());
-    views.push_back(k);
-  }
-  ASSERT_TRUE(p.LogAdds(filter, views).ok());
 }
 
 TEST(PersistenceTest, SnapshotPlusLogRoundTrip) {

@@ -13,15 +13,15 @@
 #include "gtest/gtest.h"
 #include "node/runtime/add_log.h"
 #include "node/runtime/persistence.h"
+#include "tests/runtime/persistence_util.h"
 
 namespace pollen::runtime {
 namespace {
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/pollen_reserve_recovery_" + name + "_" + std::to_string(::getpid());
-  std::system(("rm -rf '" + dir + "'").c_str());
-  return dir;
-}
+using ::pollen::testing::AddAndLog;
+using ::pollen::testing::Has;
+
+std::string FreshDir(const std::string& name) { return ::pollen::testing::FreshDir("pollen_reserve_recovery_", name); }
 
 std::unique_ptr<node::Node> MakeNode(uint8_t secret_byte = 7) {
   node::NodeConfig c;
@@ -43,20 +43,6 @@ node::FilterConfig Custom(const std::string& name) {
   return f;
 }
 
-bool Has(const node::Node& n, std::string_view filter, std::string_view key) {
-  auto r = n.Exists(filter, key);
-  return r.ok() && *r;
-}
-
-void Log(node::Node& n, Persistence& p, std::string_view filter, const std::vector<std::string>& keys) {
-  std::vector<std::string_view> views;
-  for (const auto& k : keys) {
-    ASSERT_TRUE(n.Add(filter, k).ok());
-    views.push_back(k);
-  }
-  ASSERT_TRUE(p.LogAdds(filter, views).ok());
-}
-
 std::vector<std::string> Keys(int n) {
   std::vector<std::string> keys;
   for (int i = 0; i < n; ++i) keys.push_back("key-" + std::to_string(i));
@@ -75,11 +61,11 @@ TEST(ReserveRecoveryTest, ReservedFilterComesBackWithItsExactEntry) {
     ASSERT_TRUE(node->Reserve(Custom("custom"), node::Time(123'456'789)).ok());
     // An add logged before the create record (a client racing the driver).
     EXPECT_TRUE((*p)->NeedsCreateRecord("custom"));
-    Log(*node, **p, "custom", {keys[0]});
+    AddAndLog(*node, **p, "custom", {keys[0]});
     ASSERT_TRUE((*p)->LogCreate(*node, "custom", true).ok());
     EXPECT_FALSE((*p)->NeedsCreateRecord("custom"));
     EXPECT_EQ((*p)->create_records(), 1u);
-    Log(*node, **p, "custom", std::vector<std::string>(keys.begin() + 1, keys.end()));
+    AddAndLog(*node, **p, "custom", std::vector<std::string>(keys.begin() + 1, keys.end()));
     auto e = node->ExportCatalogEntry("custom");
     ASSERT_TRUE(e.ok());
     entry_before = *e;
@@ -116,13 +102,13 @@ TEST(ReserveRecoveryTest, CreateRecordsSurviveASnapshotCycle) {
     ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
     ASSERT_TRUE(node->Reserve(Custom("before"), node::Time(1)).ok());
     ASSERT_TRUE((*p)->LogCreate(*node, "before", false).ok());
-    Log(*node, **p, "before", {"a"});
+    AddAndLog(*node, **p, "before", {"a"});
     auto job = (*p)->BeginSnapshot(*node);
     ASSERT_TRUE(job.ok());
     ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());  // drops the segment holding "before"'s record
     ASSERT_TRUE(node->Reserve(Custom("after"), node::Time(2)).ok());
     ASSERT_TRUE((*p)->LogCreate(*node, "after", false).ok());
-    Log(*node, **p, "after", {"b"});
+    AddAndLog(*node, **p, "after", {"b"});
     ASSERT_TRUE((*p)->Flush().ok());
   }
   auto node = MakeNode();
