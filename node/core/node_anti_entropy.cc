@@ -1,0 +1,183 @@
+// Node::Impl anti-entropy: range summaries, then only the differing ranges.
+#include "node/core/node_impl.h"
+
+namespace pollen::node {
+
+void Node::Impl::StartAntiEntropy(const Address& peer) {
+  if (peer.empty() || peer == config.advertise) return;
+  DrainPending();  // mark the words of client adds in the summary cache
+  Stats([](NodeCounters& s) { ++s.anti_entropy_runs; });
+  wire::Envelope env;
+  wire::SyncRequest* req = env.mutable_sync_request();
+  for (const auto& [name, state] : filters) ToWire(state->entry, state->set->epoch(), req->add_catalog());
+  size_t bytes = 0;
+  bool complete = true;
+  for (const auto& [name, state] : filters) {
+    if (bytes > kSyncChunkBytes) {
+      complete = false;
+      Send(peer, env, true);
+      req->Clear();
+      bytes = 0;
+    }
+    wire::FilterSummary* fs = req->add_filters();
+    ToWire(state->entry.params, fs->mutable_filter());
+    fs->set_epoch(state->set->epoch());
+    for (uint64_t e : state->set->epochs()) {
+      std::shared_ptr<const crdt::Generation> gen = state->set->Find(e);
+      if (gen == nullptr) continue;
+      Summarize(summary_cache.Get(state->uid, e, *gen->filter), state->entry.params.shape.blocks, e,
+                fs->add_generations());
+      bytes += 16 + 8 * crdt::kWordsPerBlock;  // approximate header
+      bytes += 8 * fs->generations(fs->generations_size() - 1).summaries_size();
+    }
+  }
+  req->set_complete(complete);
+  Send(peer, env, true);
+}
+
+void Node::Impl::ApplyCatalog(const std::vector<std::pair<CatalogEntry, uint64_t>>& entries) {
+  for (const auto& [entry, epoch] : entries) {
+    if (entry.params.key_id != key_id) {
+      RefuseMerge(entry.config.name, "catalog entry under another cluster secret");
+      continue;
+    }
+    ApplyCatalogEntry(entry, epoch);
+  }
+}
+
+void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest& req) {
+  std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
+  std::vector<DecodedSummary> summaries;
+  if (!DecodeCatalog(req.catalog(), &catalog) || static_cast<size_t>(req.filters_size()) > kMaxFilters) {
+    Reject(from, "malformed");
+    return;
+  }
+  for (const wire::FilterSummary& fs : req.filters()) {
+    absl::StatusOr<crdt::FilterParams> params = FromWire(fs.filter());
+    bool ok = params.ok() && fs.epoch() <= kMaxEpoch && fs.generations_size() <= static_cast<int>(crdt::kMaxGenerations);
+    for (int i = 0; ok && i < fs.generations_size(); ++i) {
+      ok = fs.generations(i).epoch() <= kMaxEpoch && ValidateSummary(fs.generations(i), params->shape).ok();
+    }
+    if (!ok) {
+      Reject(from, "malformed");
+      return;
+    }
+    summaries.push_back({*std::move(params), fs.epoch(), &fs});
+  }
+  // Validated: apply.
+  DrainPending();  // mark the words of client adds in the summary cache
+  ApplyCatalog(catalog);
+  RangesWriter writer(this, from, true);
+  writer.message().set_reply(true);
+  for (const auto& [name, state] : filters) ToWire(state->entry, state->set->epoch(), writer.message().add_catalog());
+  std::set<std::string> mentioned;
+  for (const DecodedSummary& s : summaries) {
+    mentioned.insert(s.params.name);
+    std::shared_ptr<const FilterState> state = MatchFilter(s.params);
+    if (state == nullptr) continue;
+    LearnEpoch(s.params.name, s.epoch);
+    writer.BeginFilter(*state);
+    for (uint64_t e : state->set->epochs()) {
+      std::shared_ptr<const crdt::Generation> gen = state->set->Find(e);
+      if (gen == nullptr) continue;
+      const wire::GenerationSummary* theirs = nullptr;
+      for (const wire::GenerationSummary& g : s.wire->generations()) {
+        if (g.epoch() == e) theirs = &g;
+      }
+      writer.BeginGeneration(e);
+      if (theirs != nullptr) {
+        std::vector<uint64_t> differing = DifferingRanges(summary_cache.Get(state->uid, e, *gen->filter), *theirs);
+        for (uint64_t r : differing) writer.AddWanted(r);
+        for (uint64_t r : differing) {
+          if (!writer.AddRange(*gen->filter, r)) break;
+        }
+      } else {
+        SendWholeGeneration(writer, *gen->filter);
+      }
+    }
+  }
+  if (req.complete()) {  // filters the requester does not have at all
+    for (const auto& [name, state] : filters) {
+      if (mentioned.count(name)) continue;
+      writer.BeginFilter(*state);
+      for (uint64_t e : state->set->epochs()) {
+        std::shared_ptr<const crdt::Generation> gen = state->set->Find(e);
+        if (gen == nullptr) continue;
+        writer.BeginGeneration(e);
+        SendWholeGeneration(writer, *gen->filter);
+      }
+    }
+  }
+  writer.Flush();
+}
+
+void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& msg) {
+  std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
+  std::vector<DecodedRanges> decoded;
+  if (!DecodeCatalog(msg.catalog(), &catalog) || static_cast<size_t>(msg.filters_size()) > kMaxFilters) {
+    Reject(from, "malformed");
+    return;
+  }
+  size_t budget = kMaxFramePositions;
+  for (const wire::FilterRanges& fr : msg.filters()) {
+    absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
+    if (!params.ok() || fr.epoch() > kMaxEpoch || fr.generations_size() > static_cast<int>(crdt::kMaxGenerations)) {
+      Reject(from, "malformed");
+      return;
+    }
+    DecodedRanges d{*params, fr.epoch(), &fr, {}};
+    const uint64_t bpr = BlocksPerRange(params->shape.blocks);
+    const uint64_t ranges = (params->shape.blocks + bpr - 1) / bpr;
+    for (const wire::GenerationRanges& g : fr.generations()) {
+      bool ok = g.epoch() <= kMaxEpoch && g.blocks_per_range() == bpr &&
+                static_cast<uint64_t>(g.wanted_size()) <= ranges && static_cast<uint64_t>(g.data_size()) <= ranges;
+      for (int i = 0; ok && i < g.wanted_size(); ++i) ok = g.wanted(i) < ranges;
+      std::vector<std::vector<crdt::WordBits>> gen_words;
+      for (int i = 0; ok && i < g.data_size(); ++i) {
+        absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(g.data(i), params->shape);
+        ok = words.ok() && CountWordBits(*words) <= budget;
+        if (ok) {
+          budget -= CountWordBits(*words);
+          gen_words.push_back(*std::move(words));
+        }
+      }
+      if (!ok) {
+        Reject(from, "malformed");
+        return;
+      }
+      d.words.push_back(std::move(gen_words));
+    }
+    decoded.push_back(std::move(d));
+  }
+  // Validated: apply.
+  ApplyCatalog(catalog);
+  RangesWriter writer(this, from, false);
+  uint64_t repaired = 0;
+  for (const DecodedRanges& d : decoded) {
+    std::shared_ptr<const FilterState> state = MatchFilter(d.params);
+    if (state == nullptr) continue;
+    LearnEpoch(d.params.name, d.epoch);
+    writer.BeginFilter(*state);
+    for (int gi = 0; gi < d.wire->generations_size(); ++gi) {
+      const wire::GenerationRanges& g = d.wire->generations(gi);
+      std::shared_ptr<const crdt::Generation> gen = state->set->Find(g.epoch());
+      if (gen == nullptr) continue;  // left our window, or not reached yet
+      for (const std::vector<crdt::WordBits>& words : d.words[static_cast<size_t>(gi)]) {
+        if (MergeWords(*state, g.epoch(), words) > 0) ++repaired;
+      }
+      if (msg.reply() && g.wanted_size() > 0) {
+        writer.BeginGeneration(g.epoch());
+        for (uint64_t r : g.wanted()) {
+          if (!writer.AddRange(*gen->filter, r)) break;
+        }
+      }
+    }
+  }
+  writer.Flush();
+  if (repaired > 0) {
+    Stats([&](NodeCounters& s) { s.ranges_repaired += repaired; });
+    Emit(Event::Kind::kAntiEntropyRepaired, from, "", repaired);
+  }
+}
+
+}  // namespace pollen::node

@@ -1,0 +1,136 @@
+// Node::Impl periodic work: draining client adds, gossip rounds, announcements, rotations.
+#include "node/core/node_impl.h"
+
+namespace pollen::node {
+
+void Node::Impl::GossipRound() {
+  DrainPending();
+  const uint32_t rounds = RetransmitRounds();
+  for (auto& [key, bits] : deltas.Take()) {
+    inflight.emplace_back(key, InFlight{bits.filter_uid, std::move(bits.words), rounds});
+    inflight_words += inflight.back().second.words.size();
+  }
+  while (inflight_words > kMaxInFlightWords && !inflight.empty()) {  // oldest first
+    inflight_words -= inflight.front().second.words.size();
+    inflight.pop_front();
+    Stats([](NodeCounters& s) { ++s.delta_overflows; });
+  }
+  if (inflight.empty() && announce_epochs.empty() && announce_catalog.empty() && epoch_rounds.empty() &&
+      catalog_rounds.empty() && ae_queue.empty()) {
+    return;  // the common idle round: no O(N) peer list
+  }
+  const std::vector<Address>& live = LivePeers();  // not refreshed below: no membership calls
+  // One part per (filter, epoch): the union of its batches still in flight.
+  std::map<DeltaBuffer::Key, std::vector<crdt::WordBits>> unions;
+  for (auto& [key, batch] : inflight) {
+    std::shared_ptr<const FilterState> state = DriverLookup(key.first);
+    if (state == nullptr || state->uid != batch.filter_uid || state->set->Find(key.second) == nullptr) {
+      batch.remaining = 0;
+      continue;
+    }
+    std::vector<crdt::WordBits>& u = unions[key];
+    u.insert(u.end(), batch.words.begin(), batch.words.end());
+    --batch.remaining;
+  }
+  for (auto it = inflight.begin(); it != inflight.end();) {
+    if (it->second.remaining == 0) {
+      inflight_words -= it->second.words.size();
+      it = inflight.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Everything this round goes to the same `fanout` random peers, packed
+  // into as few frames as the datagram budget allows.
+  GossipPacker packer(GossipBudget());
+  Announce(rounds, packer);
+  uint64_t delta_bits = 0;
+  for (auto& [key, words] : unions) {
+    std::shared_ptr<const FilterState> state = DriverLookup(key.first);
+    crdt::Canonicalize(words);
+    const uint64_t universe = state->entry.params.shape.bits();
+    for (size_t start = 0; start < words.size(); start += kMaxDeltaWords) {
+      const size_t n = std::min(kMaxDeltaWords, words.size() - start);
+      std::span<const crdt::WordBits> chunk(words.data() + start, n);
+      wire::Delta delta;
+      ToWire(state->entry.params, delta.mutable_filter());
+      delta.set_epoch(key.second);
+      delta.set_positions(EncodeWords(chunk, 0, universe));
+      delta_bits += CountWordBits(chunk);
+      packer.AddDelta(std::move(delta));
+    }
+  }
+  if (!packer.empty()) {
+    const std::vector<Address> peers = PickPeers(live, config.fanout);
+    for (wire::Gossip& body : packer.Take()) {
+      if (peers.empty()) break;
+      wire::Envelope env;
+      *env.mutable_gossip() = std::move(body);
+      const std::string plain = Serialize(env);
+      for (const Address& peer : peers) SendPlain(peer, plain, BodyIndex(env), false);
+    }
+    Stats([&](NodeCounters& s) { s.delta_bits_sent += delta_bits * peers.size(); });
+  }
+  if (!ae_queue.empty()) {
+    const Address peer = ae_queue.front();
+    ae_queue.pop_front();
+    if (std::find(live.begin(), live.end(), peer) != live.end()) StartAntiEntropy(peer);
+  }
+}
+
+void Node::Impl::Announce(uint32_t rounds, GossipPacker& packer) {
+  for (const std::string& name : announce_epochs) epoch_rounds[name] = rounds;
+  for (const std::string& name : announce_catalog) catalog_rounds[name] = rounds;
+  announce_epochs.clear();
+  announce_catalog.clear();
+  for (auto it = catalog_rounds.begin(); it != catalog_rounds.end();) {
+    std::shared_ptr<const FilterState> state = DriverLookup(it->first);
+    if (state != nullptr) {
+      wire::CatalogEntry entry;
+      ToWire(state->entry, state->set->epoch(), &entry);
+      packer.AddCatalog(std::move(entry));
+    }
+    it = (state == nullptr || --it->second == 0) ? catalog_rounds.erase(it) : std::next(it);
+  }
+  for (auto it = epoch_rounds.begin(); it != epoch_rounds.end();) {
+    std::shared_ptr<const FilterState> state = DriverLookup(it->first);
+    if (state != nullptr) {
+      wire::FilterEpoch fe;
+      ToWire(state->entry.params, fe.mutable_filter());
+      fe.set_epoch(state->set->epoch());
+      packer.AddEpoch(std::move(fe));
+    }
+    it = (state == nullptr || --it->second == 0) ? epoch_rounds.erase(it) : std::next(it);
+  }
+}
+
+void Node::Impl::CheckRotations() {
+  for (const auto& [name, state] : filters) {
+    FilterClock& clock = clocks[name];
+    if (!clock.epoch_began) clock.epoch_began = now;
+    const FilterConfig& fc = state->entry.config;
+    if (fc.rotate_fill <= 0 && fc.rotate_interval.count() <= 0) continue;
+    const uint64_t epoch = state->set->epoch();
+    RotationInput in;
+    in.fill_ratio = static_cast<double>(clock.set_bits[epoch]) / static_cast<double>(state->entry.params.shape.bits());
+    in.now = now;
+    in.epoch_began = *clock.epoch_began;
+    in.may_propose = fc.scope == Scope::kShared || OwnsDigest(*state);
+    if (ShouldRotate(fc, in) && epoch < kMaxEpoch) LearnEpoch(name, epoch + 1);
+  }
+}
+
+Time Node::Impl::NextRotationDeadline() const {
+  Time next = Time::max();
+  for (const auto& [name, state] : filters) {
+    const FilterConfig& fc = state->entry.config;
+    if (fc.rotate_interval.count() <= 0) continue;
+    if (fc.scope == Scope::kDigest && !OwnsDigest(*state)) continue;
+    auto it = clocks.find(name);
+    if (it == clocks.end() || !it->second.epoch_began) return now;
+    next = std::min(next, *it->second.epoch_began + fc.rotate_interval);
+  }
+  return next;
+}
+
+}  // namespace pollen::node

@@ -1,0 +1,498 @@
+// Node::Impl, private to node/core: the state every node_*.cc shares and the
+// declarations of its handlers. See node.cc for the concurrency rules and
+// node.h for the contract. Only node/core sources include this file.
+#pragma once
+
+#include "node/core/node.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <tuple>
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "crdt/sizing.h"
+#include "crdt/snapshot.h"
+#include "node/core/anti_entropy.h"
+#include "node/core/catalog.h"
+#include "node/core/dissemination.h"
+#include "node/core/epochs.h"
+#include "node/core/frames.h"
+#include "node/core/gossip_packer.h"
+#include "node/core/membership.h"
+#include "node/core/rng.h"
+#include "node/core/summary_cache.h"
+
+namespace pollen::node {
+namespace node_internal {
+
+constexpr size_t kMaxPendingWords = size_t{1} << 20;   // client adds not yet drained
+constexpr size_t kMaxBufferedWords = size_t{1} << 20;  // bits waiting for the next gossip round
+constexpr size_t kMaxInFlightWords = size_t{4} << 20;  // all batches being repeated
+constexpr size_t kMaxDeltaWords = size_t{1} << 15;     // per Delta message
+constexpr size_t kMaxFramePositions = size_t{1} << 23; // decoded bit positions per frame
+constexpr size_t kMaxGossipDeltas = kMaxFilters * crdt::kMaxGenerations;  // Delta parts per Gossip frame
+constexpr size_t kSendChunkPositions = size_t{1} << 22;
+constexpr size_t kSyncChunkBytes = size_t{1} << 20;    // per anti-entropy frame
+constexpr size_t kMaxSyncBytesPerRound = size_t{32} << 20;
+constexpr double kJoinSyncs = 3;      // expected syncs per member (re)appearance
+constexpr size_t kMaxQueuedSyncs = 16;
+constexpr size_t kMinDatagramBytes = 256;
+constexpr Duration kMembersRefresh = std::chrono::milliseconds(100);  // Members() snapshot period when read
+constexpr Duration kMembersIdleRefresh = std::chrono::seconds(1);    // ... when nobody reads it
+constexpr size_t kMaxDatagramBytes = 65507;
+constexpr char kSnapshotMagic[] = "PLNNODE1";  // 8 bytes
+
+struct FilterState {
+  uint64_t uid = 0;  // changes when the state is replaced by a conflict winner
+  CatalogEntry entry;
+  std::shared_ptr<crdt::GenerationSet> set;
+  // Bumped (release) after every add or merge that set a bit in `set`, so
+  // Info() can reuse its bit counts and digests while nothing changed.
+  // Shared by copies of this state (they share `set`).
+  std::shared_ptr<std::atomic<uint64_t>> changes = std::make_shared<std::atomic<uint64_t>>(0);
+};
+
+// A batch of new bits being repeated for a few gossip rounds.
+struct InFlight {
+  uint64_t filter_uid = 0;
+  std::vector<crdt::WordBits> words;  // canonical
+  uint32_t remaining = 0;
+};
+
+// Driver-only bookkeeping per filter name.
+struct FilterClock {
+  std::optional<Time> epoch_began;
+  std::map<uint64_t, uint64_t> set_bits;  // per live epoch, from observed new bits
+};
+
+// Per-type traffic counters are kept in arrays indexed by BodyIndex (a map
+// lookup by name per frame showed up in profiles) and become maps in Counters().
+constexpr size_t kBodyKinds = 8;
+constexpr const char* kBodyNames[kBodyKinds] = {"membership",   "catalog",     "delta",  "epochs",
+                                                "sync_request", "sync_ranges", "gossip", "unknown"};
+inline size_t BodyIndex(const wire::Envelope& env) {
+  switch (env.body_case()) {
+    case wire::Envelope::kMembership: return 0;
+    case wire::Envelope::kCatalog: return 1;
+    case wire::Envelope::kDelta: return 2;
+    case wire::Envelope::kEpochs: return 3;
+    case wire::Envelope::kSyncRequest: return 4;
+    case wire::Envelope::kSyncRanges: return 5;
+    case wire::Envelope::kGossip: return 6;
+    default: return 7;
+  }
+}
+using TypeCounts = std::array<uint64_t, kBodyKinds>;
+inline void AddTypeCounts(const TypeCounts& counts, std::map<std::string, uint64_t>* out) {
+  for (size_t i = 0; i < kBodyKinds; ++i) {
+    if (counts[i] != 0) (*out)[kBodyNames[i]] += counts[i];
+  }
+}
+
+inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
+  if (c.name.empty() || c.name.size() > Membership::kMaxNameBytes) return absl::InvalidArgumentError("node name must be 1 to 255 bytes");
+  if (c.advertise.empty() || c.advertise.size() > Membership::kMaxAddressBytes) {
+    return absl::InvalidArgumentError("advertise address must be 1 to 255 bytes");
+  }
+  if (c.cluster_label.size() > protocol::kMaxLabelBytes) return absl::InvalidArgumentError("cluster label too long");
+  auto positive = [](Duration d) { return d.count() > 0; };
+  if (!positive(c.gossip_interval) || !positive(c.probe_interval) || !positive(c.probe_timeout) ||
+      !positive(c.anti_entropy_interval) || !positive(c.dead_reconnect_interval)) {
+    return absl::InvalidArgumentError("intervals must be positive");
+  }
+  if (c.probe_timeout >= c.probe_interval) return absl::InvalidArgumentError("probe_timeout must be below probe_interval");
+  if (c.fanout < 1 || c.fanout > 64) return absl::InvalidArgumentError("fanout must be 1 to 64");
+  if (c.indirect_probes > 64) return absl::InvalidArgumentError("indirect_probes must be at most 64");
+  if (!(c.suspicion_multiplier > 0 && c.suspicion_multiplier < 1000)) {
+    return absl::InvalidArgumentError("suspicion_multiplier out of range");
+  }
+  if (c.max_datagram_bytes < kMinDatagramBytes || c.max_datagram_bytes > kMaxDatagramBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("max_datagram_bytes must be ", kMinDatagramBytes, " to ", kMaxDatagramBytes));
+  }
+  if (c.filters.size() > kMaxFilters) return absl::InvalidArgumentError("too many filters");
+  std::set<std::string> names;
+  for (const FilterConfig& f : c.filters) {
+    if (!names.insert(f.name).second) return absl::InvalidArgumentError(absl::StrCat("duplicate filter '", f.name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+inline uint64_t GenerationDigest(const crdt::BlockedFilter& filter) {
+  return filter.RangeSummary(0, filter.shape().blocks);
+}
+
+}  // namespace node_internal
+using namespace node_internal;  // private header: node/core sources only
+
+struct Node::Impl {
+  explicit Impl(NodeConfig c)
+      : config(std::move(c)), rng(config.rng_seed), codec(config.secret, config.cluster_label, rng),
+        pending(kMaxPendingWords), deltas(kMaxBufferedWords) {}
+
+  // ---- state ----
+  NodeConfig config;
+  Rng rng;
+  FrameCodec codec;
+  std::unique_ptr<Membership> membership;
+  uint64_t key_id = 0;
+
+  mutable std::shared_mutex filters_mu;
+  // std::less<>: lookups by string_view without building a std::string.
+  std::map<std::string, std::shared_ptr<const FilterState>, std::less<>> filters;  // guarded by filters_mu for writes
+  std::map<std::string, FilterClock> clocks;                           // driver only
+  uint64_t next_uid = 1;
+
+  PendingAdds pending;
+  DeltaBuffer deltas;
+  std::set<std::string> announce_catalog, announce_epochs;  // driver only: new since the last round
+  std::map<std::string, uint32_t> catalog_rounds, epoch_rounds;  // announcements still to repeat
+  std::deque<std::pair<DeltaBuffer::Key, InFlight>> inflight;    // batches still to repeat
+  size_t inflight_words = 0;
+  std::deque<Address> ae_queue;  // members that (re)appeared, to sync with
+
+  std::vector<Outgoing> out;
+  std::vector<Event> events;
+
+  mutable std::mutex stats_mu;
+  NodeCounters stats;  // guarded by stats_mu, except the three atomics below
+  TypeCounts bytes_out_type{}, frames_out_type{}, bytes_in_type{};  // guarded by stats_mu
+  std::atomic<uint64_t> adds{0}, queries{0}, hits{0};
+
+  mutable std::mutex members_mu;
+  std::vector<MemberInfo> members_cache;  // guarded by members_mu
+  uint64_t cached_incarnation = ~uint64_t{0};
+  size_t cached_live = ~size_t{0};
+  bool members_dirty = true;                // driver only
+  mutable std::atomic<bool> members_requested{false};  // set by Members()
+  Time members_refreshed = Time::min();     // driver only
+  uint64_t membership_rejected = 0;
+  std::vector<Address> live_peers;  // driver only, see LivePeers()
+  uint64_t live_peers_version = ~uint64_t{0};
+
+  SummaryCache summary_cache;  // driver only
+
+  // Info() scans per generation, memoized by (uid, epoch) while `changes` is
+  // unchanged. Bounded; any thread.
+  struct ScanResult {
+    uint64_t changes = 0, set_bits = 0, digest = 0;
+  };
+  mutable std::mutex scans_mu;
+  mutable std::map<std::pair<uint64_t, uint64_t>, ScanResult> scans;  // guarded by scans_mu
+
+  mutable std::mutex estimates_mu;
+  mutable std::map<std::tuple<uint64_t, uint32_t, uint64_t>, std::pair<double, double>> estimates;
+
+  uint64_t frame_rejects = 0;             // driver only: Reject() calls so far
+  absl::flat_hash_map<std::string, Time> last_data;  // driver only: by member name, see Peers(); never iterated in order
+
+  bool started = false;
+  Time now{0};
+  Time next_gossip = Time::max();
+  Time next_anti_entropy = Time::max();
+
+  // ---- helpers ----
+  template <typename F>
+  void Stats(F f) {
+    std::lock_guard lock(stats_mu);
+    f(stats);
+  }
+
+  std::shared_ptr<const FilterState> Lookup(std::string_view name) const {
+    std::shared_lock lock(filters_mu);
+    auto it = filters.find(name);
+    return it == filters.end() ? nullptr : it->second;
+  }
+  // Driver thread: its own reads need no lock (only it writes).
+  std::shared_ptr<const FilterState> DriverLookup(const std::string& name) const {
+    auto it = filters.find(name);
+    return it == filters.end() ? nullptr : it->second;
+  }
+  void Publish(std::shared_ptr<const FilterState> state) {
+    std::unique_lock lock(filters_mu);
+    filters[state->entry.config.name] = std::move(state);
+  }
+
+  void Emit(Event::Kind kind, std::string subject, std::string detail = "", uint64_t count = 0) {
+    events.push_back(Event{kind, std::move(subject), std::move(detail), count});
+  }
+
+  void Reject(const Address& from, const std::string& reason) {
+    ++frame_rejects;
+    Stats([&](NodeCounters& s) { ++s.rejected_by_reason[reason]; });
+    Emit(Event::Kind::kFrameRejected, from, reason);
+  }
+
+  void RefuseMerge(const std::string& filter, const std::string& detail) {
+    Stats([&](NodeCounters& s) { ++s.rejected_by_reason["params"]; });
+    Emit(Event::Kind::kMergeRefused, filter, detail);
+  }
+
+  // Seals and queues an envelope. Stream when asked, when tcp_only, or when
+  // the sealed datagram would exceed the budget.
+  void Send(const Address& to, wire::Envelope& env, bool stream) {
+    SendPlain(to, Serialize(env), BodyIndex(env), stream);
+  }
+  std::string Serialize(wire::Envelope& env) const;
+  // Seals serialized envelope bytes (`type`: BodyIndex) for one peer.
+  void SendPlain(const Address& to, const std::string& plain, size_t type, bool stream);
+
+  std::vector<Address> PickPeers(size_t count) { return PickPeers(LivePeers(), count); }
+  // Membership::LivePeers() builds an O(N) sorted list; gossip wants it every
+  // round. Cached until membership's peers_version() moves.
+  const std::vector<Address>& LivePeers();
+  // `count` distinct random peers. For the usual count << N, draws indices
+  // (rejecting repeats) rather than copying the whole list.
+  std::vector<Address> PickPeers(const std::vector<Address>& peers, size_t count);
+
+  // `force`: refresh the Members() snapshot now if anything changed; otherwise
+  // at most every kMembersRefresh of `now` (copying the whole table on every
+  // membership event was O(N) per event, O(N^3) cluster-wide during joins).
+  void PumpMembership(bool force = false);
+
+  // A member (re)appeared: sync with it soon. So that a join or a healed
+  // partition does not make every node sync with the same member at once, each
+  // node takes the event with probability kJoinSyncs / LiveCount (about
+  // kJoinSyncs syncs per appearance cluster-wide), and runs at most one such
+  // sync per gossip round from a small bounded queue.
+  void QueueAntiEntropy(const std::string& member);
+
+  // Membership refuses some messages itself (unknown sender, bad name...):
+  // surface those as "membership_<reason>" in rejected_by_reason.
+  void CopyMembershipRejections();
+
+  // ---- filters, catalog, epochs ----
+  absl::StatusOr<std::shared_ptr<const FilterState>> NewState(const CatalogEntry& entry, uint64_t epoch);
+
+  void CountBits(const std::string& name, const crdt::GenerationSet& set, bool scan);
+
+  void ResetClock(const std::string& name, const crdt::GenerationSet& set, bool count_bits) {
+    CountBits(name, set, count_bits);
+    if (started) clocks[name].epoch_began = now;
+  }
+
+  void Install(std::shared_ptr<const FilterState> state, bool count_bits) {
+    const std::string name = state->entry.config.name;
+    ResetClock(name, *state->set, count_bits);
+    Publish(std::move(state));
+    announce_catalog.insert(name);
+  }
+
+  bool OwnsDigest(const FilterState& s) const {
+    return s.entry.config.scope == Scope::kDigest && s.entry.config.owner == config.name;
+  }
+
+  // Moves `name` to `epoch` if higher (max-register). True if it moved.
+  bool LearnEpoch(const std::string& name, uint64_t epoch);
+
+  // The catalog rule (catalog.h). Returns false if the entry was refused.
+  void ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch);
+
+  // Checks that an incoming reference matches our filter (invariant 4).
+  std::shared_ptr<const FilterState> MatchFilter(const crdt::FilterParams& params);
+
+  // Merges words into (filter, epoch) and buffers the bits that were new here.
+  // Returns the number of new bits.
+  uint64_t MergeWords(const FilterState& state, uint64_t epoch, std::span<const crdt::WordBits> words);
+
+  void Buffer(const FilterState& state, uint64_t epoch, std::span<const crdt::WordBits> words) {
+    if (!deltas.Add(state.entry.config.name, state.uid, epoch, words)) {
+      Stats([](NodeCounters& s) { ++s.delta_overflows; });
+    }
+  }
+
+  void DrainPending();
+
+  // ---- periodic work ----
+  // Each batch of new bits (and each announcement) goes out for
+  // RetransmitRounds() gossip rounds, each time to `fanout` fresh random peers:
+  // sending once reaches only a fraction 1 - e^{-F x} = x of the cluster
+  // (~94% for F = 3), while r rounds reach 1 - e^{-r F} (r = 3: 99.99%).
+  uint32_t RetransmitRounds() const {
+    const double live = static_cast<double>(membership->LiveCount());
+    return std::max<uint32_t>(2, static_cast<uint32_t>(std::ceil(std::log10(live + 1))));
+  }
+
+  void GossipRound();
+
+  // Bytes a Gossip body may take so that the sealed frame fits a datagram.
+  size_t GossipBudget() const {
+    const size_t header = 2 + 3 + config.name.size() + 3 + config.advertise.size() + 2 + 3;  // envelope fields
+    const size_t overhead = header + FrameCodec::kOverhead;
+    return config.max_datagram_bytes > overhead + 1 ? config.max_datagram_bytes - overhead : 1;
+  }
+
+  // Epoch and catalog announcements, each repeated for `rounds` rounds.
+  void Announce(uint32_t rounds, GossipPacker& packer);
+
+  void CheckRotations();
+
+  Time NextRotationDeadline() const;
+
+  // ---- anti-entropy ----
+  void StartAntiEntropy(const Address& peer);
+
+  // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
+  class RangesWriter {
+   public:
+    RangesWriter(Impl* impl, Address to, bool reply) : impl_(impl), to_(std::move(to)), reply_(reply) {}
+    wire::SyncRanges& message() { return msg_; }
+    void BeginFilter(const FilterState& state) {
+      state_ = &state;
+      f_ = nullptr;
+      g_ = nullptr;
+    }
+    void BeginGeneration(uint64_t epoch) {
+      epoch_ = epoch;
+      g_ = nullptr;
+    }
+    void AddWanted(uint64_t range) { Gen()->add_wanted(range); }
+    // False once the round's byte budget is spent.
+    bool AddRange(const crdt::BlockedFilter& filter, uint64_t range) {
+      if (total_ >= kMaxSyncBytesPerRound) return false;
+      wire::RangeData data;
+      EncodeRange(filter, range, &data);
+      if (data.positions().size() <= 1) return true;  // empty range (codec mode 0): nothing to send
+      const size_t positions = BlocksPerRange(filter.shape().blocks) * crdt::kBlockBits;
+      if (bytes_ + data.positions().size() > kSyncChunkBytes || positions_ + positions > kSendChunkPositions) Flush();
+      bytes_ += data.positions().size() + 16;
+      total_ += data.positions().size() + 16;
+      positions_ += positions;
+      *Gen()->add_data() = std::move(data);
+      return true;
+    }
+    void Flush() {
+      if (msg_.filters_size() > 0 || msg_.catalog_size() > 0) {
+        wire::Envelope env;
+        *env.mutable_sync_ranges() = std::move(msg_);
+        impl_->Send(to_, env, true);
+      }
+      msg_.Clear();
+      msg_.set_reply(reply_);
+      f_ = nullptr;
+      g_ = nullptr;
+      bytes_ = 0;
+      positions_ = 0;
+    }
+
+   private:
+    wire::GenerationRanges* Gen() {
+      if (f_ == nullptr) {
+        f_ = msg_.add_filters();
+        ToWire(state_->entry.params, f_->mutable_filter());
+        f_->set_epoch(state_->set->epoch());
+      }
+      if (g_ == nullptr) {
+        g_ = f_->add_generations();
+        g_->set_epoch(epoch_);
+        g_->set_blocks_per_range(BlocksPerRange(state_->entry.params.shape.blocks));
+      }
+      return g_;
+    }
+    Impl* impl_;
+    Address to_;
+    bool reply_;
+    wire::SyncRanges msg_;
+    const FilterState* state_ = nullptr;
+    uint64_t epoch_ = 0;
+    wire::FilterRanges* f_ = nullptr;
+    wire::GenerationRanges* g_ = nullptr;
+    size_t bytes_ = 0, total_ = 0, positions_ = 0;
+  };
+
+  // Validates a list of catalog entries (and their epochs) without state.
+  bool DecodeCatalog(const google::protobuf::RepeatedPtrField<wire::CatalogEntry>& in,
+                     std::vector<std::pair<CatalogEntry, uint64_t>>* out) {
+    if (static_cast<size_t>(in.size()) > kMaxFilters) return false;
+    for (const wire::CatalogEntry& w : in) {
+      absl::StatusOr<CatalogEntry> e = FromWire(w);
+      if (!e.ok() || w.epoch() > kMaxEpoch) return false;
+      out->emplace_back(*std::move(e), w.epoch());
+    }
+    return true;
+  }
+
+  void ApplyCatalog(const std::vector<std::pair<CatalogEntry, uint64_t>>& entries);
+
+  struct DecodedSummary {
+    crdt::FilterParams params;
+    uint64_t epoch = 0;
+    const wire::FilterSummary* wire = nullptr;
+  };
+
+  void HandleSyncRequest(const Address& from, const wire::SyncRequest& req);
+
+  void SendWholeGeneration(RangesWriter& writer, const crdt::BlockedFilter& filter) {
+    const uint64_t ranges = filter.RangeCount(BlocksPerRange(filter.shape().blocks));
+    for (uint64_t r = 0; r < ranges; ++r) {
+      if (!writer.AddRange(filter, r)) return;
+    }
+  }
+
+  struct DecodedRanges {
+    crdt::FilterParams params;
+    uint64_t epoch = 0;
+    const wire::FilterRanges* wire = nullptr;
+    // Per generation, per data entry: the decoded words.
+    std::vector<std::vector<std::vector<crdt::WordBits>>> words;
+  };
+
+  void HandleSyncRanges(const Address& from, const wire::SyncRanges& msg);
+
+  // ---- other message types ----
+  // FromWire, with a shortcut for the common case: a reference equal to one of
+  // our own filters' parameters is valid by construction (skips re-validating
+  // it, which hashes the name).
+  absl::StatusOr<crdt::FilterParams> ParamsFromWire(const wire::FilterRef& ref) const;
+
+  struct DecodedDelta {
+    crdt::FilterParams params;
+    uint64_t epoch = 0;
+    std::vector<crdt::WordBits> words;
+  };
+  // Validates one Delta without touching state; `budget` (decoded positions
+  // left for this frame) shrinks by what it decodes. False if malformed.
+  bool DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDelta* out) const;
+
+  void ApplyDelta(const DecodedDelta& d);
+
+  void HandleDelta(const Address& from, const wire::Delta& delta);
+
+  using DecodedEpochs = std::vector<std::pair<crdt::FilterParams, uint64_t>>;
+  static bool DecodeEpochs(const google::protobuf::RepeatedPtrField<wire::FilterEpoch>& in, DecodedEpochs* out);
+
+  void HandleEpochs(const Address& from, const wire::EpochAnnounce& msg);
+
+  // Every part is validated before any is applied; then catalog, epochs, deltas.
+  void HandleGossip(const Address& from, const wire::Gossip& g);
+
+  void HandleCatalog(const Address& from, const wire::CatalogUpdate& msg);
+
+  void HandleFrame(const Address& from, std::string_view bytes, Time t, Channel channel);
+
+  // Valid replication data arrived from `sender`: remember when, for known
+  // members only; bounded by the membership table (stale names swept).
+  void NoteData(const std::string& sender);
+
+  // The sizing estimates cost a model evaluation per bisection step; pollers
+  // (metrics, simulator checkers) mostly ask again for unchanged fills, so
+  // they are memoized by (shape, set bits). Bounded; any thread.
+  std::pair<double, double> Estimates(crdt::FilterShape shape, uint64_t set_bits) const;
+
+  // Bit count and digest of one generation; rescanned only when the filter's
+  // change counter moved since the last scan. The counter is read before the
+  // scan: a change racing with it bumps the counter after, forcing a rescan.
+  ScanResult Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter) const;
+
+  FilterInfo InfoOf(const FilterState& state) const;
+};
+
+}  // namespace pollen::node

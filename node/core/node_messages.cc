@@ -1,0 +1,214 @@
+// Node::Impl handlers for deltas, epochs, packed gossip and catalog frames.
+#include "node/core/node_impl.h"
+
+namespace pollen::node {
+
+absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::FilterRef& ref) const {
+  auto it = filters.find(ref.name());
+  if (it != filters.end()) {
+    const crdt::FilterParams& p = it->second->entry.params;
+    if (p.filter_id == ref.filter_id() && p.shape.blocks == ref.blocks() && p.shape.k == ref.k() &&
+        p.generations == ref.generations() && p.hash_scheme == ref.hash_scheme() && p.key_id == ref.key_id()) {
+      return p;
+    }
+  }
+  return FromWire(ref);
+}
+
+bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDelta* out) const {
+  absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(delta.filter());
+  if (!params.ok() || delta.epoch() > kMaxEpoch) return false;
+  const uint64_t universe = params->shape.bits();
+  absl::StatusOr<std::vector<crdt::WordBits>> words =
+      DecodeWords(delta.positions(), 0, universe, std::min<uint64_t>(universe, *budget));
+  if (!words.ok()) return false;
+  *budget -= CountWordBits(*words);
+  out->params = *std::move(params);
+  out->epoch = delta.epoch();
+  out->words = *std::move(words);
+  return true;
+}
+
+void Node::Impl::ApplyDelta(const DecodedDelta& d) {
+  std::shared_ptr<const FilterState> state = MatchFilter(d.params);
+  if (state == nullptr) return;
+  const uint64_t nbits = CountWordBits(d.words);
+  Stats([&](NodeCounters& s) { s.delta_bits_received += nbits; });
+  LearnEpoch(d.params.name, d.epoch);  // a delta for a newer epoch implies it
+  if (state->set->Find(d.epoch) == nullptr) {
+    Stats([](NodeCounters& s) { ++s.stale_deltas; });
+    return;
+  }
+  MergeWords(*state, d.epoch, d.words);
+}
+
+void Node::Impl::HandleDelta(const Address& from, const wire::Delta& delta) {
+  size_t budget = kMaxFramePositions;
+  DecodedDelta d;
+  if (!DecodeDelta(delta, &budget, &d)) {
+    Reject(from, "malformed");
+    return;
+  }
+  ApplyDelta(d);
+}
+
+bool Node::Impl::DecodeEpochs(const google::protobuf::RepeatedPtrField<wire::FilterEpoch>& in, DecodedEpochs* out) {
+  if (static_cast<size_t>(in.size()) > kMaxFilters) return false;
+  for (const wire::FilterEpoch& fe : in) {
+    absl::StatusOr<crdt::FilterParams> params = FromWire(fe.filter());
+    if (!params.ok() || fe.epoch() > kMaxEpoch) return false;
+    out->emplace_back(*std::move(params), fe.epoch());
+  }
+  return true;
+}
+
+void Node::Impl::HandleEpochs(const Address& from, const wire::EpochAnnounce& msg) {
+  DecodedEpochs decoded;
+  if (!DecodeEpochs(msg.epochs(), &decoded)) {
+    Reject(from, "malformed");
+    return;
+  }
+  for (const auto& [params, epoch] : decoded) {
+    if (MatchFilter(params) != nullptr) LearnEpoch(params.name, epoch);
+  }
+}
+
+void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
+  std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
+  DecodedEpochs epochs;
+  std::vector<DecodedDelta> decoded;
+  bool ok = static_cast<size_t>(g.deltas_size()) <= kMaxGossipDeltas && DecodeCatalog(g.catalog(), &catalog) &&
+            DecodeEpochs(g.epochs(), &epochs);
+  size_t budget = kMaxFramePositions;
+  decoded.resize(ok ? static_cast<size_t>(g.deltas_size()) : 0);
+  for (size_t i = 0; ok && i < decoded.size(); ++i) ok = DecodeDelta(g.deltas(static_cast<int>(i)), &budget, &decoded[i]);
+  if (!ok) {
+    Reject(from, "malformed");
+    return;
+  }
+  ApplyCatalog(catalog);
+  for (const auto& [params, epoch] : epochs) {
+    if (MatchFilter(params) != nullptr) LearnEpoch(params.name, epoch);
+  }
+  for (const DecodedDelta& d : decoded) ApplyDelta(d);
+}
+
+void Node::Impl::HandleCatalog(const Address& from, const wire::CatalogUpdate& msg) {
+  std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
+  if (!DecodeCatalog(msg.entries(), &catalog)) {
+    Reject(from, "malformed");
+    return;
+  }
+  ApplyCatalog(catalog);
+}
+
+void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t, Channel channel) {
+  now = t;
+  Stats([&](NodeCounters& s) {
+    ++s.frames_in;
+    s.bytes_in += bytes.size();
+  });
+  const size_t max = channel == Channel::kDatagram ? config.max_datagram_bytes : protocol::kMaxFrameBytes;
+  auto opened = codec.Open(bytes, max);
+  if (auto* rejection = std::get_if<FrameCodec::Rejection>(&opened)) {
+    Reject(from, rejection->reason);
+    return;
+  }
+  const wire::Envelope& env = *std::get<const wire::Envelope*>(opened);
+  const uint64_t rejects_before = frame_rejects;
+  {
+    std::lock_guard lock(stats_mu);
+    bytes_in_type[BodyIndex(env)] += bytes.size();
+  }
+  // Replies go to where the sender listens (a stream's source port is not it).
+  const Address reply_to = (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes)
+                               ? env.sender_address()
+                               : from;
+  switch (env.body_case()) {
+    case wire::Envelope::kMembership:
+      if (started) {
+        membership->Handle(reply_to, env.membership(), now);
+        PumpMembership();
+        CopyMembershipRejections();
+      }
+      break;
+    case wire::Envelope::kCatalog: HandleCatalog(reply_to, env.catalog()); break;
+    case wire::Envelope::kDelta: HandleDelta(reply_to, env.delta()); break;
+    case wire::Envelope::kEpochs: HandleEpochs(reply_to, env.epochs()); break;
+    case wire::Envelope::kSyncRequest: HandleSyncRequest(reply_to, env.sync_request()); break;
+    case wire::Envelope::kSyncRanges: HandleSyncRanges(reply_to, env.sync_ranges()); break;
+    case wire::Envelope::kGossip: HandleGossip(reply_to, env.gossip()); break;
+    default: Reject(from, "malformed"); break;
+  }
+  if (env.body_case() == wire::Envelope::kDelta || env.body_case() == wire::Envelope::kSyncRequest ||
+      env.body_case() == wire::Envelope::kSyncRanges ||
+      (env.body_case() == wire::Envelope::kGossip && env.gossip().deltas_size() > 0)) {
+    if (frame_rejects == rejects_before) NoteData(env.sender_name());
+  }
+}
+
+void Node::Impl::NoteData(const std::string& sender) {
+  if (!started || sender == config.name || !membership->Knows(sender)) return;
+  if (last_data.size() >= membership->config().max_members && !last_data.count(sender)) {
+    for (auto it = last_data.begin(); it != last_data.end();) {  // order-free: erases every stale name
+      auto next = std::next(it);
+      if (!membership->Knows(it->first)) last_data.erase(it);
+      it = next;
+    }
+    if (last_data.size() >= membership->config().max_members) return;
+  }
+  last_data[sender] = now;
+}
+
+std::pair<double, double> Node::Impl::Estimates(crdt::FilterShape shape, uint64_t set_bits) const {
+  const std::tuple<uint64_t, uint32_t, uint64_t> key(shape.blocks, shape.k, set_bits);
+  {
+    std::lock_guard lock(estimates_mu);
+    auto it = estimates.find(key);
+    if (it != estimates.end()) return it->second;
+  }
+  const std::pair<double, double> value(crdt::EstimateCardinality(shape, set_bits), crdt::EstimateFpr(shape, set_bits));
+  std::lock_guard lock(estimates_mu);
+  if (estimates.size() >= 4096) estimates.clear();
+  estimates[key] = value;
+  return value;
+}
+
+Node::Impl::ScanResult Node::Impl::Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter) const {
+  const std::pair<uint64_t, uint64_t> key(state.uid, epoch);
+  const uint64_t changes = state.changes->load(std::memory_order_acquire);
+  {
+    std::lock_guard lock(scans_mu);
+    auto it = scans.find(key);
+    if (it != scans.end() && it->second.changes == changes) return it->second;
+  }
+  const ScanResult scan{changes, filter.CountSetBits(), GenerationDigest(filter)};
+  std::lock_guard lock(scans_mu);
+  if (scans.size() >= 4096) scans.clear();
+  scans[key] = scan;
+  return scan;
+}
+
+FilterInfo Node::Impl::InfoOf(const FilterState& state) const {
+  FilterInfo info;
+  info.config = state.entry.config;
+  info.blocks = state.entry.params.shape.blocks;
+  info.k = state.entry.params.shape.k;
+  info.epoch = state.set->epoch();
+  for (uint64_t e : state.set->epochs()) {
+    std::shared_ptr<const crdt::Generation> gen = state.set->Find(e);
+    if (gen == nullptr) continue;
+    GenerationInfo g;
+    g.epoch = e;
+    const ScanResult scan = Scan(state, e, *gen->filter);
+    g.set_bits = scan.set_bits;
+    g.digest = scan.digest;
+    g.fill_ratio = static_cast<double>(g.set_bits) / static_cast<double>(state.entry.params.shape.bits());
+    std::tie(g.estimated_items, g.estimated_fpr) = Estimates(state.entry.params.shape, g.set_bits);
+    info.memory_bytes += state.entry.params.shape.bytes();
+    info.generations.push_back(g);
+  }
+  return info;
+}
+
+}  // namespace pollen::node
