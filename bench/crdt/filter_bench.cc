@@ -353,7 +353,12 @@ void BM_GenerationSetAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_GenerationSetAdd)->Args({0, 16})->Threads(1)->Threads(2)->UseRealTime();
 
-// Accuracy: measured FPR at 10 bits/key, best k by the model, over 10M probes.
+// Accuracy: measured FPR at 10 bits/key, best k by the model, over 10M probes
+// on each of 5 filters with different keys. One filter's FPR varies by about
+// +-0.004 percentage points from the next (block loads and probes are random),
+// so the mean and the range are reported. The model (E[f(J)] with f from the
+// mean fill) sits ~1% below what any probe scheme measures: by Jensen's
+// inequality E[F^k] > E[F]^k for the fill F of a block with j keys.
 void BM_FprAt10BitsPerKey(benchmark::State& state) {
   const uint64_t n = 1'000'000;
   const uint64_t blocks = n * 10 / kBlockBits;
@@ -361,19 +366,27 @@ void BM_FprAt10BitsPerKey(benchmark::State& state) {
   for (uint32_t k = kMinK; k <= kMaxK; ++k) {
     if (ExpectedFpr({blocks, k}, n) < ExpectedFpr({blocks, best_k}, n)) best_k = k;
   }
-  double measured = 0;
+  constexpr int kFilters = 5;
+  double sum = 0, lo = 1, hi = 0;
   for (auto _ : state) {
-    auto f = *BlockedFilter::Create({blocks, best_k});
-    std::mt19937_64 rng(state.iterations() + 17);
-    for (uint64_t i = 0; i < n; ++i) f->Add(SipHash24(Key(), std::to_string(rng())));
-    uint64_t fp = 0;
-    constexpr uint64_t kProbes = 10'000'000;
-    for (uint64_t i = 0; i < kProbes; ++i) fp += f->MightContain(SipHash24(Key(), "x" + std::to_string(i)));
-    measured = double(fp) / kProbes;
+    for (int trial = 0; trial < kFilters; ++trial) {
+      auto f = *BlockedFilter::Create({blocks, best_k});
+      std::mt19937_64 rng(trial + 17);
+      for (uint64_t i = 0; i < n; ++i) f->Add(SipHash24(Key(), std::to_string(rng())));
+      uint64_t fp = 0;
+      constexpr uint64_t kProbes = 10'000'000;
+      for (uint64_t i = 0; i < kProbes; ++i) fp += f->MightContain(SipHash24(Key(), "x" + std::to_string(i)));
+      const double measured = double(fp) / kProbes;
+      sum += measured;
+      lo = std::min(lo, measured);
+      hi = std::max(hi, measured);
+    }
   }
   state.counters["k"] = best_k;
   state.counters["model_fpr_pct"] = ExpectedFpr({blocks, best_k}, n) * 100;
-  state.counters["measured_fpr_pct"] = measured * 100;
+  state.counters["measured_fpr_pct_mean"] = sum / kFilters * 100;
+  state.counters["measured_fpr_pct_min"] = lo * 100;
+  state.counters["measured_fpr_pct_max"] = hi * 100;
 }
 BENCHMARK(BM_FprAt10BitsPerKey)->Iterations(1)->Unit(benchmark::kMillisecond);
 
