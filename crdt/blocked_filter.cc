@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "crdt/block_probe.h"
+#include "crdt/popcount.h"
 
 namespace pollen::crdt {
 namespace {
@@ -219,19 +220,12 @@ std::vector<uint64_t> BlockedFilter::RangeSummaries(uint64_t blocks_per_range) c
   return out;
 }
 
-// The binary targets baseline x86-64 (no -mpopcnt, so it runs anywhere), where
-// std::popcount is an out-of-line libgcc call (__popcountdi2: 3% of pollen-sim
-// N=100 CPU; perf, 2026-11-21). An inline SWAR count, skipping the zero words
-// that dominate a filter below capacity, removes that call.
+// Skips the zero words that dominate a filter below capacity.
 uint64_t BlockedFilter::CountSetBits() const {
   uint64_t total = 0;
   for (uint64_t i = 0; i < word_count(); ++i) {
-    uint64_t v = LoadRelaxed(i);
-    if (v == 0) continue;
-    v = v - ((v >> 1) & 0x5555555555555555ULL);
-    v = (v & 0x3333333333333333ULL) + ((v >> 2) & 0x3333333333333333ULL);
-    v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
-    total += (v * 0x0101010101010101ULL) >> 56;
+    const uint64_t v = LoadRelaxed(i);
+    if (v != 0) total += Popcount64(v);
   }
   return total;
 }

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cassert>
 
+#include "crdt/popcount.h"
+
 namespace pollen::crdt {
 
 void Canonicalize(std::vector<WordBits>& words) {
@@ -22,29 +24,32 @@ void Canonicalize(std::vector<WordBits>& words) {
 
 uint64_t CountBits(std::span<const WordBits> words) {
   uint64_t total = 0;
-  for (const WordBits& w : words) total += std::popcount(w.bits);
+  for (const WordBits& w : words) total += Popcount64(w.bits);
   return total;
 }
 
-std::vector<uint64_t> ToBitPositions(std::span<const WordBits> words) {
+std::vector<uint64_t> ToBitPositions(std::span<const WordBits> words, uint64_t base_bit) {
   std::vector<uint64_t> positions;
   positions.reserve(CountBits(words));
   for (const WordBits& w : words) {
     uint64_t bits = w.bits;
     while (bits != 0) {
-      positions.push_back(w.index * 64 + std::countr_zero(bits));
+      const uint64_t pos = w.index * 64 + static_cast<uint64_t>(std::countr_zero(bits));
+      assert(pos >= base_bit);
+      positions.push_back(pos - base_bit);
       bits &= bits - 1;
     }
   }
   return positions;
 }
 
-std::vector<WordBits> FromBitPositions(std::span<const uint64_t> positions) {
+std::vector<WordBits> FromBitPositions(std::span<const uint64_t> positions, uint64_t base_bit) {
   std::vector<WordBits> words;
+  words.reserve(std::min<size_t>(positions.size(), 1024));  // one allocation for the usual small set
   for (size_t i = 0; i < positions.size(); ++i) {
     assert(i == 0 || positions[i - 1] < positions[i]);
-    const uint64_t index = positions[i] / 64;
-    const uint64_t bit = uint64_t{1} << (positions[i] % 64);
+    const uint64_t index = (base_bit + positions[i]) / 64;
+    const uint64_t bit = uint64_t{1} << ((base_bit + positions[i]) % 64);
     if (!words.empty() && words.back().index == index) {
       words.back().bits |= bit;
     } else {

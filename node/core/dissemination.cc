@@ -59,17 +59,8 @@ std::map<DeltaBuffer::Key, DeltaBuffer::Bits> DeltaBuffer::Take() {
 }
 
 std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits) {
-  std::vector<uint64_t> positions;
-  positions.reserve(CountWordBits(words));
-  for (const crdt::WordBits& w : words) {
-    uint64_t bits = w.bits;
-    while (bits != 0) {
-      const uint64_t pos = w.index * 64 + static_cast<uint64_t>(std::countr_zero(bits));
-      assert(pos >= base_bit && pos - base_bit < universe_bits);
-      positions.push_back(pos - base_bit);
-      bits &= bits - 1;
-    }
-  }
+  const std::vector<uint64_t> positions = crdt::ToBitPositions(words, base_bit);
+  assert(positions.empty() || positions.back() < universe_bits);
   return protocol::EncodeBitPositions(universe_bits, positions);
 }
 
@@ -86,18 +77,7 @@ absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, 
   if (absl::Status s = protocol::DecodeBitPositionsInto(universe_bits, bytes, max_positions, &positions); !s.ok()) {
     return s;
   }
-  std::vector<crdt::WordBits> words;
-  words.reserve(std::min<size_t>(positions.size(), 1024));  // one allocation for the usual small delta
-  for (uint64_t p : positions) {
-    const uint64_t abs = base_bit + p;
-    const uint64_t index = abs / 64, bit = uint64_t{1} << (abs % 64);
-    if (!words.empty() && words.back().index == index) {
-      words.back().bits |= bit;
-    } else {
-      words.push_back({index, bit});
-    }
-  }
-  return words;
+  return crdt::FromBitPositions(positions, base_bit);  // the codec checked ascending and in range
 }
 
 }  // namespace pollen::node

@@ -70,20 +70,6 @@ class DeltaBuffer {
   size_t total_ = 0;
 };
 
-// crdt::CountBits without the out-of-line libgcc popcount call the baseline
-// x86-64 build makes for std::popcount (it showed in pollen-sim profiles).
-inline uint64_t CountWordBits(std::span<const crdt::WordBits> words) {
-  uint64_t total = 0;
-  for (const crdt::WordBits& w : words) {
-    uint64_t v = w.bits;
-    v = v - ((v >> 1) & 0x5555555555555555ULL);
-    v = (v & 0x3333333333333333ULL) + ((v >> 2) & 0x3333333333333333ULL);
-    v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
-    total += (v * 0x0101010101010101ULL) >> 56;
-  }
-  return total;
-}
-
 // Bit sets on the wire: delta-codec bytes of positions relative to `base_bit`
 // within a universe of `universe_bits` bits. `words` must be canonical and lie
 // inside [base_bit, base_bit + universe_bits).

@@ -135,9 +135,9 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
       std::vector<std::vector<crdt::WordBits>> gen_words;
       for (int i = 0; ok && i < g.data_size(); ++i) {
         absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(g.data(i), params->shape);
-        ok = words.ok() && CountWordBits(*words) <= budget;
+        ok = words.ok() && crdt::CountBits(*words) <= budget;
         if (ok) {
-          budget -= CountWordBits(*words);
+          budget -= crdt::CountBits(*words);
           gen_words.push_back(*std::move(words));
         }
       }

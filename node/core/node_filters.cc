@@ -95,7 +95,7 @@ std::shared_ptr<const FilterState> Node::Impl::MatchFilter(const crdt::FilterPar
 uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t epoch, std::span<const crdt::WordBits> words) {
   std::vector<crdt::WordBits> changed;
   if (!state.set->Merge(epoch, words, &changed).ok()) return 0;  // epoch left the window meanwhile
-  const uint64_t n = CountWordBits(changed);
+  const uint64_t n = crdt::CountBits(changed);
   if (n == 0) return 0;
   state.changes->fetch_add(1, std::memory_order_release);
   summary_cache.MarkWords(state.uid, epoch, changed);
@@ -125,7 +125,7 @@ void Node::Impl::DrainPending() {
     auto it = by_uid.find(e.filter_uid);
     if (it == by_uid.end() || it->second->set->Find(e.epoch) == nullptr) continue;
     FilterClock& clock = clocks[it->second->entry.config.name];
-    if (dropped == 0) clock.set_bits[e.epoch] += static_cast<uint64_t>(std::popcount(e.word.bits));
+    if (dropped == 0) clock.set_bits[e.epoch] += crdt::Popcount64(e.word.bits);
     summary_cache.MarkWord(e.filter_uid, e.epoch, e.word.index);
     if (!alone) Buffer(*it->second, e.epoch, {&e.word, 1});
   }

@@ -56,7 +56,7 @@ void Node::Impl::GossipRound() {
       ToWire(state->entry.params, delta.mutable_filter());
       delta.set_epoch(key.second);
       delta.set_positions(EncodeWords(chunk, 0, universe));
-      delta_bits += CountWordBits(chunk);
+      delta_bits += crdt::CountBits(chunk);
       packer.AddDelta(std::move(delta));
     }
   }

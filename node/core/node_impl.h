@@ -19,6 +19,7 @@
 #include <tuple>
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "crdt/popcount.h"
 #include "crdt/sizing.h"
 #include "crdt/snapshot.h"
 #include "node/core/anti_entropy.h"

@@ -22,7 +22,7 @@ bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDe
   absl::StatusOr<std::vector<crdt::WordBits>> words =
       DecodeWords(delta.positions(), 0, universe, std::min<uint64_t>(universe, *budget));
   if (!words.ok()) return false;
-  *budget -= CountWordBits(*words);
+  *budget -= crdt::CountBits(*words);
   out->params = *std::move(params);
   out->epoch = delta.epoch();
   out->words = *std::move(words);
@@ -32,7 +32,7 @@ bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDe
 void Node::Impl::ApplyDelta(const DecodedDelta& d) {
   std::shared_ptr<const FilterState> state = MatchFilter(d.params);
   if (state == nullptr) return;
-  const uint64_t nbits = CountWordBits(d.words);
+  const uint64_t nbits = crdt::CountBits(d.words);
   Stats([&](NodeCounters& s) { s.delta_bits_received += nbits; });
   LearnEpoch(d.params.name, d.epoch);  // a delta for a newer epoch implies it
   if (state->set->Find(d.epoch) == nullptr) {
