@@ -52,14 +52,20 @@ class BlockedFilter {
   FilterShape shape() const { return shape_; }
   uint64_t word_count() const { return shape_.blocks * kWordsPerBlock; }
 
-  AddResult Add(uint64_t hash);
+  // Test first: a present key (the common case in dedup streams) costs a test
+  // (inline, like MightContain: the call it saves is ~1 ns of a ~23 ns add).
+  AddResult Add(uint64_t hash) {
+    const uint64_t block = BlockOf(hash);
+    if (MightContain(hash)) return AddResult{block, {}};
+    return AddMasks(block, MasksOf(hash));
+  }
   // Uses the AVX-512 probe where the CPU has it (probe::VectorProbeAvailable):
   // one 64-byte vector load of the block, which x86 performs as 8 single-copy-
   // atomic word loads; bits only go from 0 to 1, so it sees what a relaxed
   // atomic load of each word would.
   bool MightContain(uint64_t hash) const {  // inline: one call, not two, per test
     if (!vector_probe_) return MightContainPortable(hash);
-    return probe::BlockHasAllVector(words_ + probe::BlockOf(hash, shape_.blocks) * kWordsPerBlock, hash, shape_.k);
+    return probe::BlockHasAllVector(words_ + BlockOf(hash) * kWordsPerBlock, hash, shape_.k);
   }
   // The scalar probe, on every CPU: same answer as MightContain (a test checks
   // they agree); exposed for tests and benchmarks.
@@ -101,7 +107,7 @@ class BlockedFilter {
   bool SameContents(const BlockedFilter& other) const;
 
   // Block index and in-block bit masks for `hash`: exposed for tests/benches.
-  uint64_t BlockOf(uint64_t hash) const;
+  uint64_t BlockOf(uint64_t hash) const { return probe::BlockOf(hash, shape_.blocks); }
   std::array<uint64_t, kWordsPerBlock> MasksOf(uint64_t hash) const;
 
  private:

@@ -5,12 +5,13 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "crdt/siphash_many.h"
 
 namespace pollen::crdt {
 namespace {
 
 // The *Many forms run a double-buffered pipeline over batches of kBatch keys:
-// hash batch b+1, prefetch its blocks in a tight loop, then probe batch b,
+// hash batch b+1 (SipHashMany: 8 keys at once where the CPU allows), prefetch its blocks in a tight loop, then probe batch b,
 // whose blocks were prefetched one batch (~16 hashes, ~300 ns) earlier.
 // Why not a rolling pipeline that hashes and prefetches one key at a time: a
 // prefetch cannot retire until its address is translated, and on a VM with a
@@ -29,7 +30,7 @@ void Pipelined(const Generation& gen, std::span<const std::string_view> keys, Pr
   uint64_t hashes[2][kBatch];
   const auto hash_and_prefetch = [&](size_t start, uint64_t* out) {
     const size_t count = std::min(kBatch, n - start);
-    for (size_t i = 0; i < count; ++i) out[i] = hash(keys[start + i]);
+    SipHashMany(hash, keys.subspan(start, count), std::span<uint64_t>(out, count));
     for (size_t i = 0; i < count; ++i) gen.filter->Prefetch(out[i]);
   };
   if (n == 0) return;

@@ -29,10 +29,10 @@ class SipHasher {
   // outlines the round into a call (seen in perf inside the batch pipelines),
   // which halves the hash's speed.
   [[gnu::always_inline]] uint64_t operator()(std::string_view data) const {
-    uint64_t v0 = k0_ ^ 0x736f6d6570736575ULL;
-    uint64_t v1 = k1_ ^ 0x646f72616e646f6dULL;
-    uint64_t v2 = k0_ ^ 0x6c7967656e657261ULL;
-    uint64_t v3 = k1_ ^ 0x7465646279746573ULL;
+    uint64_t v0 = k0_ ^ kInit0;
+    uint64_t v1 = k1_ ^ kInit1;
+    uint64_t v2 = k0_ ^ kInit2;
+    uint64_t v3 = k1_ ^ kInit3;
     const auto round = [&] [[gnu::always_inline]] () { Round(v0, v1, v2, v3); };
     const char* p = data.data();
     const size_t full_words = data.size() / 8;
@@ -45,9 +45,7 @@ class SipHasher {
       v0 ^= m;
     }
     // Last block: the 0..7 remaining bytes, with the length's low byte on top.
-    uint64_t last = static_cast<uint64_t>(data.size()) << 56;
-    const size_t tail = data.size() % 8;
-    for (size_t i = 0; i < tail; ++i) last |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+    const uint64_t last = LastBlock(data);
     v3 ^= last;
     round();
     round();
@@ -58,6 +56,24 @@ class SipHasher {
     round();
     round();
     return v0 ^ v1 ^ v2 ^ v3;
+  }
+
+  // The initial state is the key XOR these ("somepseudorandomlygeneratedbytes").
+  static constexpr uint64_t kInit0 = 0x736f6d6570736575ULL;
+  static constexpr uint64_t kInit1 = 0x646f72616e646f6dULL;
+  static constexpr uint64_t kInit2 = 0x6c7967656e657261ULL;
+  static constexpr uint64_t kInit3 = 0x7465646279746573ULL;
+  uint64_t k0() const { return k0_; }
+  uint64_t k1() const { return k1_; }
+
+  // The final message block: the 0..7 bytes after the last full 8-byte word,
+  // little-endian, with the length's low byte on top.
+  [[gnu::always_inline]] static uint64_t LastBlock(std::string_view data) {
+    const char* p = data.data() + data.size() / 8 * 8;
+    uint64_t last = static_cast<uint64_t>(data.size()) << 56;
+    const size_t tail = data.size() % 8;
+    for (size_t i = 0; i < tail; ++i) last |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+    return last;
   }
 
  private:

@@ -6,7 +6,8 @@
 Repetitions are interleaved at random (--benchmark_enable_random_interleaving)
 so that load changes on a shared machine hit baseline and subject alike; the
 medians of CPU time per key are compared. Baselines: BM_SipHash (the inlined SipHash-2-4 the filter
-uses), BM_SipHashSodium (libsodium's crypto_shorthash), BM_Plain* (an unblocked
+uses), BM_SipHashSodium (libsodium's crypto_shorthash), BM_SipHashMany (the 8-lane
+AVX-512 batch hash the batch forms use), BM_Plain* (an unblocked
 Bloom filter of the same size and k) and BM_RandomLineFloor (random cache-line
 loads of 1 GiB with the batch pipeline's prefetching, no hashing).
 """
@@ -55,9 +56,11 @@ def main():
     for length in ("16", "64"):
         sip = m.get(key("BM_SipHash", 0, length))
         sodium = m.get(key("BM_SipHashSodium", 0, length))
+        many = m.get(key("BM_SipHashMany", 0, length))
         if sip is None:
             continue
-        print(f"\n{length}-byte keys: SipHash inlined {sip:.1f} ns, libsodium {sodium:.1f} ns")
+        print(f"\n{length}-byte keys: SipHash inlined {sip:.1f} ns, libsodium {sodium:.1f} ns, "
+              f"batch (SipHashMany) {many:.1f} ns/key")
         print(f"{'figure':34} {'size':>7} {'ns/key':>8} {'/SipHash':>9} {'/sodium':>8} {'-SipHash':>9} {'plain/this':>10}")
         for bench, plain in (("BM_TestMember", "BM_PlainTestMember"), ("BM_TestMemberPortable", None),
                              ("BM_TestNonMember", "BM_PlainTestNonMember"), ("BM_AddPresent", None),
