@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "crdt/siphash_many.h"
@@ -93,16 +92,18 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> GenerationSet::Create(const Filte
     return absl::InvalidArgumentError("filter key id does not match this cluster secret");
   }
   std::unique_ptr<GenerationSet> set(new GenerationSet(params, secret));
-  auto window = std::make_shared<Window>();
+  auto window = std::make_unique<Window>();
   const uint64_t first = epoch + 1 >= params.generations ? epoch + 1 - params.generations : 0;
   for (uint64_t e = first; e <= epoch; ++e) {
     absl::StatusOr<std::shared_ptr<Generation>> gen = set->Open(e);
     if (!gen.ok()) return gen.status();
     window->gens.push_back(*std::move(gen));
   }
-  set->window_ = std::move(window);
+  set->window_.store(window.release(), std::memory_order_seq_cst);
   return set;
 }
+
+GenerationSet::~GenerationSet() { delete window_.load(std::memory_order_seq_cst); }
 
 absl::StatusOr<std::shared_ptr<Generation>> GenerationSet::Open(uint64_t epoch) const {
   absl::StatusOr<std::unique_ptr<BlockedFilter>> filter = BlockedFilter::Create(params_.shape);
@@ -114,22 +115,26 @@ absl::StatusOr<std::shared_ptr<Generation>> GenerationSet::Open(uint64_t epoch) 
   return gen;
 }
 
-std::shared_ptr<const GenerationSet::Window> GenerationSet::window() const {
-  std::shared_lock lock(mu_);
-  return window_;
+// `section` is unused but required: it is what keeps the window alive.
+const GenerationSet::Window& GenerationSet::window(const GracePeriod::Section& /*section*/) const {
+  return *window_.load(std::memory_order_seq_cst);
 }
 
-uint64_t GenerationSet::epoch() const { return window()->gens.back()->epoch; }
+uint64_t GenerationSet::epoch() const {
+  const GracePeriod::Section section = grace_.Enter();
+  return window(section).gens.back()->epoch;
+}
 
 std::vector<uint64_t> GenerationSet::epochs() const {
+  const GracePeriod::Section section = grace_.Enter();
   std::vector<uint64_t> out;
-  for (const auto& gen : window()->gens) out.push_back(gen->epoch);
+  for (const auto& gen : window(section).gens) out.push_back(gen->epoch);
   return out;
 }
 
 KeyAdd GenerationSet::Add(std::string_view key) {
-  std::shared_lock lock(mu_);
-  const Generation& newest = *window_->gens.back();
+  const GracePeriod::Section section = grace_.Enter();
+  const Generation& newest = *window(section).gens.back();
   KeyAdd result;
   result.epoch = newest.epoch;
   result.bits = newest.filter->Add(SipHash24(newest.key, key));
@@ -139,8 +144,8 @@ KeyAdd GenerationSet::Add(std::string_view key) {
 
 void GenerationSet::AddMany(std::span<const std::string_view> keys, std::span<KeyAdd> out) {
   assert(keys.size() == out.size());
-  std::shared_lock lock(mu_);
-  const Generation& newest = *window_->gens.back();
+  const GracePeriod::Section section = grace_.Enter();
+  const Generation& newest = *window(section).gens.back();
   Pipelined(newest, keys, [&](size_t i, uint64_t hash) {
     const AddResult bits = newest.filter->Add(hash);
     out[i] = KeyAdd{newest.epoch, !bits.was_present(), bits};
@@ -148,9 +153,10 @@ void GenerationSet::AddMany(std::span<const std::string_view> keys, std::span<Ke
 }
 
 bool GenerationSet::MightContain(std::string_view key) const {
-  std::shared_lock lock(mu_);
+  const GracePeriod::Section section = grace_.Enter();
+  const Window& w = window(section);
   // Newest first: in a dedup stream most hits are recent keys.
-  for (auto it = window_->gens.rbegin(); it != window_->gens.rend(); ++it) {
+  for (auto it = w.gens.rbegin(); it != w.gens.rend(); ++it) {
     if ((*it)->filter->MightContain(SipHash24((*it)->key, key))) return true;
   }
   return false;
@@ -159,8 +165,9 @@ bool GenerationSet::MightContain(std::string_view key) const {
 void GenerationSet::MightContainMany(std::span<const std::string_view> keys, std::span<bool> out) const {
   assert(keys.size() == out.size());
   std::fill(out.begin(), out.end(), false);
-  std::shared_lock lock(mu_);
-  for (auto it = window_->gens.rbegin(); it != window_->gens.rend(); ++it) {  // newest first
+  const GracePeriod::Section section = grace_.Enter();
+  const Window& w = window(section);
+  for (auto it = w.gens.rbegin(); it != w.gens.rend(); ++it) {  // newest first
     const BlockedFilter& filter = *(*it)->filter;
     Pipelined(**it, keys, [&](size_t i, uint64_t hash) {
       if (!out[i]) out[i] = filter.MightContain(hash);
@@ -169,44 +176,43 @@ void GenerationSet::MightContainMany(std::span<const std::string_view> keys, std
 }
 
 absl::StatusOr<bool> GenerationSet::Advance(uint64_t epoch) {
-  uint64_t current;
-  {
-    std::shared_lock lock(mu_);
-    current = window_->gens.back()->epoch;
-  }
+  std::lock_guard writer(advance_mu_);
+  // Only Advance replaces the window, so under advance_mu_ it stays put.
+  const Window* old = window_.load(std::memory_order_seq_cst);
+  const uint64_t current = old->gens.back()->epoch;
   if (epoch <= current) return false;
-  // Allocate the new generations outside the lock: mmap of a large filter is
-  // cheap but not free, and readers must not wait on it.
   const uint64_t first = epoch + 1 >= params_.generations ? epoch + 1 - params_.generations : 0;
-  std::vector<std::shared_ptr<Generation>> fresh;
-  for (uint64_t e = std::max(first, current + 1); e <= epoch; ++e) {
-    absl::StatusOr<std::shared_ptr<Generation>> gen = Open(e);
-    if (!gen.ok()) return gen.status();
-    fresh.push_back(*std::move(gen));
-  }
-  std::unique_lock lock(mu_);
-  if (epoch <= window_->gens.back()->epoch) return false;  // a concurrent Advance won
-  auto next = std::make_shared<Window>();
-  for (const auto& gen : window_->gens) {
+  auto next = std::make_unique<Window>();
+  for (const auto& gen : old->gens) {
     if (gen->epoch >= first) next->gens.push_back(gen);
   }
-  for (auto& gen : fresh) {
-    if (gen->epoch > window_->gens.back()->epoch) next->gens.push_back(std::move(gen));
+  for (uint64_t e = std::max(first, current + 1); e <= epoch; ++e) {
+    absl::StatusOr<std::shared_ptr<Generation>> gen = Open(e);
+    if (!gen.ok()) return gen.status();  // nothing published: the old window stays
+    next->gens.push_back(*std::move(gen));
   }
   assert(next->gens.size() <= params_.generations);
   assert(next->gens.back()->epoch == epoch);
-  window_ = std::move(next);
+  window_.store(next.release(), std::memory_order_seq_cst);
+  // Readers that loaded `old` are inside sections that began before this call.
+  grace_.Synchronize();
+  delete old;
   return true;
 }
 
+// The shared_ptr copy keeps the generation alive after the section ends.
 std::shared_ptr<const Generation> GenerationSet::Find(uint64_t epoch) const {
-  for (const auto& gen : window()->gens) {
+  const GracePeriod::Section section = grace_.Enter();
+  for (const auto& gen : window(section).gens) {
     if (gen->epoch == epoch) return gen;
   }
   return nullptr;
 }
 
-std::shared_ptr<const Generation> GenerationSet::Newest() const { return window()->gens.back(); }
+std::shared_ptr<const Generation> GenerationSet::Newest() const {
+  const GracePeriod::Section section = grace_.Enter();
+  return window(section).gens.back();
+}
 
 absl::Status GenerationSet::Merge(uint64_t epoch, std::span<const WordBits> words, std::vector<WordBits>* changed) {
   std::shared_ptr<const Generation> gen = Find(epoch);

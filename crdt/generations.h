@@ -7,16 +7,18 @@
 // of the window [epoch - G + 1, epoch]; a lower or equal epoch changes nothing
 // (epochs are a max-register).
 //
-// Thread safety: Add/MightContain/Merge run concurrently with each other without
-// locks on the filter words; the list of generations is swapped under a
-// reader-writer lock held only for the pointer copy, so rotation never blocks a
-// reader for longer than that.
+// Thread safety: every method may run concurrently with every other. Reads and
+// adds take no lock and never wait: the filter words are atomics, and the list
+// of generations is an immutable window behind an atomic pointer, read inside a
+// GracePeriod section (grace_period.h). Advance publishes a new window and
+// frees the old one once no section can still hold it; Advances serialize.
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "crdt/blocked_filter.h"
+#include "crdt/grace_period.h"
 #include "crdt/keyed_hash.h"
 
 namespace pollen::crdt {
@@ -75,6 +78,9 @@ class GenerationSet {
   static absl::StatusOr<std::unique_ptr<GenerationSet>> Create(const FilterParams& params,
                                                                const ClusterSecret& secret,
                                                                uint64_t epoch);
+  ~GenerationSet();
+  GenerationSet(const GenerationSet&) = delete;
+  GenerationSet& operator=(const GenerationSet&) = delete;
   const FilterParams& params() const { return params_; }
 
   uint64_t epoch() const;               // newest generation's epoch
@@ -105,19 +111,22 @@ class GenerationSet {
   absl::Status LoadWords(uint64_t epoch, std::span<const uint64_t> words);
 
  private:
+  // Immutable once published; replaced whole by Advance.
   struct Window {
     std::vector<std::shared_ptr<Generation>> gens;  // ascending epochs, newest last
   };
   GenerationSet(FilterParams params, const ClusterSecret& secret);
-  // Window of epochs [epoch - G + 1, epoch] (clipped at 0), reusing `keep`'s
-  // generations where their epochs match.
-  std::shared_ptr<const Window> window() const;
   absl::StatusOr<std::shared_ptr<Generation>> Open(uint64_t epoch) const;
+  // The current window, valid while `section` lives.
+  const Window& window(const GracePeriod::Section& section) const;
 
   FilterParams params_;
   ClusterSecret secret_;  // needed to derive each new generation's key
-  mutable std::shared_mutex mu_;
-  std::shared_ptr<const Window> window_;
+  // Reads take no lock: they load window_ inside a GracePeriod section, and
+  // Advance frees a replaced window only after GracePeriod::Synchronize.
+  std::atomic<const Window*> window_{nullptr};  // owned
+  mutable GracePeriod grace_;
+  std::mutex advance_mu_;  // serializes Advance (writers only)
 };
 
 }  // namespace pollen::crdt
