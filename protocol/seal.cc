@@ -186,10 +186,18 @@ bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
       s.bits.fill(0);
     } else {
       // Forget the slots that now belong to counters highest+1 .. counter
-      // (they held counters kWindow older). Bounded by kWindow iterations.
-      for (uint64_t i = 1; i <= shift; ++i) {
-        const auto [w, m] = slot(s.highest + i);
-        s.bits[w] &= ~m;
+      // (they held counters kWindow older), a word at a time: at most
+      // kWords + 1 iterations (bit by bit, a receiver that sees every 30th
+      // counter of a sender spent 3% of pollen-sim N=100 here; perf).
+      uint64_t pos = (s.highest + 1) % kWindow;  // first slot to clear
+      uint64_t left = shift;
+      while (left > 0) {
+        const uint64_t bit = pos % 64;
+        const uint64_t n = std::min<uint64_t>(left, 64 - bit);
+        const uint64_t mask = n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1) << bit;
+        s.bits[pos / 64] &= ~mask;
+        left -= n;
+        pos = (pos + n) % kWindow;
       }
     }
     const auto [w, m] = slot(counter);

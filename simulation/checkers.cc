@@ -91,7 +91,7 @@ uint64_t SafetyChecker::CheckAckedEverywhere(size_t node, const node::Node& n, n
     if (!ack.durable) continue;
     auto w = windows.find(ack.filter);
     if (w == windows.end()) {
-      auto info = n.Info(ack.filter);
+      auto info = n.Info(ack.filter, node::InfoParts::kEpochsOnly);
       uint64_t lo = 1, hi = 0;
       if (!info.ok()) {
         Fail(absl::StrFormat("liveness: filter %s missing on node %d at t=%.3fs", ack.filter, node, Sec(at)));

@@ -34,10 +34,10 @@ node::Duration Network::SampleLatency() {
   return options_.min_latency + node::Duration(static_cast<int64_t>(tail));
 }
 
-std::vector<node::Time> Network::Plan(size_t from, size_t to, node::Channel channel, node::Time now) {
+Arrivals Network::Plan(size_t from, size_t to, node::Channel channel, node::Time now) {
   assert(from < nodes_ && to < nodes_);
   ++counters_.planned;
-  std::vector<node::Time> arrivals;
+  Arrivals arrivals;
   if (!Reachable(from, to)) {
     ++counters_.partition_dropped;
     return arrivals;

@@ -16,6 +16,8 @@
 // All randomness comes from the Rng given at construction.
 #pragma once
 
+#include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -36,6 +38,33 @@ struct NetworkOptions {
   node::Duration reorder_delay = std::chrono::milliseconds(30);
 };
 
+// At most two arrival times, ascending, held inline: Plan() runs per frame
+// and a std::vector per call was an allocation per frame.
+class Arrivals {
+ public:
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  node::Time& operator[](size_t i) {
+    assert(i < n_);
+    return at_[i];
+  }
+  const node::Time& operator[](size_t i) const {
+    assert(i < n_);
+    return at_[i];
+  }
+  const node::Time* begin() const { return at_.data(); }
+  const node::Time* end() const { return at_.data() + n_; }
+  void push_back(node::Time t) {
+    assert(n_ < at_.size());
+    at_[n_++] = t;
+  }
+  operator std::vector<node::Time>() const { return {begin(), end()}; }  // NOLINT: implicit by design
+
+ private:
+  std::array<node::Time, 2> at_{};
+  size_t n_ = 0;
+};
+
 struct NetworkCounters {
   uint64_t planned = 0;            // frames handed to Plan()
   uint64_t lost = 0;               // datagrams dropped by `loss`
@@ -51,7 +80,7 @@ class Network {
   Network(size_t nodes, NetworkOptions options, node::Rng rng);
 
   // Arrival times (0, 1 or 2 entries, ascending) of a frame sent at `now`.
-  std::vector<node::Time> Plan(size_t from, size_t to, node::Channel channel, node::Time now);
+  Arrivals Plan(size_t from, size_t to, node::Channel channel, node::Time now);
 
   // False while a partition separates from -> to. Checked again on arrival.
   bool Reachable(size_t from, size_t to) const;

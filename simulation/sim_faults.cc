@@ -44,7 +44,7 @@ void Simulator::Impl::Restart(uint32_t i) {
   }
   s.persisted.clear();
   s.has_persisted = false;
-  for (const node::FilterInfo& info : s.node->Filters()) checker.Observe(i, info, now);
+  for (const node::FilterInfo& info : s.node->Filters(node::InfoParts::kCounts)) checker.Observe(i, info, now);
   s.up = true;
   s.wake_at = kNever;
   ++r.restarts;

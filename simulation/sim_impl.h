@@ -185,7 +185,8 @@ struct Simulator::Impl {
   void RotateAt(uint32_t i, const std::string& filter);
 
   // Safety checks of one node; `observe` also reads its filters' bit counts
-  // (costly: Info computes estimates), which Check() spreads over time.
+  // (a scan of each changed generation; digests and estimates are not asked
+  // for), which Check() spreads over time.
   void CheckNode(uint32_t i, bool observe = true);
 
   // ---- faults ----

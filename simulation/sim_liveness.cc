@@ -26,7 +26,7 @@ void Simulator::Impl::FaultsEnd() {
 
 Simulator::Impl::FilterStates Simulator::Impl::StateOf(uint32_t i) {
   FilterStates out;
-  for (const node::FilterInfo& f : nodes[i].node->Filters()) {
+  for (const node::FilterInfo& f : nodes[i].node->Filters(node::InfoParts::kDigests)) {
     std::vector<uint64_t> epochs, digests;
     for (const auto& g : f.generations) {
       epochs.push_back(g.epoch);

@@ -90,7 +90,7 @@ void Simulator::Impl::Flush(uint32_t i) {
       ++unroutable[out.to];
       continue;
     }
-    std::vector<Time> arrivals = net.Plan(i, to->second, out.channel, now);
+    const Arrivals arrivals = net.Plan(i, to->second, out.channel, now);
     for (size_t a = 0; a < arrivals.size(); ++a) {
       Ev ev;
       ev.kind = Ev::Kind::kDeliver;
@@ -114,7 +114,7 @@ void Simulator::Impl::Flush(uint32_t i) {
     ++r.events_by_kind[EventKindName(e.kind)];
     if (e.kind == node::Event::Kind::kEpochAdvanced) checker.OnEpoch(i, e.subject, e.count, now);
     if (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded) {
-      if (auto info = s.node->Info(e.subject); info.ok()) checker.Observe(i, *info, now);
+      if (auto info = s.node->Info(e.subject, node::InfoParts::kCounts); info.ok()) checker.Observe(i, *info, now);
     }
   }
 }
@@ -176,7 +176,7 @@ void Simulator::Impl::RotateAt(uint32_t i, const std::string& filter) {
 void Simulator::Impl::CheckNode(uint32_t i, bool observe) {
   const node::Node& n = *nodes[i].node;
   if (observe)
-    for (const node::FilterInfo& info : n.Filters()) checker.Observe(i, info, now);
+    for (const node::FilterInfo& info : n.Filters(node::InfoParts::kCounts)) checker.Observe(i, info, now);
   checker.CheckAcked(i, n, now);
 }
 
@@ -252,7 +252,9 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kStart: {
       SimNode& s = nodes[ev.node];
       if (!CreateNode(ev.node)) return;
-      for (const node::FilterInfo& info : s.node->Filters()) checker.Observe(ev.node, info, now);
+      for (const node::FilterInfo& info : s.node->Filters(node::InfoParts::kCounts)) {
+        checker.Observe(ev.node, info, now);
+      }
       s.up = true;
       s.node->Start(Local(ev.node));
       Flush(ev.node);

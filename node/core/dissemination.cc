@@ -58,6 +58,33 @@ std::map<DeltaBuffer::Key, DeltaBuffer::Bits> DeltaBuffer::Take() {
   return out;
 }
 
+void UnionCanonical(std::vector<crdt::WordBits>& into, std::span<const crdt::WordBits> batch,
+                    std::vector<crdt::WordBits>& scratch) {
+  if (batch.empty()) return;
+  if (into.empty() || into.back().index < batch.front().index) {  // disjoint and after: append
+    into.insert(into.end(), batch.begin(), batch.end());
+    return;
+  }
+  scratch.clear();
+  scratch.reserve(into.size() + batch.size());
+  size_t a = 0, b = 0;
+  while (a < into.size() && b < batch.size()) {
+    assert(batch[b].bits != 0 && (b == 0 || batch[b - 1].index < batch[b].index));
+    if (into[a].index < batch[b].index) {
+      scratch.push_back(into[a++]);
+    } else if (batch[b].index < into[a].index) {
+      scratch.push_back(batch[b++]);
+    } else {
+      scratch.push_back(crdt::WordBits{into[a].index, into[a].bits | batch[b].bits});
+      ++a;
+      ++b;
+    }
+  }
+  scratch.insert(scratch.end(), into.begin() + static_cast<std::ptrdiff_t>(a), into.end());
+  scratch.insert(scratch.end(), batch.begin() + static_cast<std::ptrdiff_t>(b), batch.end());
+  into.swap(scratch);
+}
+
 std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits) {
   const std::vector<uint64_t> positions = crdt::ToBitPositions(words, base_bit);
   assert(positions.empty() || positions.back() < universe_bits);
@@ -65,7 +92,8 @@ std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit
 }
 
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, uint64_t base_bit,
-                                                        uint64_t universe_bits, size_t max_positions) {
+                                                        uint64_t universe_bits, size_t max_positions,
+                                                        uint64_t* bits) {
   // Per-thread scratch for the positions: no allocation per frame; a rare
   // huge decode does not keep its memory.
   thread_local std::vector<uint64_t> positions;
@@ -77,6 +105,7 @@ absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, 
   if (absl::Status s = protocol::DecodeBitPositionsInto(universe_bits, bytes, max_positions, &positions); !s.ok()) {
     return s;
   }
+  if (bits != nullptr) *bits = positions.size();  // strictly ascending (codec-checked): distinct bits
   return crdt::FromBitPositions(positions, base_bit);  // the codec checked ascending and in range
 }
 

@@ -233,7 +233,9 @@ class Membership {
 
   std::map<std::string, Member> members_;  // others only
   std::map<std::string, Queued> queue_;    // piggyback queue, one per member (self included)
-  std::set<std::tuple<uint32_t, uint64_t, std::string>> queue_index_;  // (transmits, order, name)
+  // (transmits, order, name) -> that name's queue_ entry (std::map nodes are
+  // stable), so taking updates in this order needs no lookup by name.
+  std::map<std::tuple<uint32_t, uint64_t, std::string>, Queued*> queue_index_;
   std::set<std::pair<Time, std::string>> suspicions_;                 // (deadline, name) of suspects
   size_t live_others_ = 0;                                             // alive+suspect in members_
   uint64_t peers_version_ = 0;                                         // see peers_version()

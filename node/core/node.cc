@@ -229,20 +229,20 @@ std::vector<std::string> Node::WhoHas(std::span<const std::string> digests, std:
   return owners;
 }
 
-absl::StatusOr<FilterInfo> Node::Info(std::string_view filter) const {
+absl::StatusOr<FilterInfo> Node::Info(std::string_view filter, InfoParts parts) const {
   std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
   if (state == nullptr) return absl::NotFoundError("ERR not found");
-  return impl_->InfoOf(*state);
+  return impl_->InfoOf(*state, parts);
 }
 
-std::vector<FilterInfo> Node::Filters() const {
+std::vector<FilterInfo> Node::Filters(InfoParts parts) const {
   std::vector<std::shared_ptr<const FilterState>> states;
   {
     std::shared_lock lock(impl_->filters_mu);
     for (const auto& [name, state] : impl_->filters) states.push_back(state);
   }
   std::vector<FilterInfo> out;
-  for (const auto& state : states) out.push_back(impl_->InfoOf(*state));
+  for (const auto& state : states) out.push_back(impl_->InfoOf(*state, parts));
   return out;
 }
 

@@ -67,6 +67,17 @@ struct FilterInfo {
   std::vector<GenerationInfo> generations;  // ascending epochs
 };
 
+// Which per-generation figures Info() and Filters() compute, as bits: kCounts
+// (set_bits, fill_ratio: a scan of the generation), kDigests (digest: another
+// scan), kEstimates (estimated_items and estimated_fpr: a model evaluation,
+// implies kCounts). Scans and estimates are memoized while the filter is
+// unchanged; a caller that needs only some figures (the simulator's checkers)
+// skips the others. Figures not asked for are zero; epochs are always filled in.
+enum class InfoParts : uint8_t { kEpochsOnly = 0, kCounts = 1, kDigests = 2, kEstimates = 4 | 1, kAll = 7 };
+inline bool HasParts(InfoParts have, InfoParts want) {
+  return (static_cast<uint8_t>(have) & static_cast<uint8_t>(want)) == static_cast<uint8_t>(want);
+}
+
 // Counters for metrics; monotonically increasing.
 struct NodeCounters {
   uint64_t adds = 0, queries = 0, hits = 0;
@@ -120,8 +131,10 @@ class Node {
   // Owners of the digest filters named in `digests` (all digests when empty)
   // that may contain `key`, sorted by owner name.
   std::vector<std::string> WhoHas(std::span<const std::string> digests, std::string_view key) const;
-  absl::StatusOr<FilterInfo> Info(std::string_view filter) const;
-  std::vector<FilterInfo> Filters() const;  // sorted by name
+  absl::StatusOr<FilterInfo> Info(std::string_view filter) const { return Info(filter, InfoParts::kAll); }
+  absl::StatusOr<FilterInfo> Info(std::string_view filter, InfoParts parts) const;
+  std::vector<FilterInfo> Filters() const { return Filters(InfoParts::kAll); }  // sorted by name
+  std::vector<FilterInfo> Filters(InfoParts parts) const;
   // Sorted by name, self included. A snapshot the driver thread refreshes at
   // Start/Leave and otherwise at most every 100 ms of its `now` while someone
   // reads it (every 1 s when nobody has since the last refresh), at the next

@@ -118,12 +118,17 @@ void Node::Impl::DrainPending() {
   // Saves the driver's sort-and-encode work on a standalone node (~10% of a
   // core under redis-benchmark, perf).
   const bool alone = LivePeers().empty();
-  // Entries for one filter arrive in runs; look each run's filter up once.
-  std::map<uint64_t, std::shared_ptr<const FilterState>> by_uid;
-  for (const auto& [name, state] : filters) by_uid[state->uid] = state;
+  if (entries.empty()) return;  // the common case: a round with no client adds
+  // Entries for one filter arrive in runs; look each run's filter up once
+  // (a sorted vector: a std::map here cost allocations on every round).
+  std::vector<std::pair<uint64_t, const FilterState*>> by_uid;
+  by_uid.reserve(filters.size());
+  for (const auto& [name, state] : filters) by_uid.emplace_back(state->uid, state.get());
+  std::sort(by_uid.begin(), by_uid.end());
   for (const PendingAdds::Entry& e : entries) {
-    auto it = by_uid.find(e.filter_uid);
-    if (it == by_uid.end() || it->second->set->Find(e.epoch) == nullptr) continue;
+    auto it = std::lower_bound(by_uid.begin(), by_uid.end(), e.filter_uid,
+                               [](const auto& entry, uint64_t uid) { return entry.first < uid; });
+    if (it == by_uid.end() || it->first != e.filter_uid || it->second->set->Find(e.epoch) == nullptr) continue;
     FilterClock& clock = clocks[it->second->entry.config.name];
     if (dropped == 0) clock.set_bits[e.epoch] += crdt::Popcount64(e.word.bits);
     summary_cache.MarkWord(e.filter_uid, e.epoch, e.word.index);

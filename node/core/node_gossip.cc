@@ -20,16 +20,17 @@ void Node::Impl::GossipRound() {
     return;  // the common idle round: no O(N) peer list
   }
   const std::vector<Address>& live = LivePeers();  // not refreshed below: no membership calls
-  // One part per (filter, epoch): the union of its batches still in flight.
+  // One part per (filter, epoch): the union of its batches still in flight
+  // (each batch is canonical, so the union is merged, not sorted).
   std::map<DeltaBuffer::Key, std::vector<crdt::WordBits>> unions;
+  std::vector<crdt::WordBits> scratch;
   for (auto& [key, batch] : inflight) {
     std::shared_ptr<const FilterState> state = DriverLookup(key.first);
     if (state == nullptr || state->uid != batch.filter_uid || state->set->Find(key.second) == nullptr) {
       batch.remaining = 0;
       continue;
     }
-    std::vector<crdt::WordBits>& u = unions[key];
-    u.insert(u.end(), batch.words.begin(), batch.words.end());
+    UnionCanonical(unions[key], batch.words, scratch);
     --batch.remaining;
   }
   for (auto it = inflight.begin(); it != inflight.end();) {
@@ -47,7 +48,6 @@ void Node::Impl::GossipRound() {
   uint64_t delta_bits = 0;
   for (auto& [key, words] : unions) {
     std::shared_ptr<const FilterState> state = DriverLookup(key.first);
-    crdt::Canonicalize(words);
     const uint64_t universe = state->entry.params.shape.bits();
     for (size_t start = 0; start < words.size(); start += kMaxDeltaWords) {
       const size_t n = std::min(kMaxDeltaWords, words.size() - start);
@@ -62,12 +62,10 @@ void Node::Impl::GossipRound() {
   }
   if (!packer.empty()) {
     const std::vector<Address> peers = PickPeers(live, config.fanout);
-    for (wire::Gossip& body : packer.Take()) {
+    for (const wire::Gossip& body : packer.Take()) {
       if (peers.empty()) break;
-      wire::Envelope env;
-      *env.mutable_gossip() = std::move(body);
-      const std::string plain = Serialize(env);
-      for (const Address& peer : peers) SendPlain(peer, plain, BodyIndex(env), false);
+      const std::string plain = SerializeBody(wire::Envelope::kGossipFieldNumber, body);
+      SendPlainToAll(peers, plain, BodyIndex(wire::Envelope::kGossip), false);
     }
     Stats([&](NodeCounters& s) { s.delta_bits_sent += delta_bits * peers.size(); });
   }

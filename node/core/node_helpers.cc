@@ -12,7 +12,39 @@ std::string Node::Impl::Serialize(wire::Envelope& env) const {
   return plain;
 }
 
+std::string Node::Impl::SerializeBody(int field, const google::protobuf::MessageLite& body) {
+  if (envelope_header.empty()) {
+    wire::Envelope header;
+    envelope_header = Serialize(header);
+  }
+  const size_t size = body.ByteSizeLong();
+  assert(field > 0 && field < 2048 && size <= protocol::kMaxFrameBytes);
+  std::string plain;
+  plain.reserve(envelope_header.size() + 2 + 5 + size);
+  plain = envelope_header;
+  auto put_varint = [&plain](uint64_t v) {
+    while (v >= 0x80) {
+      plain.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    plain.push_back(static_cast<char>(v));
+  };
+  put_varint((static_cast<uint64_t>(field) << 3) | 2);  // length-delimited
+  put_varint(size);
+  const size_t start = plain.size();
+  plain.resize(start + size);
+  uint8_t* end = body.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(plain.data() + start));
+  assert(end == reinterpret_cast<uint8_t*>(plain.data() + plain.size()));
+  (void)end;
+  return plain;
+}
+
 void Node::Impl::SendPlain(const Address& to, const std::string& plain, size_t type, bool stream) {
+  SendPlainToAll({&to, 1}, plain, type, stream);
+}
+
+void Node::Impl::SendPlainToAll(std::span<const Address> peers, const std::string& plain, size_t type, bool stream) {
+  if (peers.empty()) return;
   const size_t sealed = plain.size() + FrameCodec::kOverhead;
   if (sealed > protocol::kMaxFrameBytes) {  // senders chunk below this; never expected
     Stats([&](NodeCounters& s) { ++s.rejected_by_reason["oversize_out"]; });
@@ -20,15 +52,16 @@ void Node::Impl::SendPlain(const Address& to, const std::string& plain, size_t t
   }
   const Channel channel =
       (stream || config.tcp_only || sealed > config.max_datagram_bytes) ? Channel::kStream : Channel::kDatagram;
-  Outgoing o{to, channel, codec.Seal(plain, channel)};
+  std::string frame = codec.Seal(plain, channel);
   {
     std::lock_guard lock(stats_mu);
-    ++stats.frames_out;
-    stats.bytes_out += o.bytes.size();
-    bytes_out_type[type] += o.bytes.size();
-    ++frames_out_type[type];
+    stats.frames_out += peers.size();
+    stats.bytes_out += frame.size() * peers.size();
+    bytes_out_type[type] += frame.size() * peers.size();
+    frames_out_type[type] += peers.size();
   }
-  out.push_back(std::move(o));
+  for (size_t i = 0; i + 1 < peers.size(); ++i) out.push_back(Outgoing{peers[i], channel, frame});
+  out.push_back(Outgoing{peers.back(), channel, std::move(frame)});
 }
 
 const std::vector<Address>& Node::Impl::LivePeers() {
@@ -60,10 +93,9 @@ std::vector<Address> Node::Impl::PickPeers(const std::vector<Address>& peers, si
 }
 
 void Node::Impl::PumpMembership(bool force) {
-  for (Membership::Send& s : membership->TakeOutgoing()) {
-    wire::Envelope env;
-    *env.mutable_membership() = std::move(s.msg);
-    Send(s.to, env, false);
+  for (const Membership::Send& s : membership->TakeOutgoing()) {
+    const std::string plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, s.msg);
+    SendPlain(s.to, plain, BodyIndex(wire::Envelope::kMembership), false);
   }
   std::vector<Event> member_events = membership->TakeEvents();
   // Every state change of another member comes with an event; our own

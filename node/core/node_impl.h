@@ -80,8 +80,8 @@ struct FilterClock {
 constexpr size_t kBodyKinds = 8;
 constexpr const char* kBodyNames[kBodyKinds] = {"membership",   "catalog",     "delta",  "epochs",
                                                 "sync_request", "sync_ranges", "gossip", "unknown"};
-inline size_t BodyIndex(const wire::Envelope& env) {
-  switch (env.body_case()) {
+inline size_t BodyIndex(wire::Envelope::BodyCase body) {
+  switch (body) {
     case wire::Envelope::kMembership: return 0;
     case wire::Envelope::kCatalog: return 1;
     case wire::Envelope::kDelta: return 2;
@@ -92,6 +92,7 @@ inline size_t BodyIndex(const wire::Envelope& env) {
     default: return 7;
   }
 }
+inline size_t BodyIndex(const wire::Envelope& env) { return BodyIndex(env.body_case()); }
 using TypeCounts = std::array<uint64_t, kBodyKinds>;
 inline void AddTypeCounts(const TypeCounts& counts, std::map<std::string, uint64_t>* out) {
   for (size_t i = 0; i < kBodyKinds; ++i) {
@@ -151,6 +152,7 @@ struct Node::Impl {
   std::map<std::string, std::shared_ptr<const FilterState>, std::less<>> filters;  // guarded by filters_mu for writes
   std::map<std::string, FilterClock> clocks;                           // driver only
   uint64_t next_uid = 1;
+  uint64_t filters_version = 0;  // driver only: bumped by every change of `filters`
 
   PendingAdds pending;
   DeltaBuffer deltas;
@@ -183,8 +185,12 @@ struct Node::Impl {
 
   // Info() scans per generation, memoized by (uid, epoch) while `changes` is
   // unchanged. Bounded; any thread.
+  // Each figure carries the change count it was computed at (kNotScanned:
+  // never), so a count and a digest are memoized independently.
+  static constexpr uint64_t kNotScanned = ~uint64_t{0};
   struct ScanResult {
-    uint64_t changes = 0, set_bits = 0, digest = 0;
+    uint64_t bits_changes = kNotScanned, set_bits = 0;
+    uint64_t digest_changes = kNotScanned, digest = 0;
   };
   mutable std::mutex scans_mu;
   mutable std::map<std::pair<uint64_t, uint64_t>, ScanResult> scans;  // guarded by scans_mu
@@ -220,6 +226,7 @@ struct Node::Impl {
   void Publish(std::shared_ptr<const FilterState> state) {
     std::unique_lock lock(filters_mu);
     filters[state->entry.config.name] = std::move(state);
+    ++filters_version;
   }
 
   void Emit(Event::Kind kind, std::string subject, std::string detail = "", uint64_t count = 0) {
@@ -243,8 +250,23 @@ struct Node::Impl {
     SendPlain(to, Serialize(env), BodyIndex(env), stream);
   }
   std::string Serialize(wire::Envelope& env) const;
+  // The bytes Serialize() gives for an Envelope whose body is `body` in oneof
+  // field `field`, without building that Envelope: protobuf writes fields in
+  // field-number order, so they are the header fields (1-3, serialized once
+  // per node) followed by the body field. For the per-round gossip and
+  // membership frames (moving each body into an Envelope and freeing it
+  // again was ~2% of pollen-sim N=100).
+  std::string SerializeBody(int field, const google::protobuf::MessageLite& body);
+  std::string envelope_header;  // Serialize() of an Envelope with no body; built on first use
   // Seals serialized envelope bytes (`type`: BodyIndex) for one peer.
   void SendPlain(const Address& to, const std::string& plain, size_t type, bool stream);
+  // The same bytes for several peers: sealed once, under one (sender,
+  // counter), and that frame queued for each of them. Each receiver's replay
+  // window sees the counter once; the frame is not bound to a receiver (the
+  // associated data is the header and the cluster label), so this is the
+  // frame a per-peer seal would produce, with a shared counter. Sealing a
+  // gossip round's frame per peer was a third of pollen-sim's AEAD work.
+  void SendPlainToAll(std::span<const Address> peers, const std::string& plain, size_t type, bool stream);
 
   std::vector<Address> PickPeers(size_t count) { return PickPeers(LivePeers(), count); }
   // Membership::LivePeers() builds an O(N) sorted list; gossip wants it every
@@ -452,12 +474,22 @@ struct Node::Impl {
   // FromWire, with a shortcut for the common case: a reference equal to one of
   // our own filters' parameters is valid by construction (skips re-validating
   // it, which hashes the name).
-  absl::StatusOr<crdt::FilterParams> ParamsFromWire(const wire::FilterRef& ref) const;
+  // `matched` (optional): the state whose parameters the reference equals, if
+  // the shortcut applied; nullptr otherwise.
+  absl::StatusOr<crdt::FilterParams> ParamsFromWire(const wire::FilterRef& ref,
+                                                    std::shared_ptr<const FilterState>* matched = nullptr) const;
 
   struct DecodedDelta {
     crdt::FilterParams params;
     uint64_t epoch = 0;
     std::vector<crdt::WordBits> words;
+    uint64_t bits = 0;  // CountBits(words), counted once while decoding
+    // The filter state `params` were taken from while `filters` was at
+    // `filters_version` (nullptr if they came from the wire): while the map is
+    // unchanged it is what MatchFilter(params) would find, so ApplyDelta skips
+    // that lookup (two string-keyed map lookups per delta, perf).
+    std::shared_ptr<const FilterState> state;
+    uint64_t filters_version = 0;
   };
   // Validates one Delta without touching state; `budget` (decoded positions
   // left for this frame) shrinks by what it decodes. False if malformed.
@@ -491,9 +523,10 @@ struct Node::Impl {
   // Bit count and digest of one generation; rescanned only when the filter's
   // change counter moved since the last scan. The counter is read before the
   // scan: a change racing with it bumps the counter after, forcing a rescan.
-  ScanResult Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter) const;
+  // Only the figures in `parts` are computed; the others are zero.
+  ScanResult Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter, InfoParts parts) const;
 
-  FilterInfo InfoOf(const FilterState& state) const;
+  FilterInfo InfoOf(const FilterState& state, InfoParts parts) const;
 };
 
 }  // namespace pollen::node

@@ -3,12 +3,15 @@
 
 namespace pollen::node {
 
-absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::FilterRef& ref) const {
+absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::FilterRef& ref,
+                                                              std::shared_ptr<const FilterState>* matched) const {
+  if (matched != nullptr) matched->reset();
   auto it = filters.find(ref.name());
   if (it != filters.end()) {
     const crdt::FilterParams& p = it->second->entry.params;
     if (p.filter_id == ref.filter_id() && p.shape.blocks == ref.blocks() && p.shape.k == ref.k() &&
         p.generations == ref.generations() && p.hash_scheme == ref.hash_scheme() && p.key_id == ref.key_id()) {
+      if (matched != nullptr) *matched = it->second;
       return p;
     }
   }
@@ -16,13 +19,15 @@ absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::Filter
 }
 
 bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDelta* out) const {
-  absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(delta.filter());
+  absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(delta.filter(), &out->state);
+  out->filters_version = filters_version;
   if (!params.ok() || delta.epoch() > kMaxEpoch) return false;
   const uint64_t universe = params->shape.bits();
   absl::StatusOr<std::vector<crdt::WordBits>> words =
-      DecodeWords(delta.positions(), 0, universe, std::min<uint64_t>(universe, *budget));
+      DecodeWords(delta.positions(), 0, universe, std::min<uint64_t>(universe, *budget), &out->bits);
   if (!words.ok()) return false;
-  *budget -= crdt::CountBits(*words);
+  assert(out->bits == crdt::CountBits(*words));
+  *budget -= out->bits;
   out->params = *std::move(params);
   out->epoch = delta.epoch();
   out->words = *std::move(words);
@@ -30,11 +35,15 @@ bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDe
 }
 
 void Node::Impl::ApplyDelta(const DecodedDelta& d) {
-  std::shared_ptr<const FilterState> state = MatchFilter(d.params);
+  const bool unchanged = d.state != nullptr && d.filters_version == filters_version;
+  assert(!unchanged || (DriverLookup(d.params.name) == d.state && d.state->entry.params == d.params));
+  std::shared_ptr<const FilterState> state = unchanged ? d.state : MatchFilter(d.params);
   if (state == nullptr) return;
-  const uint64_t nbits = crdt::CountBits(d.words);
-  Stats([&](NodeCounters& s) { s.delta_bits_received += nbits; });
-  LearnEpoch(d.params.name, d.epoch);  // a delta for a newer epoch implies it
+  assert(d.bits == crdt::CountBits(d.words));
+  Stats([&](NodeCounters& s) { s.delta_bits_received += d.bits; });
+  // A delta for a newer epoch implies it. LearnEpoch refuses epochs not above
+  // the current one, so checking here first only skips its name lookup.
+  if (d.epoch > state->set->epoch()) LearnEpoch(d.params.name, d.epoch);
   if (state->set->Find(d.epoch) == nullptr) {
     Stats([](NodeCounters& s) { ++s.stale_deltas; });
     return;
@@ -174,22 +183,51 @@ std::pair<double, double> Node::Impl::Estimates(crdt::FilterShape shape, uint64_
   return value;
 }
 
-Node::Impl::ScanResult Node::Impl::Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter) const {
+Node::Impl::ScanResult Node::Impl::Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter,
+                                        InfoParts parts) const {
+  const bool counts = HasParts(parts, InfoParts::kCounts);
+  const bool digests = HasParts(parts, InfoParts::kDigests);
   const std::pair<uint64_t, uint64_t> key(state.uid, epoch);
   const uint64_t changes = state.changes->load(std::memory_order_acquire);
+  assert(changes != kNotScanned);
+  ScanResult cached;
   {
     std::lock_guard lock(scans_mu);
     auto it = scans.find(key);
-    if (it != scans.end() && it->second.changes == changes) return it->second;
+    if (it != scans.end()) cached = it->second;
   }
-  const ScanResult scan{changes, filter.CountSetBits(), GenerationDigest(filter)};
-  std::lock_guard lock(scans_mu);
-  if (scans.size() >= 4096) scans.clear();
-  scans[key] = scan;
-  return scan;
+  const bool need_bits = counts && cached.bits_changes != changes;
+  const bool need_digest = digests && cached.digest_changes != changes;
+  if (need_bits || need_digest) {
+    ScanResult fresh;
+    if (need_bits) fresh.set_bits = filter.CountSetBits();
+    if (need_digest) fresh.digest = GenerationDigest(filter);
+    std::lock_guard lock(scans_mu);
+    if (scans.size() >= 4096) scans.clear();
+    ScanResult& entry = scans[key];  // re-read: another thread may have scanned meanwhile
+    if (need_bits) {
+      entry.bits_changes = changes;
+      entry.set_bits = fresh.set_bits;
+    }
+    if (need_digest) {
+      entry.digest_changes = changes;
+      entry.digest = fresh.digest;
+    }
+    cached = entry;
+  }
+  ScanResult out;
+  if (counts) {
+    out.bits_changes = changes;
+    out.set_bits = cached.set_bits;
+  }
+  if (digests) {
+    out.digest_changes = changes;
+    out.digest = cached.digest;
+  }
+  return out;
 }
 
-FilterInfo Node::Impl::InfoOf(const FilterState& state) const {
+FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
   FilterInfo info;
   info.config = state.entry.config;
   info.blocks = state.entry.params.shape.blocks;
@@ -200,11 +238,17 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state) const {
     if (gen == nullptr) continue;
     GenerationInfo g;
     g.epoch = e;
-    const ScanResult scan = Scan(state, e, *gen->filter);
-    g.set_bits = scan.set_bits;
-    g.digest = scan.digest;
-    g.fill_ratio = static_cast<double>(g.set_bits) / static_cast<double>(state.entry.params.shape.bits());
-    std::tie(g.estimated_items, g.estimated_fpr) = Estimates(state.entry.params.shape, g.set_bits);
+    if (parts != InfoParts::kEpochsOnly) {
+      const ScanResult scan = Scan(state, e, *gen->filter, parts);
+      g.digest = scan.digest;
+      if (scan.bits_changes != kNotScanned) {
+        g.set_bits = scan.set_bits;
+        g.fill_ratio = static_cast<double>(g.set_bits) / static_cast<double>(state.entry.params.shape.bits());
+        if (HasParts(parts, InfoParts::kEstimates)) {
+          std::tie(g.estimated_items, g.estimated_fpr) = Estimates(state.entry.params.shape, g.set_bits);
+        }
+      }
+    }
     info.memory_bytes += state.entry.params.shape.bytes();
     info.generations.push_back(g);
   }

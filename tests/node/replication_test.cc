@@ -1,6 +1,9 @@
 // Replication: dissemination, anti-entropy, idempotent merges, epochs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "crdt/generations.h"
 #include "node/core/catalog.h"
 #include "node/core/dissemination.h"
@@ -68,6 +71,41 @@ TEST(Replication, AddAtOneNodeBecomesPresentEverywhere) {
   EXPECT_FALSE(*again);
   EXPECT_EQ(c.node(2).Exists("unknown", "x").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(c.node(2).Add("unknown", "x").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A gossip round's frame is sealed once and the same bytes go to each of the
+// round's peers: every receiver opens it (one counter, seen once per
+// receiver), no frame reaches a peer twice, and the keys arrive everywhere.
+TEST(Replication, GossipFrameIsSealedOnceForAllItsPeers) {
+  ClusterOptions o = Options(6);
+  o.anti_entropy_interval = 1000s;  // dissemination alone (after the join syncs)
+  std::map<std::string, std::vector<std::string>> gossip_to;  // frame bytes -> receivers
+  bool watching = false;
+  o.drop = [&](size_t, const Outgoing& out, const wire::Envelope& env) {
+    if (watching && env.has_gossip() && env.gossip().deltas_size() > 0) gossip_to[out.bytes].push_back(out.to);
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  watching = true;
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 30); }, 3s));
+  ASSERT_FALSE(gossip_to.empty());
+  size_t shared = 0;
+  for (auto& [bytes, receivers] : gossip_to) {
+    std::sort(receivers.begin(), receivers.end());
+    EXPECT_EQ(std::adjacent_find(receivers.begin(), receivers.end()), receivers.end())
+        << "a frame reached a peer twice";
+    EXPECT_LE(receivers.size(), size_t{3});  // the fanout
+    shared += receivers.size() > 1 ? 1 : 0;
+  }
+  EXPECT_GT(shared, 0u) << "each frame went to one peer: sealed per peer";
+  for (size_t n = 0; n < c.size(); ++n) {
+    const NodeCounters counters = c.node(n).Counters();
+    EXPECT_EQ(counters.rejected_by_reason.count("replay"), 0u) << "node " << n;
+    EXPECT_GT(counters.delta_bits_received, 0u) << "node " << n;
+  }
 }
 
 TEST(Replication, AntiEntropyAloneConvergesWhenDisseminationIsLost) {
