@@ -1,18 +1,18 @@
 // Node: glue between membership, catalog, dissemination, anti-entropy and
 // epochs. See node.h for the contract and the helper headers for each piece.
 //
-// Concurrency: `filters_` (name -> FilterState) is read by client threads under
-// a shared lock and replaced, never mutated in place, by the driver thread
-// under the exclusive lock. A FilterState's entry and set pointer are immutable
-// once published; the set itself is thread-safe (crdt::GenerationSet). Client
-// adds hand their newly set bits to the driver through PendingAdds (a mutex
-// held for one vector append). Counters live under `stats_mu_`; the client
+// Concurrency: `filters` (name -> FilterState) belongs to the driver thread;
+// client threads look filters up in an immutable published copy, inside a
+// crdt::GracePeriod section (no lock; Publish frees a replaced copy once no
+// lookup can hold it). A FilterState's entry and set pointer are immutable
+// once published; the set itself is lock-free (crdt::GenerationSet). Client
+// adds that set new bits hand them to the driver through PendingAdds (a mutex
+// held for one vector append): the one lock on a client path. Counters live under `stats_mu_`; the client
 // counters are atomics. Everything else is driver-thread only.
 #include "node/core/node_impl.h"
 
 #include <algorithm>
 #include <mutex>
-#include <shared_mutex>
 
 namespace pollen::node {
 
@@ -211,13 +211,11 @@ absl::StatusOr<std::vector<bool>> Node::ExistsMany(std::string_view filter, std:
 
 std::vector<std::string> Node::WhoHas(std::span<const std::string> digests, std::string_view key) const {
   std::vector<std::shared_ptr<const FilterState>> candidates;
-  {
-    std::shared_lock lock(impl_->filters_mu);
-    for (const auto& [name, state] : impl_->filters) {
-      if (state->entry.config.scope != Scope::kDigest) continue;
-      if (!digests.empty() && std::find(digests.begin(), digests.end(), name) == digests.end()) continue;
-      candidates.push_back(state);
-    }
+  for (std::shared_ptr<const FilterState>& state : impl_->PublishedStates()) {
+    const std::string& name = state->entry.config.name;
+    if (state->entry.config.scope != Scope::kDigest) continue;
+    if (!digests.empty() && std::find(digests.begin(), digests.end(), name) == digests.end()) continue;
+    candidates.push_back(std::move(state));
   }
   std::vector<std::string> owners;
   for (const auto& state : candidates) {
@@ -236,13 +234,8 @@ absl::StatusOr<FilterInfo> Node::Info(std::string_view filter, InfoParts parts) 
 }
 
 std::vector<FilterInfo> Node::Filters(InfoParts parts) const {
-  std::vector<std::shared_ptr<const FilterState>> states;
-  {
-    std::shared_lock lock(impl_->filters_mu);
-    for (const auto& [name, state] : impl_->filters) states.push_back(state);
-  }
   std::vector<FilterInfo> out;
-  for (const auto& state : states) out.push_back(impl_->InfoOf(*state, parts));
+  for (const auto& state : impl_->PublishedStates()) out.push_back(impl_->InfoOf(*state, parts));
   return out;
 }
 

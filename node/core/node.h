@@ -11,6 +11,9 @@
 // that calls everything else (Handle*, Tick, Take*, Start, Leave, Reserve, Rotate,
 // state export/import). Only that driver thread may call the non-client methods.
 // Members(), Filters(), Counters() and name() are safe from any thread as well.
+// Client reads (Exists*, WhoHas, Info, Filters) and adds of keys already present
+// take no lock; an add that sets new bits queues them for the driver under a
+// mutex held for one append.
 #pragma once
 
 #include <map>

@@ -15,10 +15,10 @@
 #include <deque>
 #include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <tuple>
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "crdt/grace_period.h"
 #include "crdt/popcount.h"
 #include "crdt/sizing.h"
 #include "crdt/snapshot.h"
@@ -139,6 +139,9 @@ struct Node::Impl {
   explicit Impl(NodeConfig c)
       : config(std::move(c)), rng(config.rng_seed), codec(config.secret, config.cluster_label, rng),
         pending(kMaxPendingWords), deltas(kMaxBufferedWords) {}
+  ~Impl() { delete published.load(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   // ---- state ----
   NodeConfig config;
@@ -147,9 +150,13 @@ struct Node::Impl {
   std::unique_ptr<Membership> membership;
   uint64_t key_id = 0;
 
-  mutable std::shared_mutex filters_mu;
   // std::less<>: lookups by string_view without building a std::string.
-  std::map<std::string, std::shared_ptr<const FilterState>, std::less<>> filters;  // guarded by filters_mu for writes
+  using FilterMap = std::map<std::string, std::shared_ptr<const FilterState>, std::less<>>;
+  FilterMap filters;  // driver only
+  // An immutable copy of `filters` for client threads, replaced by Publish:
+  // they read it inside a published_grace section, so lookups take no lock.
+  std::atomic<const FilterMap*> published{new FilterMap()};  // owned
+  mutable crdt::GracePeriod published_grace;
   std::map<std::string, FilterClock> clocks;                           // driver only
   uint64_t next_uid = 1;
   uint64_t filters_version = 0;  // driver only: bumped by every change of `filters`
@@ -213,20 +220,34 @@ struct Node::Impl {
     f(stats);
   }
 
+  // Any thread, no lock: the shared_ptr copy outlives the read section.
   std::shared_ptr<const FilterState> Lookup(std::string_view name) const {
-    std::shared_lock lock(filters_mu);
-    auto it = filters.find(name);
-    return it == filters.end() ? nullptr : it->second;
+    const crdt::GracePeriod::Section section = published_grace.Enter();
+    const FilterMap& map = *published.load(std::memory_order_seq_cst);
+    auto it = map.find(name);
+    return it == map.end() ? nullptr : it->second;
   }
-  // Driver thread: its own reads need no lock (only it writes).
+  // Any thread: every published state, in name order.
+  std::vector<std::shared_ptr<const FilterState>> PublishedStates() const {
+    const crdt::GracePeriod::Section section = published_grace.Enter();
+    std::vector<std::shared_ptr<const FilterState>> out;
+    for (const auto& [name, state] : *published.load(std::memory_order_seq_cst)) out.push_back(state);
+    return out;
+  }
+  // Driver thread: `filters` is its own.
   std::shared_ptr<const FilterState> DriverLookup(const std::string& name) const {
     auto it = filters.find(name);
     return it == filters.end() ? nullptr : it->second;
   }
+  // Driver thread. Filters are created or replaced rarely (at most kMaxFilters
+  // entries), so each change publishes a whole new copy of the map and frees
+  // the old one once no client lookup can still be reading it.
   void Publish(std::shared_ptr<const FilterState> state) {
-    std::unique_lock lock(filters_mu);
     filters[state->entry.config.name] = std::move(state);
     ++filters_version;
+    const FilterMap* old = published.exchange(new FilterMap(filters), std::memory_order_seq_cst);
+    published_grace.Synchronize();
+    delete old;
   }
 
   void Emit(Event::Kind kind, std::string subject, std::string detail = "", uint64_t count = 0) {

@@ -37,17 +37,23 @@ TEST(NodeConcurrency, ClientAddsRaceTheDriverAndAllReplicate) {
           (void)node.Counters();
           (void)node.Members();
           (void)node.WhoHas({}, key);
+          (void)node.Filters();
         }
       }
       ++done;
     });
   }
-  // The driver keeps pumping (and rotating once) while clients add.
-  int steps = 0;
+  // The driver keeps pumping (rotating once, and creating filters, which
+  // republishes the filter map the clients look "crawl" up in) while clients add.
+  int steps = 0, created = 0;
   while (done.load() < kThreads) {
     c.Step();
     if (++steps == 2) {
       ASSERT_TRUE(c.node(2).Rotate("crawl", c.now()).ok());
+    }
+    if (steps % 3 == 0 && created < 30) {
+      ASSERT_TRUE(c.node(created % 2).Reserve(SharedFilter("extra-" + std::to_string(created), 1'000), c.now()).ok());
+      ++created;
     }
     go = true;
   }
