@@ -1,10 +1,12 @@
 // Dissemination buffers and the bit-set codec used on the wire.
 //
-// PendingAdds is the hand-off from client threads to the driver thread: a
-// client Add pushes the bits it newly set (crdt::AddResult) under a small
-// mutex held only for a vector append; the driver swaps the whole vector out
-// in Drain(). It is bounded: past `max_words` entries further pushes are
-// dropped and counted (anti-entropy later repairs what dissemination missed).
+// PendingAdds is the hand-off from client threads to the driver thread,
+// without a lock: a client Add pushes the bits it newly set (crdt::AddResult)
+// as one batch onto a lock-free stack (one compare-and-swap); the driver takes
+// the whole stack with one exchange in Drain() and returns the entries in push
+// order. It is bounded: a push that would take the queue past `max_words`
+// entries is dropped whole and counted (anti-entropy later repairs what
+// dissemination missed).
 //
 // DeltaBuffer (driver thread only) accumulates the bits to forward, per
 // (filter, epoch): client adds drained from PendingAdds and the bits that
@@ -12,9 +14,9 @@
 // round. Also bounded: an overflow clears it (and is counted by the caller).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,18 +37,25 @@ class PendingAdds {
     crdt::WordBits word;
   };
   explicit PendingAdds(size_t max_words) : max_words_(max_words) {}
+  ~PendingAdds();
+  PendingAdds(const PendingAdds&) = delete;
+  PendingAdds& operator=(const PendingAdds&) = delete;
 
-  // Thread-safe. Appends the non-zero words of each result.
+  // Any thread, lock-free. Queues the non-zero words of each result.
   void Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt::AddResult> results);
-  // Driver thread. Returns the pending entries and how many were dropped since
-  // the last Drain.
+  // One thread at a time (the driver). Returns the pending entries in push
+  // order and how many words were dropped since the last Drain.
   std::vector<Entry> Drain(uint64_t* dropped);
 
  private:
+  struct Batch {
+    Batch* next = nullptr;  // the batch pushed before this one
+    std::vector<Entry> entries;
+  };
   const size_t max_words_;
-  std::mutex mu_;
-  std::vector<Entry> entries_;  // guarded by mu_
-  uint64_t dropped_ = 0;        // guarded by mu_
+  std::atomic<Batch*> top_{nullptr};  // most recent push first
+  std::atomic<size_t> queued_{0};     // words in the stack
+  std::atomic<uint64_t> dropped_{0};
 };
 
 class DeltaBuffer {

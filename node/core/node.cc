@@ -6,8 +6,8 @@
 // crdt::GracePeriod section (no lock; Publish frees a replaced copy once no
 // lookup can hold it). A FilterState's entry and set pointer are immutable
 // once published; the set itself is lock-free (crdt::GenerationSet). Client
-// adds that set new bits hand them to the driver through PendingAdds (a mutex
-// held for one vector append): the one lock on a client path. Counters live under `stats_mu_`; the client
+// adds that set new bits hand them to the driver through PendingAdds (a
+// lock-free stack of batches), so no client path takes a lock. Counters live under `stats_mu_`; the client
 // counters are atomics. Everything else is driver-thread only.
 #include "node/core/node_impl.h"
 

@@ -11,9 +11,9 @@
 // that calls everything else (Handle*, Tick, Take*, Start, Leave, Reserve, Rotate,
 // state export/import). Only that driver thread may call the non-client methods.
 // Members(), Filters(), Counters() and name() are safe from any thread as well.
-// Client reads (Exists*, WhoHas, Info, Filters) and adds of keys already present
-// take no lock; an add that sets new bits queues them for the driver under a
-// mutex held for one append.
+// Client reads and adds (Add*, Exists*, WhoHas, Info, Filters) take no lock:
+// filters are looked up in an immutable published map, the filter itself is
+// lock-free, and an add's new bits reach the driver through a lock-free queue.
 #pragma once
 
 #include <map>

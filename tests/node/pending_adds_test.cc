@@ -1,0 +1,100 @@
+// PendingAdds: the lock-free hand-off of newly set bits from client threads to
+// the driver (run under TSan in CI: label "concurrency").
+#include "node/core/dissemination.h"
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace pollen::node {
+namespace {
+
+// One result with bit `bit` (0..63) set in word `word` (0..7) of `block`.
+crdt::AddResult OneBit(uint64_t block, uint32_t word, uint32_t bit) {
+  crdt::AddResult r;
+  r.block = block;
+  r.new_bits[word] = uint64_t{1} << bit;
+  return r;
+}
+
+TEST(PendingAdds, DrainReturnsEntriesInPushOrderAndEmpties) {
+  PendingAdds pending(100);
+  crdt::AddResult two_words = OneBit(3, 1, 5);
+  two_words.new_bits[6] = 0x90;
+  pending.Push(7, 1, std::vector<crdt::AddResult>{OneBit(2, 0, 1), two_words});
+  pending.Push(8, 2, std::vector<crdt::AddResult>{OneBit(9, 7, 63)});
+  pending.Push(8, 2, std::vector<crdt::AddResult>{crdt::AddResult{}});  // no new bits: nothing queued
+  uint64_t dropped = 99;
+  const std::vector<PendingAdds::Entry> got = pending.Drain(&dropped);
+  EXPECT_EQ(dropped, 0u);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(std::make_tuple(got[0].filter_uid, got[0].epoch, got[0].word.index, got[0].word.bits),
+            std::make_tuple(7u, 1u, 2u * 8 + 0, uint64_t{1} << 1));
+  EXPECT_EQ(std::make_tuple(got[1].word.index, got[1].word.bits), std::make_tuple(3u * 8 + 1, uint64_t{1} << 5));
+  EXPECT_EQ(std::make_tuple(got[2].word.index, got[2].word.bits), std::make_tuple(3u * 8 + 6, uint64_t{0x90}));
+  EXPECT_EQ(std::make_tuple(got[3].filter_uid, got[3].epoch, got[3].word.index), std::make_tuple(8u, 2u, 9u * 8 + 7));
+  EXPECT_TRUE(pending.Drain(&dropped).empty());
+}
+
+TEST(PendingAdds, PushesPastTheBoundAreDroppedWholeAndCounted) {
+  PendingAdds pending(3);
+  pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(0, 0, 0), OneBit(1, 0, 0)});  // 2 words: fits
+  pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(2, 0, 0), OneBit(3, 0, 0)});  // would be 4: dropped
+  pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(4, 0, 0)});                   // 3: fits
+  uint64_t dropped = 0;
+  std::vector<PendingAdds::Entry> got = pending.Drain(&dropped);
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(dropped, 2u);
+  // Draining frees the room again.
+  pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(5, 0, 0), OneBit(6, 0, 0), OneBit(7, 0, 0)});
+  got = pending.Drain(&dropped);
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(dropped, 0u);
+}
+
+// Four pushers and a draining thread: every pushed word comes out exactly
+// once or is counted as dropped, and each pusher's words come out in order.
+TEST(PendingAdds, ConcurrentPushesAreDrainedExactlyOnce) {
+  constexpr int kPushers = 4, kPerPusher = 5000;
+  PendingAdds pending(2000);
+  std::atomic<int> finished{0};
+  std::vector<PendingAdds::Entry> drained;
+  uint64_t dropped_total = 0;
+  std::thread drainer([&] {
+    while (true) {
+      const bool last = finished.load() == kPushers;  // read before the final drain
+      uint64_t dropped = 0;
+      for (const PendingAdds::Entry& e : pending.Drain(&dropped)) drained.push_back(e);
+      dropped_total += dropped;
+      if (last) break;
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> pushers;
+  for (int t = 0; t < kPushers; ++t) {
+    pushers.emplace_back([&, t] {
+      for (int i = 0; i < kPerPusher; ++i) {
+        pending.Push(static_cast<uint64_t>(t), 0, std::vector<crdt::AddResult>{OneBit(static_cast<uint64_t>(i), 0, 0)});
+      }
+      ++finished;
+    });
+  }
+  for (auto& p : pushers) p.join();
+  drainer.join();
+  EXPECT_EQ(drained.size() + dropped_total, uint64_t{kPushers} * kPerPusher);
+  std::set<std::pair<uint64_t, uint64_t>> seen;
+  std::vector<int64_t> last_block(kPushers, -1);
+  for (const PendingAdds::Entry& e : drained) {
+    EXPECT_TRUE(seen.insert({e.filter_uid, e.word.index}).second) << "drained twice";
+    const int64_t block = static_cast<int64_t>(e.word.index / 8);
+    EXPECT_GT(block, last_block[e.filter_uid]) << "out of push order";
+    last_block[e.filter_uid] = block;
+  }
+}
+
+}  // namespace
+}  // namespace pollen::node
