@@ -1,6 +1,6 @@
 // CLIENT LIST / KILL / ID / SETNAME / GETNAME / INFO: the ClientTable, the
 // dispatcher's replies and Redis error strings, and the commands end to end
-// over a RespServer spread on an IoPool (one io_context per thread), with raw
+// over a RespServer spread on an IoPool (one event loop per thread), with raw
 // sockets, redis-cli and python3-redis.
 #include <atomic>
 #include <cstdio>
@@ -265,12 +265,12 @@ TEST_F(ClientCommandTest, KillErrorsFollowRedis) {
   EXPECT_FALSE(session_.close_after_reply);
 }
 
-// A RespServer over an IoPool of two io_contexts, as pollend runs it.
+// A RespServer over an IoPool of two event loops, as pollend runs it.
 class PoolServer {
  public:
   PoolServer() : pool_(2) {
     server_ = std::make_unique<RespServer>(
-        pool_.contexts(), boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0), f.ctx);
+        pool_, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0), f.ctx);
     const absl::Status s = server_->Start();
     EXPECT_TRUE(s.ok()) << s;
     pool_.Start();

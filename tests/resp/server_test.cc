@@ -166,6 +166,38 @@ TEST(RespServer, ClientThatDoesNotReadIsDisconnected) {
   EXPECT_EQ(d.Read()->str, "PONG");
 }
 
+// Replies far beyond the socket buffers and the 256 KiB high-water mark, to
+// a client that starts reading only after it has sent everything: the
+// server must stall its input, wait for EPOLLOUT, resume, and deliver every
+// reply in order.
+TEST(RespServer, SlowReaderGetsEveryReplyInOrder) {
+  ServerFixture s;
+  RawClient c(s.port(), 60);
+  ASSERT_TRUE(c.connected());
+  constexpr int kRequests = 4000;
+  auto payload = [](int i) { return std::to_string(i) + ":" + std::string(1000, 'a' + i % 26); };
+  std::thread sender([&] {
+    std::string batch;
+    for (int i = 0; i < kRequests; ++i) {
+      batch += Multibulk({"ECHO", payload(i)});
+      if (batch.size() > (64u << 10) || i + 1 == kRequests) {
+        if (!c.Send(batch)) return;  // bounded by the send timeout
+        batch.clear();
+      }
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the output back up
+  int in_order = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    auto r = c.Read();
+    if (!r.has_value()) break;
+    in_order += r->str == payload(i);
+  }
+  sender.join();
+  EXPECT_EQ(in_order, kRequests);
+  EXPECT_EQ(s.f.ctx.counters.output_limit_disconnects.load(), 0u);
+}
+
 TEST(RespServer, StopClosesClients) {
   ServerFixture s;
   RawClient c(s.port());

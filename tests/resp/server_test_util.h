@@ -16,40 +16,37 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
+#include "node/runtime/resp/io_pool.h"
 #include "node/runtime/resp/reply_reader.h"
 #include "node/runtime/resp/resp_server.h"
 #include "tests/resp/resp_test_util.h"
 
 namespace pollen::resp::testing {
 
-// A RespServer over a NodeFixture, run by two io threads.
+// A RespServer over a NodeFixture, on an IoPool of two event loops (as
+// pollend runs it with resp-threads = 2).
 class ServerFixture {
  public:
   explicit ServerFixture(const std::function<void(ServerContext&)>& configure = nullptr) {
     if (configure) configure(f.ctx);
     server = std::make_unique<RespServer>(
-        io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0), f.ctx);
+        pool, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0), f.ctx);
     const absl::Status s = server->Start();
     EXPECT_TRUE(s.ok()) << s;
-    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
+    pool.Start();
   }
   ~ServerFixture() {
     server->Stop();
-    work.reset();
-    // Connections finish closing; then the threads return.
-    for (auto& t : threads) t.join();
+    pool.Stop(std::chrono::seconds(5));  // connections finish closing; then the threads return
     server.reset();
   }
   uint16_t port() const { return server->port(); }
 
   NodeFixture f;
-  boost::asio::io_context io;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work{io.get_executor()};
+  IoPool pool{2};
   std::unique_ptr<RespServer> server;
-  std::vector<std::thread> threads;
 };
 
 // A blocking TCP client with a receive timeout (so a test can never hang).

@@ -1,14 +1,18 @@
 #include "node/runtime/resp/connection.h"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cassert>
+#include <cerrno>
+#include <cstring>
 
 #include "node/runtime/resp/reply_writer.h"
 
 namespace pollen::resp {
-
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 
 namespace {
 ParserLimits ToParserLimits(const ServerLimits& l) {
@@ -19,87 +23,166 @@ ParserLimits ToParserLimits(const ServerLimits& l) {
   return p;
 }
 
-// "ip:port" as Redis prints it (IPv6 without brackets).
-std::string FormatEndpoint(const tcp::endpoint& e) {
-  return e.address().to_string() + ":" + std::to_string(e.port());
+// "ip:port" as Redis prints it (IPv6 without brackets); empty on error.
+std::string FormatAddress(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = {};
+  uint16_t port = 0;
+  if (ss.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+    if (::inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host)) == nullptr) return {};
+    port = ntohs(a.sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+    if (::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof(host)) == nullptr) return {};
+    port = ntohs(a.sin6_port);
+  } else {
+    return {};
+  }
+  return std::string(host) + ":" + std::to_string(port);
 }
+
+std::string PeerAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return FormatAddress(ss);
+}
+
+std::string LocalAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return FormatAddress(ss);
+}
+
+bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 }  // namespace
 
-Connection::Connection(tcp::socket socket, ServerContext& ctx, std::shared_ptr<ConnectionRegistry> registry,
-                       uint64_t id)
-    : socket_(std::move(socket)),
-      timer_(socket_.get_executor()),
-      ctx_(ctx),
+void ConnectionRegistry::CloseLater(const std::shared_ptr<ConnectionRegistry>& self, size_t loop, uint64_t id) {
+  assert(loop < self->loops.size());
+  self->loops[loop]->Post([self, loop, id] {
+    auto& conns = self->by_loop[loop];
+    if (auto it = conns.find(id); it != conns.end()) it->second->Shutdown();
+  });
+}
+
+void ConnectionRegistry::CloseAll(size_t loop) {
+  assert(loop < by_loop.size());
+  std::vector<Connection*> conns;
+  for (const auto& [id, c] : by_loop[loop]) conns.push_back(c);
+  for (Connection* c : conns) c->Shutdown();  // each leaves by_loop[loop]
+}
+
+Connection::Connection(int fd, uint64_t id, size_t loop, std::shared_ptr<ConnectionRegistry> registry)
+    : fd_(fd),
+      loop_index_(loop),
+      loop_(registry->loops.at(loop)),
       registry_(std::move(registry)),
-      parser_(ToParserLimits(ctx.limits)) {
+      ctx_(registry_->ctx),
+      parser_(ToParserLimits(ctx_.limits)) {
+  assert(fd_ >= 0);
   session_.id = id;
-  boost::system::error_code ec;
-  const tcp::endpoint peer = socket_.remote_endpoint(ec);
-  if (!ec) session_.peer = FormatEndpoint(peer);
-  const tcp::endpoint local = socket_.local_endpoint(ec);
-  record_ = std::make_shared<ClientRecord>(id, session_.peer, ec ? std::string() : FormatEndpoint(local),
-                                           static_cast<int64_t>(socket_.native_handle()),
-                                           std::chrono::steady_clock::now());
+  session_.peer = PeerAddress(fd_);
+  record_ = std::make_shared<ClientRecord>(id, session_.peer, LocalAddress(fd_), static_cast<int64_t>(fd_),
+                                           loop_->now());
   session_.record = record_.get();
-  socket_.set_option(tcp::no_delay(true), ec);
-  socket_.non_blocking(true, ec);  // synchronous writes never block (see MaybeWrite)
+  const int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  last_activity_ = loop_->now();
   ctx_.counters.connections_current.fetch_add(1, std::memory_order_relaxed);
 }
 
 Connection::~Connection() {
-  ctx_.clients.Remove(session_.id);  // no-op after Shutdown()
+  if (!closed_) {  // the loop is being destroyed with the connection open
+    closed_ = true;
+    Leave();
+    loop_->Unwatch(fd_);
+    ::close(fd_);
+  }
   ctx_.counters.connections_current.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Connection::Start() {
-  ctx_.clients.Add(record_, [weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->Close();
+  registry_->by_loop[loop_index_].emplace(session_.id, this);
+  ctx_.clients.Add(record_, [weak = std::weak_ptr<ConnectionRegistry>(registry_), loop = loop_index_,
+                             id = session_.id] {
+    if (auto reg = weak.lock()) ConnectionRegistry::CloseLater(reg, loop, id);
   });
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
-    self->last_activity_ = std::chrono::steady_clock::now();
-    self->ArmTimer();
-    self->DoRead();
-  });
+  interest_ = EPOLLIN;
+  if (!loop_->Watch(fd_, interest_, this).ok()) Shutdown();
 }
 
-void Connection::Close() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Shutdown(); });
+void Connection::Leave() {
+  if (left_) return;
+  left_ = true;
+  registry_->by_loop[loop_index_].erase(session_.id);
+  {
+    // Leave the count first, so client_count() never counts a connection
+    // its client has already seen closed.
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    assert(registry_->open > 0);
+    --registry_->open;
+  }
+  ctx_.clients.Remove(session_.id);
 }
 
-void Connection::DoRead() {
-  if (reading_ || pending_input_ || closing_ || closed_) return;
-  if (in_.size() < in_len_ + kReadChunk) in_.resize(in_len_ + kReadChunk);
-  reading_ = true;
-  // Asio reads speculatively first: at pipeline depth 1 that read usually
-  // fails with EAGAIN. Waiting for readiness instead (async_wait) was measured
-  // to cost the same: Boost 1.74 re-arms the descriptor with epoll_ctl for
-  // every non-speculative operation (README, "Performance").
-  socket_.async_read_some(asio::buffer(in_.data() + in_len_, kReadChunk),
-                          [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                            self->OnRead(ec, n);
-                          });
-}
-
-void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
-  reading_ = false;
+void Connection::Shutdown() {
   if (closed_) return;
-  if (lingering_) {  // Linger() waited for this read; drain from now on
-    lingering_ = false;
-    if (ec) return Shutdown();
-    Linger();
+  closed_ = true;
+  Leave();
+  loop_->Unwatch(fd_);
+  ::shutdown(fd_, SHUT_RDWR);
+  ::close(fd_);
+  loop_->Retire(this);
+}
+
+void Connection::OnEvents(uint32_t events) {
+  if (closed_) return;  // retired earlier in this iteration
+  if (!lingering_ && (events & EPOLLOUT) != 0) Flush();  // may start lingering
+  if (closed_) return;
+  if (lingering_) {
+    if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) DrainLinger();
     return;
   }
-  if (ec) {  // EOF or reset: nothing more to answer
+  if ((interest_ & EPOLLIN) != 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+    ReadAndProcess();  // a read reports the error or EOF
+  } else if ((events & (EPOLLERR | EPOLLHUP)) != 0) {
     Shutdown();
     return;
   }
-  in_len_ += n;
-  ctx_.counters.bytes_in.fetch_add(n, std::memory_order_relaxed);
-  last_activity_ = std::chrono::steady_clock::now();
+  if (!closed_) UpdateInterest();
+}
+
+void Connection::OnTick(Clock::time_point now) {
+  if (closed_) return;
+  if (lingering_) {
+    if (now >= linger_deadline_) Shutdown();
+    return;
+  }
+  if (ctx_.limits.idle_timeout.count() > 0 && now >= last_activity_ + ctx_.limits.idle_timeout) {
+    ctx_.counters.idle_disconnects.fetch_add(1, std::memory_order_relaxed);
+    Shutdown();
+  }
+}
+
+void Connection::ReadAndProcess() {
+  if (in_.size() < in_len_ + kReadChunk) in_.resize(in_len_ + kReadChunk);
+  const ssize_t n = ::recv(fd_, in_.data() + in_len_, kReadChunk, 0);
+  if (n == 0) {  // EOF: nothing more to answer
+    Shutdown();
+    return;
+  }
+  if (n < 0) {
+    if (WouldBlock(errno) || errno == EINTR) return;
+    Shutdown();  // reset
+    return;
+  }
+  in_len_ += static_cast<size_t>(n);
+  ctx_.counters.bytes_in.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  last_activity_ = loop_->now();
   record_->touch(last_activity_);
   Process();
-  MaybeWrite();
-  DoRead();
+  if (!closed_) Flush();
 }
 
 void Connection::CompactInput(size_t consumed) {
@@ -118,8 +201,8 @@ void Connection::Process() {
   size_t executed = 0;
   pending_input_ = false;
   while (!closing_) {
-    if (out_.size() >= kHighWaterBytes || executed >= ctx_.limits.max_batch_replies) {
-      pending_input_ = start < in_len_;  // resume after the write completes
+    if (out_.size() - out_pos_ >= kHighWaterBytes || executed >= ctx_.limits.max_batch_replies) {
+      pending_input_ = start < in_len_;  // resume once the replies are sent
       break;
     }
     const std::string_view buf(in_.data() + start, in_len_ - start);
@@ -154,127 +237,72 @@ void Connection::Process() {
     AppendError(&out_, "ERR Protocol error: query buffer limit exceeded");
     closing_ = true;
   }
-  if (out_.size() + writing_.size() > ctx_.limits.max_output_bytes) {
+  if (out_.size() - out_pos_ > ctx_.limits.max_output_bytes) {
     ctx_.counters.output_limit_disconnects.fetch_add(1, std::memory_order_relaxed);
     Shutdown();
   }
 }
 
-void Connection::MaybeWrite() {
-  while (!closed_ && !writing_active_) {
-    if (out_.empty()) {
-      if (closing_) Linger();
-      return;
-    }
-    // Most replies fit in the socket buffer: write them now, without a trip
-    // through the reactor; queue only what the kernel did not take.
-    boost::system::error_code ec;
-    const size_t n = socket_.write_some(asio::buffer(out_), ec);
-    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+void Connection::Flush() {
+  // Bounded: every round either sends, stops on EAGAIN, or executes more of
+  // the (bounded) input.
+  while (!closed_) {
+    while (out_pos_ < out_.size()) {
+      const ssize_t n = ::send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
+      if (n > 0) {
+        out_pos_ += static_cast<size_t>(n);
+        ctx_.counters.bytes_out.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+        last_activity_ = loop_->now();
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && WouldBlock(errno)) {  // the rest goes out on EPOLLOUT
+        out_.erase(0, out_pos_);
+        out_pos_ = 0;
+        return;
+      }
       Shutdown();
       return;
     }
-    if (n > 0) {
-      ctx_.counters.bytes_out.fetch_add(n, std::memory_order_relaxed);
-      last_activity_ = std::chrono::steady_clock::now();
-    }
-    if (n < out_.size()) {
-      writing_.assign(out_, n, std::string::npos);
-      out_.clear();
-      writing_active_ = true;
-      asio::async_write(socket_, asio::buffer(writing_),
-                        [self = shared_from_this()](const boost::system::error_code& e, size_t m) {
-                          self->OnWrite(e, m);
-                        });
-      return;
-    }
     out_.clear();
+    out_pos_ = 0;
     if (out_.capacity() > (1u << 20)) std::string().swap(out_);
-    if (pending_input_) Process();  // paused input: execute the next batch
+    if (!pending_input_) break;
+    Process();  // paused input: execute the next batch
+    if (out_.empty()) break;
   }
+  if (!closed_ && closing_ && out_.empty()) StartLinger();
 }
 
-void Connection::OnWrite(const boost::system::error_code& ec, size_t n) {
-  writing_active_ = false;
-  if (closed_) return;
-  if (ec) {
-    Shutdown();
-    return;
-  }
-  ctx_.counters.bytes_out.fetch_add(n, std::memory_order_relaxed);
-  last_activity_ = std::chrono::steady_clock::now();
-  writing_.clear();
-  if (writing_.capacity() > (1u << 20)) std::string().swap(writing_);
-  if (pending_input_) Process();
-  MaybeWrite();
-  DoRead();
+void Connection::UpdateInterest() {
+  uint32_t want = 0;
+  if (lingering_ || (!pending_input_ && !closing_)) want |= EPOLLIN;
+  if (out_pos_ < out_.size()) want |= EPOLLOUT;
+  if (want == interest_) return;
+  interest_ = want;
+  if (!loop_->Modify(fd_, want, this).ok()) Shutdown();
 }
 
-void Connection::ArmTimer() {
-  if (closed_ || timer_armed_ || ctx_.limits.idle_timeout.count() <= 0) return;
-  timer_armed_ = true;
-  timer_.expires_at(last_activity_ + ctx_.limits.idle_timeout);
-  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) { self->OnTimer(ec); });
-}
-
-void Connection::OnTimer(const boost::system::error_code& ec) {
-  timer_armed_ = false;
-  if (closed_ || ec) return;
-  if (std::chrono::steady_clock::now() >= last_activity_ + ctx_.limits.idle_timeout) {
-    ctx_.counters.idle_disconnects.fetch_add(1, std::memory_order_relaxed);
-    Shutdown();
-    return;
-  }
-  ArmTimer();
-}
-
-void Connection::Linger() {
+void Connection::StartLinger() {
   if (closed_ || lingering_) return;
   lingering_ = true;
-  boost::system::error_code ec;
-  socket_.shutdown(tcp::socket::shutdown_send, ec);
-  if (ec || reading_) {  // a read in flight finishes in OnRead, which sees closing_
-    if (ec) Shutdown();
+  if (::shutdown(fd_, SHUT_WR) != 0) {
+    Shutdown();
     return;
   }
-  timer_.cancel();
-  timer_armed_ = false;
-  timer_.expires_after(std::chrono::seconds(2));
-  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
-    if (!e) self->Shutdown();
-  });
-  if (in_.size() < kReadChunk) in_.resize(kReadChunk);
-  auto drain = std::make_shared<std::function<void(const boost::system::error_code&, size_t)>>();
-  *drain = [self = shared_from_this(), drain](const boost::system::error_code& e, size_t n) {
-    if (self->closed_) {
-      *drain = nullptr;  // break the cycle
-      return;
-    }
-    if (e || n >= self->linger_budget_) {
-      self->Shutdown();
-      *drain = nullptr;
-      return;
-    }
-    self->linger_budget_ -= n;
-    self->socket_.async_read_some(asio::buffer(self->in_.data(), kReadChunk), *drain);
-  };
-  socket_.async_read_some(asio::buffer(in_.data(), kReadChunk), *drain);
+  linger_deadline_ = loop_->now() + kLingerTime;
+  UpdateInterest();
 }
 
-void Connection::Shutdown() {
-  if (closed_) return;
-  closed_ = true;
-  {
-    // Leave the registry first, so client_count() never counts a connection
-    // its client has already seen closed.
-    std::lock_guard<std::mutex> lock(registry_->mu);
-    registry_->open.erase(session_.id);
+void Connection::DrainLinger() {
+  char buf[kReadChunk];
+  const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+  if (n < 0 && (WouldBlock(errno) || errno == EINTR)) return;
+  if (n <= 0 || static_cast<size_t>(n) >= linger_budget_) {
+    Shutdown();
+    return;
   }
-  ctx_.clients.Remove(session_.id);
-  boost::system::error_code ec;
-  timer_.cancel();
-  socket_.shutdown(tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  linger_budget_ -= static_cast<size_t>(n);
 }
 
 }  // namespace pollen::resp

@@ -1,13 +1,17 @@
-// Connection: one RESP client whose handlers never run concurrently (a strand,
-// or an io_context run by one thread). Internal to RespServer.
+// Connection: one RESP client on an EventLoop (internal to RespServer). All
+// of its members run on its loop's thread; other threads reach it only
+// through ConnectionRegistry::CloseLater.
 //
-// Reads into a bounded buffer, executes every complete request in it (in
-// order) and queues the replies; writes them in batches while it keeps
-// reading. It stops executing (and reading) while max_batch_replies replies or
-// kHighWaterBytes are waiting, so a client that does not read stalls its own
-// input rather than growing the server's memory; it is disconnected when its
-// unparsed input exceeds max_query_bytes, its queued output exceeds
-// max_output_bytes, or nothing is read or written for idle_timeout.
+// Per readiness event it reads once (at most kReadChunk bytes; the loop is
+// level-triggered, so what is left is reported again), executes every
+// complete request in its buffer in order, and writes the replies straight
+// away with send(). It asks for EPOLLOUT only while the kernel has not taken
+// every reply. It stops executing (and reading) while max_batch_replies
+// replies or kHighWaterBytes are waiting, so a client that does not read
+// stalls its own input rather than growing the server's memory; it is
+// disconnected when its unparsed input exceeds max_query_bytes, its queued
+// output exceeds max_output_bytes, or nothing is read or written for
+// idle_timeout.
 #pragma once
 
 #include <chrono>
@@ -16,12 +20,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <vector>
 
 #include "node/runtime/resp/client_table.h"
 #include "node/runtime/resp/dispatcher.h"
+#include "node/runtime/resp/event_loop.h"
 #include "node/runtime/resp/request_parser.h"
 #include "node/runtime/resp/server_context.h"
 
@@ -29,65 +32,81 @@ namespace pollen::resp {
 
 class Connection;
 
-// The server's set of open connections (shared with the connections so they
-// can remove themselves after the server is gone).
-// Ids come from ServerContext::clients.NextId(); every open connection is
-// also in ServerContext::clients (for CLIENT LIST / KILL).
+// The server's open connections, shared with them so they can leave after
+// the server object is gone. Ids come from ServerContext::clients.NextId();
+// every open connection is also in ServerContext::clients (CLIENT LIST/KILL).
 struct ConnectionRegistry {
+  ConnectionRegistry(std::vector<EventLoop*> l, ServerContext& c) : loops(std::move(l)), ctx(c), by_loop(loops.size()) {}
+
+  // Any thread: closes connection `id` of loop `loop` on that loop's thread
+  // (no-op if it has closed already).
+  static void CloseLater(const std::shared_ptr<ConnectionRegistry>& self, size_t loop, uint64_t id);
+  // Loop `loop`'s thread: closes every connection of that loop.
+  void CloseAll(size_t loop);
+
+  const std::vector<EventLoop*> loops;  // non-empty; they outlive the registry's users
+  ServerContext& ctx;
   std::mutex mu;
-  std::map<uint64_t, std::weak_ptr<Connection>> open;
-  bool stopped = false;
+  size_t open = 0;       // guarded by mu: admitted and not yet closed
+  bool stopped = false;  // guarded by mu: admit nothing more
+  // by_loop[i] is touched only on loops[i]'s thread.
+  std::vector<std::map<uint64_t, Connection*>> by_loop;
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection final : public IoHandler {
  public:
   static constexpr size_t kReadChunk = 16u << 10;
   static constexpr size_t kHighWaterBytes = 256u << 10;
+  static constexpr size_t kLingerBytes = 1u << 20;
+  static constexpr std::chrono::seconds kLingerTime{2};
 
-  // `socket`'s executor must serialize handlers: a strand, or an io_context
-  // run by exactly one thread.
-  Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx,
-             std::shared_ptr<ConnectionRegistry> registry, uint64_t id);
-  ~Connection();
+  // Takes `fd` (a connected, accepted TCP socket). Call on loop `loop`'s
+  // thread; the connection must already count in registry->open.
+  Connection(int fd, uint64_t id, size_t loop, std::shared_ptr<ConnectionRegistry> registry);
+  ~Connection() override;
 
-  void Start();  // any thread
-  void Close();  // any thread; idempotent
+  // Registers with the loop and the client table; closes itself on failure.
+  void Start();
+  // Closes now (no reply is flushed); idempotent.
+  void Shutdown();
+
+  void OnEvents(uint32_t events) override;
+  void OnTick(Clock::time_point now) override;
 
  private:
-  void DoRead();
-  void OnRead(const boost::system::error_code& ec, size_t n);
+  void ReadAndProcess();
   void Process();
-  void MaybeWrite();
-  void OnWrite(const boost::system::error_code& ec, size_t n);
-  void ArmTimer();
-  void OnTimer(const boost::system::error_code& ec);
-  void Shutdown();
+  void Flush();
+  void UpdateInterest();
   // After the last reply of a closing connection: half-close, then read and
-  // drop what the client still sends (bounded) so closing does not reset the
-  // connection before the client has read that reply.
-  void Linger();
+  // drop what the client still sends (bounded in bytes and time) so closing
+  // does not reset the connection before the client has read that reply.
+  void StartLinger();
+  void DrainLinger();
   void CompactInput(size_t consumed);
+  void Leave();  // out of the registry and the client table
 
-  boost::asio::ip::tcp::socket socket_;
-  boost::asio::steady_timer timer_;
-  ServerContext& ctx_;
+  const int fd_;
+  const size_t loop_index_;
+  EventLoop* const loop_;
   std::shared_ptr<ConnectionRegistry> registry_;
+  ServerContext& ctx_;
   RequestParser parser_;
   Session session_;
   std::shared_ptr<ClientRecord> record_;  // in ctx_.clients from Start() to Shutdown()
-  std::string in_;       // in_[0, in_len_) is received, unconsumed input
+  std::string in_;   // in_[0, in_len_) is received, unconsumed input
   size_t in_len_ = 0;
-  std::string out_;      // replies not yet handed to the socket
-  std::string writing_;  // replies being written
-  bool reading_ = false;
-  bool writing_active_ = false;
+  std::string out_;  // out_[out_pos_, size) is not yet taken by the kernel
+  size_t out_pos_ = 0;
+  uint32_t interest_ = 0;       // events registered with the loop
   bool pending_input_ = false;  // complete requests left unexecuted (paused)
-  bool closing_ = false;        // close once out_ and writing_ are sent
+  bool closing_ = false;        // close once out_ is sent
   bool closed_ = false;
-  bool timer_armed_ = false;
+  bool left_ = false;
   bool lingering_ = false;
-  size_t linger_budget_ = 1u << 20;
-  std::chrono::steady_clock::time_point last_activity_;
+  size_t linger_budget_ = kLingerBytes;
+  Clock::time_point linger_deadline_;
+  Clock::time_point last_activity_;
 };
 
 }  // namespace pollen::resp

@@ -1,149 +1,145 @@
 #include "node/runtime/resp/resp_server.h"
 
-#include <atomic>
-#include <vector>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/ip/v6_only.hpp>
-#include <boost/asio/strand.hpp>
+#include <atomic>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "node/runtime/resp/acceptor.h"
 #include "node/runtime/resp/connection.h"
+#include "node/runtime/resp/unique_fd.h"
 
 namespace pollen::resp {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
+namespace {
+// On loop `loop`'s thread: the connection counted in registry->open starts
+// there, unless the server stopped in the meantime.
+void StartConnection(const std::shared_ptr<ConnectionRegistry>& reg, size_t loop, UniqueFd& fd, uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(reg->mu);
+    if (reg->stopped) {
+      --reg->open;
+      return;  // fd closes
+    }
+  }
+  EventLoop* l = reg->loops[loop];
+  auto* conn = static_cast<Connection*>(l->Adopt(std::make_unique<Connection>(fd.release(), id, loop, reg)));
+  conn->Start();
+}
+
+void Refuse(int fd) {
+  static constexpr std::string_view kFull = "-ERR max number of clients reached\r\n";
+  [[maybe_unused]] const ssize_t n = ::send(fd, kFull.data(), kFull.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+}  // namespace
 
 struct RespServer::Impl : std::enable_shared_from_this<RespServer::Impl> {
-  Impl(std::vector<asio::io_context*> contexts, bool one_thread, const tcp::endpoint& ep, ServerContext& ctx)
-      : ios(std::move(contexts)),
-        one_thread_per_context(one_thread),
-        endpoint(ep),
-        ctx(ctx),
-        acceptor(asio::make_strand(*ios.at(0))),
-        backoff(acceptor.get_executor()),
-        registry(std::make_shared<ConnectionRegistry>()) {}
+  Impl(std::vector<EventLoop*> loops, const boost::asio::ip::tcp::endpoint& ep, ServerContext& c)
+      : endpoint(ep), ctx(c), registry(std::make_shared<ConnectionRegistry>(std::move(loops), c)) {}
 
-  // Accepts the next connection straight onto the next io_context (round
-  // robin), on a strand of its own unless that context has a single thread
-  // (which serializes the connection's handlers already).
-  void DoAccept() {
-    asio::io_context& io = *ios[next_io];
-    next_io = (next_io + 1) % ios.size();
-    const asio::any_io_executor ex =
-        one_thread_per_context ? asio::any_io_executor(io.get_executor()) : asio::any_io_executor(asio::make_strand(io));
-    acceptor.async_accept(ex, [self = shared_from_this()](const boost::system::error_code& ec, tcp::socket socket) {
-      self->OnAccept(ec, std::move(socket));
-    });
-  }
-
-  void OnAccept(const boost::system::error_code& ec, tcp::socket socket) {
-    if (!acceptor.is_open()) return;
-    if (!ec) {
-      Admit(std::move(socket));
-      DoAccept();
-      return;
-    }
-    // Errors such as EMFILE are usually transient: retry after a pause rather
-    // than spinning on them.
-    backoff.expires_after(std::chrono::milliseconds(100));
-    backoff.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
-      if (!e && self->acceptor.is_open()) self->DoAccept();
-    });
-  }
-
-  void Admit(tcp::socket socket) {
-    std::shared_ptr<Connection> conn;
+  // On the first loop's thread.
+  void Admit(int fd) {
     {
       std::lock_guard<std::mutex> lock(registry->mu);
-      if (registry->stopped) return;
-      if (registry->open.size() >= ctx.limits.max_clients) {
-        ctx.counters.connections_rejected.fetch_add(1, std::memory_order_relaxed);
-        static constexpr std::string_view kFull = "-ERR max number of clients reached\r\n";
-        boost::system::error_code e;
-        socket.non_blocking(true, e);
-        socket.write_some(asio::buffer(kFull.data(), kFull.size()), e);
-        socket.shutdown(tcp::socket::shutdown_send, e);
-        socket.close(e);
+      if (registry->stopped) {
+        ::close(fd);
         return;
       }
-      const uint64_t id = ctx.clients.NextId();
-      conn = std::make_shared<Connection>(std::move(socket), ctx, registry, id);
-      registry->open.emplace(id, conn);
+      if (registry->open >= ctx.limits.max_clients) {
+        ctx.counters.connections_rejected.fetch_add(1, std::memory_order_relaxed);
+        Refuse(fd);
+        return;
+      }
+      ++registry->open;
     }
     ctx.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
-    conn->Start();
+    const uint64_t id = ctx.clients.NextId();
+    const size_t loop = next_loop;
+    next_loop = (next_loop + 1) % registry->loops.size();
+    if (loop == 0) {
+      UniqueFd owned(fd);
+      StartConnection(registry, 0, owned, id);
+    } else {
+      // Dropped unrun (the loop destroyed first): the descriptor closes and
+      // the count is only of a server being torn down.
+      registry->loops[loop]->Post([reg = registry, loop, owned = std::make_shared<UniqueFd>(fd), id] {
+        StartConnection(reg, loop, *owned, id);
+      });
+    }
   }
 
-  const std::vector<asio::io_context*> ios;  // non-empty
-  const bool one_thread_per_context;          // true: no strands needed
-  size_t next_io = 0;                        // on the acceptor's strand
-  tcp::endpoint endpoint;
+  const boost::asio::ip::tcp::endpoint endpoint;
   ServerContext& ctx;
-  tcp::acceptor acceptor;
-  asio::steady_timer backoff;  // on the acceptor's strand
-  std::shared_ptr<ConnectionRegistry> registry;
+  const std::shared_ptr<ConnectionRegistry> registry;
+  Acceptor* acceptor = nullptr;  // first loop's thread
+  size_t next_loop = 0;          // first loop's thread
   std::atomic<uint16_t> port{0};
   std::atomic<bool> started{false};
 };
 
-RespServer::RespServer(asio::io_context& io, const tcp::endpoint& endpoint, ServerContext& context)
-    : RespServer(std::vector<asio::io_context*>{&io}, endpoint, context) {}
-
-RespServer::RespServer(std::vector<asio::io_context*> ios, const tcp::endpoint& endpoint, ServerContext& context)
-    : impl_(std::make_shared<Impl>(std::move(ios), false, endpoint, context)) {}  // Impl: ios.at(0)
-
-RespServer::RespServer(IoPool& pool, const tcp::endpoint& endpoint, ServerContext& context)
-    : impl_(std::make_shared<Impl>(pool.contexts(), true, endpoint, context)) {}
+RespServer::RespServer(IoPool& pool, const boost::asio::ip::tcp::endpoint& endpoint, ServerContext& context)
+    : impl_(std::make_shared<Impl>(pool.loops(), endpoint, context)) {}
 
 RespServer::~RespServer() { Stop(); }
 
 absl::Status RespServer::Start() {
   if (impl_->ctx.node == nullptr) return absl::FailedPreconditionError("RESP server needs a node");
   if (impl_->started.exchange(true)) return absl::FailedPreconditionError("RESP server already started");
-  boost::system::error_code ec;
-  tcp::acceptor& a = impl_->acceptor;
-  const std::string where = absl::StrCat(impl_->endpoint.address().to_string(), ":", impl_->endpoint.port());
-  a.open(impl_->endpoint.protocol(), ec);
-  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec && impl_->endpoint.address().is_v6()) a.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) a.bind(impl_->endpoint, ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    boost::system::error_code ignored;
-    a.close(ignored);
-    return absl::UnavailableError(absl::StrCat("RESP listen on ", where, ": ", ec.message()));
+  const auto& ep = impl_->endpoint;
+  const std::string where = absl::StrCat(ep.address().to_string(), ":", ep.port());
+  absl::StatusOr<int> fd = Acceptor::Listen(ep.data(), static_cast<socklen_t>(ep.size()), where);
+  if (!fd.ok()) {
+    std::lock_guard<std::mutex> lock(impl_->registry->mu);
+    impl_->registry->stopped = true;
+    return fd.status();
   }
-  impl_->port = a.local_endpoint(ec).port();
-  asio::post(a.get_executor(), [impl = impl_] { impl->DoAccept(); });
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(*fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    impl_->port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port
+                                                 : reinterpret_cast<sockaddr_in&>(ss).sin_port);
+  }
+  EventLoop* first = impl_->registry->loops[0];
+  first->Post([impl = impl_, first, lfd = std::make_shared<UniqueFd>(*fd)] {
+    {
+      std::lock_guard<std::mutex> lock(impl->registry->mu);
+      if (impl->registry->stopped) return;  // lfd closes
+    }
+    auto* a = static_cast<Acceptor*>(first->Adopt(
+        std::make_unique<Acceptor>(lfd->release(), first, [raw = impl.get()](int c) { raw->Admit(c); })));
+    impl->acceptor = a;
+    if (!a->Start().ok()) {
+      a->Close();
+      impl->acceptor = nullptr;
+    }
+  });
   return absl::OkStatus();
 }
 
 void RespServer::Stop() {
-  std::vector<std::shared_ptr<Connection>> conns;
+  const std::shared_ptr<ConnectionRegistry>& reg = impl_->registry;
   {
-    std::lock_guard<std::mutex> lock(impl_->registry->mu);
-    if (impl_->registry->stopped) return;
-    impl_->registry->stopped = true;
-    for (auto& [id, weak] : impl_->registry->open) {
-      if (auto c = weak.lock()) conns.push_back(std::move(c));
-    }
+    std::lock_guard<std::mutex> lock(reg->mu);
+    if (reg->stopped) return;
+    reg->stopped = true;
   }
-  asio::post(impl_->acceptor.get_executor(), [impl = impl_] {
-    boost::system::error_code ec;
-    impl->acceptor.close(ec);
-    impl->backoff.cancel();
+  reg->loops[0]->Post([impl = impl_] {
+    if (impl->acceptor != nullptr) impl->acceptor->Close();
+    impl->acceptor = nullptr;
   });
-  for (auto& c : conns) c->Close();
+  for (size_t i = 0; i < reg->loops.size(); ++i) reg->loops[i]->Post([reg, i] { reg->CloseAll(i); });
 }
 
 uint16_t RespServer::port() const { return impl_->port.load(); }
 
 size_t RespServer::client_count() const {
   std::lock_guard<std::mutex> lock(impl_->registry->mu);
-  return impl_->registry->open.size();
+  return impl_->registry->open;
 }
 
 }  // namespace pollen::resp

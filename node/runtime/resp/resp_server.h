@@ -2,11 +2,9 @@
 // pollen::node::Node. See dispatcher.h for the commands.
 //
 // Promises:
-//   - a connection's handlers never run concurrently: one strand per
-//     connection when any number of threads may run each io_context; none
-//     needed over an IoPool (one thread per context). Given several
-//     io_contexts, connections are spread over them round-robin (the acceptor
-//     runs on the first); over an IoPool a connection never changes threads;
+//   - connections are spread over the pool's event loops round-robin (the
+//     listening socket is on the first) and never change loops, so a
+//     connection's handlers never run concurrently and need no lock;
 //   - pipelining: every complete command in the input is executed in order and
 //     the replies are written in batches;
 //   - bounded memory per client (ServerLimits): a client whose unparsed input
@@ -17,17 +15,17 @@
 //     framing allows it, else it is closed after the error is sent. Nothing a
 //     client sends can crash the server.
 //
-// Lifecycle: construct, Start() (binds and listens), ... Stop() (closes the
-// acceptor and every connection; idempotent; callable from any thread). The
-// destructor calls Stop(); the io_context must outlive the server and should
-// be run until the connections finish closing.
+// Lifecycle: construct, Start() (binds and listens; the pool accepts once it
+// runs), ... Stop() (stops accepting and closes every connection, on the
+// loops' threads; idempotent; callable from any thread), then IoPool::Stop()
+// lets the loops finish. The pool and the context must outlive the server;
+// the destructor calls Stop().
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include "absl/status/status.h"
@@ -38,21 +36,14 @@ namespace pollen::resp {
 
 class RespServer {
  public:
-  // `endpoint` is where to listen (port 0: pick one; see port()). `context`
-  // must outlive the server.
-  RespServer(boost::asio::io_context& io, const boost::asio::ip::tcp::endpoint& endpoint,
-             ServerContext& context);
-  // `ios` non-empty; every context must outlive the server.
-  RespServer(std::vector<boost::asio::io_context*> ios, const boost::asio::ip::tcp::endpoint& endpoint,
-             ServerContext& context);
-  // Over an IoPool's contexts: one thread each, so connections need no
-  // strand. The pool must outlive the server.
+  // `endpoint` is where to listen (port 0: pick one; see port()).
   RespServer(IoPool& pool, const boost::asio::ip::tcp::endpoint& endpoint, ServerContext& context);
   ~RespServer();
   RespServer(const RespServer&) = delete;
   RespServer& operator=(const RespServer&) = delete;
 
-  // Opens, binds (SO_REUSEADDR) and listens, then starts accepting.
+  // Opens, binds (SO_REUSEADDR) and listens, then starts accepting on the
+  // pool's first loop.
   // An error (e.g. address in use) leaves the server stopped.
   absl::Status Start();
   void Stop();

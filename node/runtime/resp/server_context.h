@@ -2,8 +2,8 @@
 // counters it exports back. The daemon owns one ServerContext for the lifetime
 // of the RespServer that uses it (it is neither copyable nor movable).
 //
-// Threading: RESP connection handlers run on the io_context's threads (one
-// strand per connection) and call, concurrently:
+// Threading: RESP connections run on the IoPool's event-loop threads (a
+// connection always on the same one) and call, concurrently:
 //   - the thread-safe client operations of `node` (Add/AddMany/Exists/
 //     ExistsMany/WhoHas/Info/name);
 //   - `run_on_driver` for everything else (Reserve, Rotate, Keyring*,
