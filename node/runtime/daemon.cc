@@ -192,7 +192,8 @@ int RunDaemon(int argc, char** argv) {
   ctx->default_filter = default_filter;
   ctx->version = kPollenVersion;
 
-  resp::IoPool resp_pool(config.resp_threads);  // one event loop per RESP thread
+  resp::IoPool resp_pool(config.resp_threads,  // one event loop per RESP thread
+                         std::chrono::microseconds(config.resp_busy_poll_us));
   resp::RespServer resp_server(resp_pool, TcpEndpoint(config.resp_bind), *ctx);
   if (absl::Status s = resp_server.Start(); !s.ok()) {
     return Fail(kExitRuntime, Cat("option 'resp-bind': ", s.message()));

@@ -102,26 +102,30 @@ class ByteReader final : public IoHandler {
   std::atomic<bool>* deleted_;
 };
 
+// With and without busy-polling (which only changes how the loop waits).
 TEST(EventLoop, ReadinessIsLevelTriggeredAndRetiredHandlersAreDeleted) {
-  int sv[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-  std::atomic<size_t> got{0};
-  std::atomic<bool> deleted{false};
-  IoPool pool(1);
-  EventLoop* loop = pool.loops()[0];
-  loop->Post([&] {
-    IoHandler* h = loop->Adopt(std::make_unique<ByteReader>(loop, sv[0], 10, &got, &deleted));
-    ASSERT_TRUE(loop->Watch(sv[0], EPOLLIN, h).ok());
-  });
-  pool.Start();
-  // Ten bytes in one write: one byte is read per event, so the other nine are
-  // only seen because the loop reports the descriptor again.
-  ASSERT_EQ(::send(sv[1], "0123456789", 10, 0), 10);
-  for (int i = 0; i < 6000 && !deleted.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(got.load(), 10u);
-  EXPECT_TRUE(deleted.load());
-  pool.Stop(std::chrono::seconds(60));  // no handler left: the loop drains at once
-  ::close(sv[1]);
+  for (const std::chrono::microseconds busy_poll : {std::chrono::microseconds(0), EventLoop::kDefaultBusyPoll}) {
+    SCOPED_TRACE(busy_poll.count());
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    std::atomic<size_t> got{0};
+    std::atomic<bool> deleted{false};
+    IoPool pool(1, busy_poll);
+    EventLoop* loop = pool.loops()[0];
+    loop->Post([&] {
+      IoHandler* h = loop->Adopt(std::make_unique<ByteReader>(loop, sv[0], 10, &got, &deleted));
+      ASSERT_TRUE(loop->Watch(sv[0], EPOLLIN, h).ok());
+    });
+    pool.Start();
+    // Ten bytes in one write: one byte is read per event, so the other nine are
+    // only seen because the loop reports the descriptor again.
+    ASSERT_EQ(::send(sv[1], "0123456789", 10, 0), 10);
+    for (int i = 0; i < 6000 && !deleted.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(got.load(), 10u);
+    EXPECT_TRUE(deleted.load());
+    pool.Stop(std::chrono::seconds(60));  // no handler left: the loop drains at once
+    ::close(sv[1]);
+  }
 }
 
 }  // namespace

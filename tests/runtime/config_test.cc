@@ -112,6 +112,7 @@ TEST_F(ConfigTest, EveryBadFlagValueNamesTheOption) {
       {"gossip-bind", "1.2.3.4:99999"}, {"advertise", "x:y"},    {"seeds", "a:1,b"},
       {"tcp-only", "maybe"},       {"cluster-label", std::string(65, 'x')},
       {"resp-bind", "localhost"},  {"resp-threads", "0"},        {"resp-threads", "abc"},
+      {"resp-busy-poll-us", "-1"}, {"resp-busy-poll-us", "10001"},
       {"resp-max-clients", "-1"},  {"resp-idle-timeout", "5 parsecs"}, {"http-bind", "[::1]"},
       {"appendfsync", "sometimes"}, {"snapshot-interval", "0"},  {"gossip-interval", "1ms"},
       {"fanout", "100"},           {"probe-interval", "1"},      {"probe-timeout", "9999h"},

@@ -19,7 +19,8 @@ absl::Status CtlError(const char* op, int fd) {
 }
 }  // namespace
 
-EventLoop::EventLoop() {
+EventLoop::EventLoop(std::chrono::microseconds busy_poll) : busy_poll_(busy_poll) {
+  assert(busy_poll >= std::chrono::microseconds(0) && busy_poll <= kMaxBusyPoll);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) {
@@ -89,14 +90,14 @@ void EventLoop::Run() {
   loop_thread_.store(std::thread::id());
 }
 
-// Busy-polls for up to kBusyPoll after the last ready descriptor before it
+// Busy-polls for up to busy_poll_ after the last ready descriptor before it
 // blocks: under load the next request arrives within microseconds, and a
 // thread that went to sleep costs that request a wake-up (on this VM an
 // inter-processor interrupt and a reschedule, tens of microseconds). Idle
 // loops block at once (the window has passed), so polling costs CPU only
 // while clients are active.
 int EventLoop::WaitAfterPolling(epoll_event* events, int timeout_ms) {
-  const Clock::time_point until = last_ready_ + kBusyPoll;
+  const Clock::time_point until = last_ready_ + busy_poll_;
   for (Clock::time_point t = Clock::now(); t < until; t = Clock::now()) {
     const int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, 0);
     if (n != 0) return n;

@@ -16,7 +16,7 @@
 //     reported again on the next iteration, so a handler may read once per
 //     event (as Redis does) without losing data;
 //   - after a ready descriptor it keeps polling epoll without blocking for up
-//     to kBusyPoll before it sleeps (see WaitAfterPolling): a loop under load
+//     to `busy_poll` before it sleeps (see WaitAfterPolling): a loop under load
 //     rarely sleeps, an idle one sleeps at once;
 //   - OnTick runs on every adopted handler about every kTick (idle timeouts,
 //     linger deadlines, accept back-off);
@@ -56,11 +56,13 @@ class EventLoop {
   static constexpr std::chrono::milliseconds kTick{100};
   static constexpr int kMaxEvents = 256;    // descriptors handled per epoll_wait
   static constexpr size_t kMaxTasksPerRound = 4096;  // posted tasks run per iteration
-  static constexpr std::chrono::microseconds kBusyPoll{50};  // see WaitAfterPolling
+  static constexpr std::chrono::microseconds kDefaultBusyPoll{50};  // see WaitAfterPolling
+  static constexpr std::chrono::microseconds kMaxBusyPoll{10'000};
 
   // Creates the epoll and wake-up descriptors; aborts if the kernel refuses
-  // (out of descriptors at start-up).
-  EventLoop();
+  // (out of descriptors at start-up). `busy_poll` (0..kMaxBusyPoll): how long
+  // the loop keeps polling after activity before it sleeps; 0 = never polls.
+  explicit EventLoop(std::chrono::microseconds busy_poll = kDefaultBusyPoll);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -96,6 +98,7 @@ class EventLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd
   Clock::time_point now_ = Clock::now();
+  const std::chrono::microseconds busy_poll_;
   Clock::time_point last_ready_;  // when epoll_wait last reported a descriptor
   std::map<IoHandler*, std::unique_ptr<IoHandler>> handlers_;  // loop thread
   std::vector<IoHandler*> retired_;                            // loop thread

@@ -4,11 +4,11 @@
 
 namespace pollen::resp {
 
-IoPool::IoPool(size_t threads) {
+IoPool::IoPool(size_t threads, std::chrono::microseconds busy_poll) {
   assert(threads >= 1 && threads <= kMaxThreads);
   if (threads < 1) threads = 1;
   if (threads > kMaxThreads) threads = kMaxThreads;
-  for (size_t i = 0; i < threads; ++i) loops_.push_back(std::make_unique<EventLoop>());
+  for (size_t i = 0; i < threads; ++i) loops_.push_back(std::make_unique<EventLoop>(busy_poll));
 }
 
 IoPool::~IoPool() {

@@ -27,8 +27,8 @@ class IoPool {
  public:
   static constexpr size_t kMaxThreads = 64;
 
-  // 1 <= threads <= kMaxThreads.
-  explicit IoPool(size_t threads);
+  // 1 <= threads <= kMaxThreads; `busy_poll` as for EventLoop.
+  explicit IoPool(size_t threads, std::chrono::microseconds busy_poll = EventLoop::kDefaultBusyPoll);
   ~IoPool();
   IoPool(const IoPool&) = delete;
   IoPool& operator=(const IoPool&) = delete;
