@@ -10,8 +10,9 @@ namespace pollen::crdt {
 namespace {
 
 // The *Many forms run a double-buffered pipeline over batches of kBatch keys:
-// hash batch b+1 (SipHashMany: 8 keys at once where the CPU allows), prefetch its blocks in a tight loop, then probe batch b,
-// whose blocks were prefetched one batch (~16 hashes, ~300 ns) earlier.
+// hash batch b+1 (SipHashMany: 8 keys at once where the CPU allows), prefetch
+// its blocks in a tight loop, then probe batch b, whose blocks were prefetched
+// one batch earlier.
 // Why not a rolling pipeline that hashes and prefetches one key at a time: a
 // prefetch cannot retire until its address is translated, and on a VM with a
 // 1 GiB filter nearly every block costs a (nested) page walk; with a SipHash
