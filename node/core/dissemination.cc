@@ -2,7 +2,6 @@
 
 #include <bit>
 #include <cassert>
-#include <memory>
 #include <utility>
 
 #include "crdt/sizing.h"
@@ -15,21 +14,25 @@ PendingAdds::~PendingAdds() {
 }
 
 void PendingAdds::Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt::AddResult> results) {
-  auto batch = std::make_unique<Batch>();
+  size_t n = 0;
   for (const crdt::AddResult& r : results) {
-    for (uint32_t w = 0; w < crdt::kWordsPerBlock; ++w) {
-      if (r.new_bits[w] != 0) batch->entries.push_back({filter_uid, epoch, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
-    }
+    for (uint64_t bits : r.new_bits) n += bits != 0;
   }
-  const size_t n = batch->entries.size();
   if (n == 0) return;
-  // Reserve room first, so the bound holds however pushes interleave.
+  // Reserve room first, so the bound holds however pushes interleave (and a
+  // dropped push allocates nothing).
   if (queued_.fetch_add(n, std::memory_order_relaxed) + n > max_words_) {
     queued_.fetch_sub(n, std::memory_order_relaxed);
     dropped_.fetch_add(n, std::memory_order_relaxed);
     return;
   }
-  Batch* b = batch.release();
+  Batch* b = new Batch;
+  b->entries.reserve(n);
+  for (const crdt::AddResult& r : results) {
+    for (uint32_t w = 0; w < crdt::kWordsPerBlock; ++w) {
+      if (r.new_bits[w] != 0) b->entries.push_back({filter_uid, epoch, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
+    }
+  }
   b->next = top_.load(std::memory_order_relaxed);
   // release: the entries are visible to the Drain that takes this batch.
   while (!top_.compare_exchange_weak(b->next, b, std::memory_order_release, std::memory_order_relaxed)) {

@@ -63,8 +63,7 @@ void EventLoop::Run() {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now_).count() + 1;
       timeout_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, kTick.count())));
     }
-    int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, 0);
-    if (n == 0 && timeout_ms > 0) n = WaitAfterPolling(events, timeout_ms);
+    const int n = timeout_ms > 0 ? WaitAfterPolling(events, timeout_ms) : ::epoll_wait(epoll_fd_, events, kMaxEvents, 0);
     now_ = Clock::now();
     if (n > 0) last_ready_ = now_;
     for (int i = 0; i < n; ++i) {
