@@ -19,38 +19,54 @@ void SafetyChecker::OnAck(size_t node, const std::string& filter, const std::str
 }
 
 void SafetyChecker::OnCrash(size_t node, bool kept_state) {
-  if (kept_state) return;
+  if (kept_state) {
+    // A restarted node numbers its incarnations afresh; its epochs must still
+    // not go back.
+    for (auto& [key, seen] : last_epoch_) {
+      if (key.first == node) seen.incarnation.reset();
+    }
+    return;
+  }
   for (size_t index : acks_by_node_.at(node)) {
     if (acks_[index].durable) ++volatile_acks_;
     acks_[index].durable = false;
   }
   acks_by_node_[node].clear();
-  for (auto it = last_epoch_.begin(); it != last_epoch_.end();) {
-    it = it->first.first == node ? last_epoch_.erase(it) : std::next(it);
-  }
-  for (auto it = last_bits_.begin(); it != last_bits_.end();) {
-    it = std::get<0>(it->first) == node ? last_bits_.erase(it) : std::next(it);
-  }
+  std::erase_if(last_epoch_, [&](const auto& entry) { return entry.first.first == node; });
+  std::erase_if(last_bits_, [&](const auto& entry) { return std::get<0>(entry.first) == node; });
+}
+
+void SafetyChecker::OnReplaced(size_t node, const std::string& filter) {
+  last_epoch_.erase({node, filter});
+  std::erase_if(last_bits_, [&](const auto& entry) {
+    return std::get<0>(entry.first) == node && std::get<1>(entry.first) == filter;
+  });
 }
 
 void SafetyChecker::OnEpoch(size_t node, const std::string& filter, uint64_t epoch, node::Time at) {
-  auto [it, inserted] = last_epoch_.emplace(std::make_pair(node, filter), epoch);
+  auto [it, inserted] = last_epoch_.try_emplace(std::make_pair(node, filter), EpochSeen{epoch, std::nullopt});
   if (inserted) return;
-  if (epoch < it->second) {
-    Fail(absl::StrFormat("epoch went back: node %d filter %s epoch %d -> %d at t=%.3fs", node, filter, it->second,
-                         epoch, Sec(at)));
+  if (epoch < it->second.epoch) {
+    Fail(absl::StrFormat("epoch went back: node %d filter %s epoch %d -> %d at t=%.3fs", node, filter,
+                         it->second.epoch, epoch, Sec(at)));
     return;
   }
-  it->second = epoch;
+  it->second.epoch = epoch;
 }
 
 uint64_t SafetyChecker::CurrentEpoch(size_t node, const std::string& filter) const {
   auto it = last_epoch_.find({node, filter});
-  return it == last_epoch_.end() ? 0 : it->second;
+  return it == last_epoch_.end() ? 0 : it->second.epoch;
 }
 
 void SafetyChecker::Observe(size_t node, const node::FilterInfo& info, node::Time at) {
   const std::string& name = info.config.name;
+  std::optional<uint64_t>& incarnation = last_epoch_[{node, name}].incarnation;
+  if (incarnation && *incarnation != info.incarnation) {
+    Fail(absl::StrFormat("filter replaced without a kFilterDiscarded event: node %d filter %s incarnation %d -> %d "
+                         "at t=%.3fs", node, name, *incarnation, info.incarnation, Sec(at)));
+  }
+  incarnation = info.incarnation;
   OnEpoch(node, name, info.epoch, at);
   for (const node::GenerationInfo& g : info.generations) {
     uint64_t& bits = last_bits_[{node, name, g.epoch}];

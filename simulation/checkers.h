@@ -5,7 +5,13 @@
 //      that node has since restarted without its persisted state.
 //   2. Generation bits never clear: for a node that did not lose its state,
 //      set_bits of a given (filter, epoch) never decreases.
-//   3. Epochs never go back: a node's epoch per filter never decreases.
+//   3. Epochs never go back: a node's epoch per filter never decreases while
+//      the filter keeps its incarnation (node::FilterInfo::incarnation). A
+//      replacement by a winning catalog entry (reported as kFilterDiscarded,
+//      passed in as OnReplaced) starts a new incarnation whose epoch and bits
+//      are tracked afresh; an incarnation that changes without that report is
+//      a failure. A restart that keeps its state renumbers incarnations but
+//      keeps the epochs it must not go below.
 // And, for the liveness phase, CheckAckedEverywhere: every durable acknowledged
 // key whose epoch is in a node's window reads present on that node.
 //
@@ -16,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -41,6 +48,9 @@ class SafetyChecker {
   // A node reported (kEpochAdvanced) or was seen at `epoch`: checks invariant 3
   // and remembers it as the node's current epoch of `filter`.
   void OnEpoch(size_t node, const std::string& filter, uint64_t epoch, node::Time at);
+  // `node` discarded `filter`'s state for a winning catalog entry
+  // (kFilterDiscarded): forget its epoch and bits, and accept a new incarnation.
+  void OnReplaced(size_t node, const std::string& filter);
   // The node's current epoch of `filter` as last reported (0 if never).
   uint64_t CurrentEpoch(size_t node, const std::string& filter) const;
   // Checks invariant 1 for every key `node` acknowledged, using the node's
@@ -73,7 +83,11 @@ class SafetyChecker {
   std::vector<Ack> acks_;
   std::vector<std::vector<size_t>> acks_by_node_;
   uint64_t volatile_acks_ = 0;
-  std::map<std::pair<size_t, std::string>, uint64_t> last_epoch_;
+  struct EpochSeen {
+    uint64_t epoch = 0;
+    std::optional<uint64_t> incarnation;  // unknown until observed (and after a restart)
+  };
+  std::map<std::pair<size_t, std::string>, EpochSeen> last_epoch_;
   std::map<std::tuple<size_t, std::string, uint64_t>, uint64_t> last_bits_;
   std::map<std::pair<std::string, uint64_t>, uint64_t> max_bits_;
   std::vector<std::string> failures_;

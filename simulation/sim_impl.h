@@ -78,6 +78,7 @@ inline void AddCounters(node::NodeCounters& into, const node::NodeCounters& c) {
   into.anti_entropy_runs += c.anti_entropy_runs;
   into.ranges_repaired += c.ranges_repaired;
   into.epochs_advanced += c.epochs_advanced;
+  into.filters_replaced += c.filters_replaced;
   into.delta_overflows += c.delta_overflows;
   into.stale_deltas += c.stale_deltas;
   into.unknown_filter += c.unknown_filter;

@@ -113,6 +113,7 @@ void Simulator::Impl::Flush(uint32_t i) {
     trace.Mix(e.count);
     ++r.events_by_kind[EventKindName(e.kind)];
     if (e.kind == node::Event::Kind::kEpochAdvanced) checker.OnEpoch(i, e.subject, e.count, now);
+    if (e.kind == node::Event::Kind::kFilterDiscarded) checker.OnReplaced(i, e.subject);
     if (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded) {
       if (auto info = s.node->Info(e.subject, node::InfoParts::kCounts); info.ok()) checker.Observe(i, *info, now);
     }
@@ -322,6 +323,7 @@ void Simulator::Impl::Finish() {
                      {"anti_entropy_runs", total.anti_entropy_runs},
                      {"ranges_repaired", total.ranges_repaired},
                      {"epochs_advanced", total.epochs_advanced},
+                     {"filters_replaced", total.filters_replaced},
                      {"delta_overflows", total.delta_overflows},
                      {"stale_deltas", total.stale_deltas},
                      {"unknown_filter", total.unknown_filter}};

@@ -1,11 +1,22 @@
-// Fuzzes Node::HandleDatagram / HandleStreamFrame with arbitrary frames.
-// The first input byte picks a mode:
+// Fuzzes Node::HandleDatagram / HandleStreamFrame / Tick with sequences of
+// frames from an authenticated peer (the harness holds the cluster key).
+//
+// Stateless per input, so every crash replays from the input libFuzzer writes:
+// each input builds a fresh node and feeds it up to kMaxSteps steps, each
+//   [mode: 1 byte][length: 1 byte; 255 = the rest of the input][payload]
+// where the mode picks what the payload becomes:
 //   0: raw bytes as a datagram          1: raw bytes as a stream frame
 //   2: bytes sealed validly (garbage plaintext reaches the Envelope parser)
-//   3+: a valid envelope of some type with the input overlaid on its encoding,
-//       sealed validly, so the per-message validation is reached.
-// Checks: no crash or sanitizer report, epochs never go back, and a frame the
-// node counted as rejected changed no digest.
+//   3..254: a valid envelope of some type with the payload overlaid on its
+//       encoding (first payload byte: the offset), sealed validly, so the
+//       per-message validation is reached
+//   255: advance the clock by payload[0] * 100 ms and Tick (gossip, probes,
+//       anti-entropy, rotation timers).
+// Checks after every step: no crash or sanitizer report; a frame the node
+// counted as rejected changed no digest; and invariant 5 as docs/design.md
+// words it: within one incarnation of a filter its epoch never goes down, and
+// a new incarnation comes only with a kFilterDiscarded event and a
+// filters_replaced count.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -110,30 +121,39 @@ std::vector<std::string> Templates() {
   return out;
 }
 
-struct State {
-  std::unique_ptr<node::Node> node;
-  protocol::Keyring ring{protocol::DeriveGossipKey(Secret())};
-  uint64_t counter = 0;
-  std::vector<std::string> templates = Templates();
-  uint64_t max_epoch = 0;
-};
+constexpr size_t kMaxSteps = 16;
 
-State& Get() {
-  static State* state = [] {
-    auto s = new State;
-    node::NodeConfig c;
-    c.name = "target";
-    c.advertise = "addr-target";
-    c.secret = Secret();
-    c.cluster_label = "fuzz";
-    c.filters = {Filter()};
-    auto n = node::Node::Create(c);
-    if (!n.ok()) std::abort();
-    s->node = *std::move(n);
-    s->node->Start(node::Time(0));
-    return s;
-  }();
-  return *state;
+std::unique_ptr<node::Node> FreshNode() {
+  node::NodeConfig c;
+  c.name = "target";
+  c.advertise = "addr-target";
+  c.secret = Secret();
+  c.cluster_label = "fuzz";
+  c.filters = {Filter()};
+  auto n = node::Node::Create(c);
+  if (!n.ok()) std::abort();
+  (*n)->Start(node::Time(0));
+  return *std::move(n);
+}
+
+// One step's frame from its mode and payload (mode 255 is handled by the caller).
+std::string MakeFrame(const protocol::Keyring& ring, uint64_t& counter, uint8_t mode, std::string_view payload) {
+  static const std::vector<std::string> templates = Templates();
+  if (mode == 0 || mode == 1) return std::string(payload);
+  if (mode == 2) return protocol::Seal(ring, "fuzz", 77, ++counter, payload);
+  std::string plain = templates[mode % templates.size()];
+  // Overlay: the payload's first byte picks an offset, the rest overwrite.
+  if (!payload.empty()) {
+    size_t at = static_cast<uint8_t>(payload[0]) % plain.size();
+    for (size_t i = 1; i < payload.size(); ++i, ++at) {
+      if (at < plain.size()) {
+        plain[at] = payload[i];
+      } else {
+        plain.push_back(payload[i]);
+      }
+    }
+  }
+  return protocol::Seal(ring, "fuzz", 77, ++counter, plain);
 }
 
 uint64_t Rejected(const node::NodeCounters& c) {
@@ -153,49 +173,52 @@ std::vector<uint64_t> Digests(node::Node& n) {
   return out;
 }
 
+uint64_t Discarded(const std::vector<node::Event>& events) {
+  uint64_t n = 0;
+  for (const node::Event& e : events) n += e.kind == node::Event::Kind::kFilterDiscarded && e.subject == "f";
+  return n;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  State& s = Get();
-  if (size == 0) return 0;
-  const uint8_t mode = data[0];
-  std::string input(reinterpret_cast<const char*>(data + 1), size - 1);
-  std::string frame;
-  bool stream = true;
-  if (mode == 0 || mode == 1) {
-    frame = input;
-    stream = mode == 1;
-  } else if (mode == 2) {
-    frame = protocol::Seal(s.ring, "fuzz", 77, ++s.counter, input);
-  } else {
-    std::string plain = s.templates[mode % s.templates.size()];
-    // Overlay: the input's first byte picks an offset, the rest overwrite.
-    if (!input.empty() && !plain.empty()) {
-      size_t at = static_cast<uint8_t>(input[0]) % plain.size();
-      for (size_t i = 1; i < input.size(); ++i, ++at) {
-        if (at < plain.size()) {
-          plain[at] = input[i];
-        } else {
-          plain.push_back(input[i]);
-        }
-      }
+  std::unique_ptr<node::Node> target = FreshNode();
+  const protocol::Keyring ring(protocol::DeriveGossipKey(Secret()));
+  uint64_t counter = 0;
+  node::Time now(0);
+  auto info = target->Info("f");
+  if (!info.ok()) std::abort();
+  uint64_t incarnation = info->incarnation, max_epoch = info->epoch;
+  size_t at = 0;
+  for (size_t step = 0; step < kMaxSteps && at + 2 <= size; ++step) {
+    const uint8_t mode = data[at];
+    const size_t length = data[at + 1] == 255 ? size - at - 2 : std::min<size_t>(data[at + 1], size - at - 2);
+    const std::string_view payload(reinterpret_cast<const char*>(data + at + 2), length);
+    at += 2 + length;
+
+    const std::vector<uint64_t> before = Digests(*target);
+    const uint64_t rejected = Rejected(target->Counters());
+    const uint64_t replaced = target->Counters().filters_replaced;
+    if (mode == 255) {
+      now += std::chrono::milliseconds(100) * (payload.empty() ? 1 : static_cast<uint8_t>(payload[0]));
+      target->Tick(now);
+    } else if (mode == 1) {
+      target->HandleStreamFrame("addr-fuzz", MakeFrame(ring, counter, mode, payload), now);
+    } else {
+      target->HandleDatagram("addr-fuzz", MakeFrame(ring, counter, mode, payload), now);
     }
-    frame = protocol::Seal(s.ring, "fuzz", 77, ++s.counter, plain);
+    if (Rejected(target->Counters()) != rejected && Digests(*target) != before) std::abort();  // rejected yet changed
+    const uint64_t discarded = Discarded(target->TakeEvents());
+    (void)target->TakeOutgoing();
+    info = target->Info("f", node::InfoParts::kEpochsOnly);
+    if (!info.ok()) std::abort();  // a declared filter never disappears
+    if (info->incarnation == incarnation) {
+      if (info->epoch < max_epoch) std::abort();  // within an incarnation, epochs never go back
+    } else if (discarded == 0 || target->Counters().filters_replaced == replaced) {
+      std::abort();  // a replacement is always reported and counted
+    }
+    incarnation = info->incarnation;
+    max_epoch = info->epoch;
   }
-  const std::vector<uint64_t> before = Digests(*s.node);
-  const uint64_t rejected = Rejected(s.node->Counters());
-  if (stream) {
-    s.node->HandleStreamFrame("addr-fuzz", frame, node::Time(0));
-  } else {
-    s.node->HandleDatagram("addr-fuzz", frame, node::Time(0));
-  }
-  if (Rejected(s.node->Counters()) != rejected && Digests(*s.node) != before) std::abort();  // rejected yet changed
-  auto info = s.node->Info("f");
-  if (info.ok()) {
-    if (info->epoch < s.max_epoch) std::abort();  // epochs never go back
-    s.max_epoch = info->epoch;
-  }
-  (void)s.node->TakeOutgoing();
-  (void)s.node->TakeEvents();
   return 0;
 }

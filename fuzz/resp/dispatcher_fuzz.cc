@@ -2,7 +2,8 @@
 // from the RESP parser (raw bytes) or, in structured mode, from tokens picked
 // by the input bytes so most requests reach a real command. The fuzzing thread
 // is also the node's driver, so run_on_driver calls fn inline. Checks that
-// every request gets exactly one well-formed reply.
+// every request gets exactly one well-formed reply. Each input gets a fresh
+// node and session, so a crash replays from the input alone.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -23,6 +24,7 @@ struct World {
   ServerContext ctx;
   int64_t now = 0;
 
+  World(const World&) = delete;  // run_on_driver captures `this`
   World() {
     pollen::node::NodeConfig config;
     config.name = "fuzz";
@@ -41,11 +43,6 @@ struct World {
     ctx.limits.max_filter_bytes = 4u << 20;
   }
 };
-
-World& GetWorld() {
-  static World* w = new World();
-  return *w;
-}
 
 constexpr const char* kTokens[] = {
     "BF.ADD", "BF.MADD", "BF.EXISTS", "BF.MEXISTS", "BF.RESERVE", "BF.INSERT", "BF.INFO", "BF.CARD", "PING", "ECHO",
@@ -67,7 +64,7 @@ void RunOne(World& w, pollen::resp::Session& session, std::span<const std::strin
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  World& w = GetWorld();
+  World w;
   pollen::resp::Session session;
   w.ctx.password = (data[0] & 2) ? "pw" : "";
   if (data[0] & 1) {

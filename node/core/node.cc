@@ -316,8 +316,11 @@ absl::Status Node::ImportSnapshot(std::string_view bytes) {
     state->uid = impl.next_uid++;
     state->entry = *entry;
     state->set = std::shared_ptr<crdt::GenerationSet>(std::move(*set));
-    impl.Install(std::move(state), true);
-    if (local != nullptr) impl.Emit(Event::Kind::kFilterDiscarded, entry->config.name, "replaced by snapshot");
+    if (local == nullptr) {
+      impl.Install(std::move(state), true);
+    } else {
+      impl.Replace(*local, std::move(state), "replaced by snapshot");
+    }
     return absl::OkStatus();
   }
   if (!(local->entry.params == entry->params)) {

@@ -66,6 +66,14 @@ struct FilterInfo {
   uint64_t blocks = 0;
   uint32_t k = 0;
   uint64_t memory_bytes = 0;
+  // The epoch is a max-register per incarnation: it never decreases while
+  // `incarnation` stays the same. The incarnation (a number local to this node)
+  // changes only when the node discards the filter's state for a catalog entry
+  // that wins over the local one and has other parameters (a conflicting
+  // creation, or a snapshot import): that is a different filter under the same
+  // name, and it starts at the winner's epoch, which may be lower. Each such
+  // replacement emits kFilterDiscarded and counts in filters_replaced.
+  uint64_t incarnation = 0;
   uint64_t epoch = 0;
   std::vector<GenerationInfo> generations;  // ascending epochs
 };
@@ -89,6 +97,7 @@ struct NodeCounters {
   uint64_t frames_out = 0, frames_in = 0;
   uint64_t anti_entropy_runs = 0, ranges_repaired = 0;
   uint64_t epochs_advanced = 0;
+  uint64_t filters_replaced = 0;  // local state discarded for a winning catalog entry (FilterInfo::incarnation)
   uint64_t delta_overflows = 0;  // dissemination buffers dropped (anti-entropy repairs)
   uint64_t stale_deltas = 0;     // deltas for epochs that left the window: dropped
   uint64_t unknown_filter = 0;   // deltas/epochs for filters not (yet) in the catalog

@@ -69,8 +69,8 @@ void Node::Impl::ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch) {
         RefuseMerge(name, std::string(state.status().message()));
         return;
       }
-      Install(*std::move(state), false);
-      Emit(Event::Kind::kFilterDiscarded, name, absl::StrCat("lost to the entry created by '", e.creator, "'"));
+      Replace(*local, *std::move(state), absl::StrCat("lost to the entry created by '", e.creator, "'"));
+      return;  // a new incarnation, at the winner's epoch
     }
   } else if (!same_descriptor && e.params != local->entry.params) {
     announce_catalog.insert(name);  // spread the winner towards the loser

@@ -330,6 +330,18 @@ struct Node::Impl {
     announce_catalog.insert(name);
   }
 
+  // Discards `loser`'s state for `winner`, a winning catalog entry with other
+  // parameters: a new incarnation that starts at `winner`'s own epoch, which
+  // may be below the loser's (FilterInfo::incarnation). Counted and announced.
+  void Replace(const FilterState& loser, std::shared_ptr<const FilterState> winner, std::string why) {
+    assert(Precedes(winner->entry, loser.entry) && !(winner->entry.params == loser.entry.params));
+    assert(winner->uid > loser.uid);
+    const std::string name = winner->entry.config.name;
+    Install(std::move(winner), true);
+    Stats([](NodeCounters& s) { ++s.filters_replaced; });
+    Emit(Event::Kind::kFilterDiscarded, name, std::move(why));
+  }
+
   bool OwnsDigest(const FilterState& s) const {
     return s.entry.config.scope == Scope::kDigest && s.entry.config.owner == config.name;
   }

@@ -232,6 +232,7 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
   info.config = state.entry.config;
   info.blocks = state.entry.params.shape.blocks;
   info.k = state.entry.params.shape.k;
+  info.incarnation = state.uid;
   info.epoch = state.set->epoch();
   for (uint64_t e : state.set->epochs()) {
     std::shared_ptr<const crdt::Generation> gen = state.set->Find(e);

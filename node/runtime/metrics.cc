@@ -137,6 +137,9 @@ std::string RenderMetrics(const MetricsInput& in) {
         c.ranges_repaired);
 
   w.One("pollen_epochs_advanced_total", "counter", "Epoch advances (generation rotations) applied.", c.epochs_advanced);
+  w.One("pollen_filters_replaced_total", "counter",
+        "Filters whose local state was discarded for a winning catalog entry with other parameters.",
+        c.filters_replaced);
   w.One("pollen_delta_overflows_total", "counter",
         "Dissemination buffers dropped because they overflowed (anti-entropy repairs).", c.delta_overflows);
   w.One("pollen_stale_deltas_total", "counter", "Deltas for epochs outside the window, dropped.", c.stale_deltas);

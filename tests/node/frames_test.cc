@@ -2,6 +2,8 @@
 // change nothing and are counted by reason.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "crdt/generations.h"
 #include "node/core/anti_entropy.h"
 #include "node/core/catalog.h"
@@ -247,6 +249,89 @@ TEST_F(Frames, GossipFrameAppliesCatalogThenEpochsThenDeltas) {
   EXPECT_EQ(crawl->epoch, 2u);
   EXPECT_EQ(crawl->generations.back().set_bits, 9u);
   EXPECT_NE(Observe(*cluster_, 0), before);
+}
+
+// Issue 15: the node-frames fuzzer saw a filter's epoch go down. The sequence:
+// an authenticated peer announces epoch 3, then a catalog entry for the same
+// name with other parameters that wins under the catalog rule, at epoch 2. The
+// node discards the loser and starts the winner at the winner's epoch: a new
+// incarnation, reported and counted. Within an incarnation the epoch is a
+// max-register, and a losing or same-parameter entry never lowers it.
+TEST_F(Frames, EpochGoesDownOnlyWithANewIncarnation) {
+  auto Send = [&](wire::Envelope env) { node().HandleDatagram("addr-x", forger_.Seal(std::move(env)), cluster_->now()); };
+  auto Epochs = [&](const crdt::FilterParams& p, uint64_t epoch) {
+    wire::Envelope env;
+    wire::FilterEpoch* fe = env.mutable_epochs()->add_epochs();
+    ToWire(p, fe->mutable_filter());
+    fe->set_epoch(epoch);
+    return env;
+  };
+  auto Catalog = [&](const CatalogEntry& e, uint64_t epoch) {
+    wire::Envelope env;
+    ToWire(e, epoch, env.mutable_catalog()->add_entries());
+    return env;
+  };
+  auto local = MakeCatalogEntry(SharedFilter("crawl"), TestSecret(), 0, "");
+  ASSERT_TRUE(local.ok());
+  // A declaration with other parameters that beats the config entry (same
+  // stamp 0; the descriptor decides).
+  std::optional<CatalogEntry> winner;
+  for (uint64_t capacity = 100; capacity < 100'000 && !winner; capacity += 100) {
+    FilterConfig config = SharedFilter("crawl", capacity);
+    config.rotate_interval = std::chrono::hours(1);
+    auto e = MakeCatalogEntry(config, TestSecret(), 0, "");
+    ASSERT_TRUE(e.ok());
+    if (!(e->params == params_) && Precedes(*e, *local)) winner = *e;
+  }
+  ASSERT_TRUE(winner.has_value());
+
+  const uint64_t first = node().Info("crawl")->incarnation;
+  Send(Epochs(params_, 3));
+  ASSERT_EQ(node().Info("crawl")->epoch, 3u);
+  (void)node().TakeEvents();
+
+  Send(Catalog(*winner, 2));
+  auto info = node().Info("crawl");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->epoch, 2u);  // the winner's own epoch: lower, but another filter
+  EXPECT_NE(info->incarnation, first);
+  EXPECT_EQ(info->config.capacity, winner->config.capacity);
+  EXPECT_EQ(info->blocks, winner->params.shape.blocks);
+  EXPECT_EQ(node().Counters().filters_replaced, 1u);
+  EXPECT_EQ(CountEvents(node().TakeEvents(), Event::Kind::kFilterDiscarded), 1u);
+  const uint64_t second = info->incarnation;
+
+  // Within the new incarnation nothing lowers the epoch again: an older epoch,
+  // the loser's entry (it loses now, whatever its epoch), the loser's epochs.
+  Send(Epochs(winner->params, 1));
+  Send(Catalog(*local, 7));
+  Send(Epochs(params_, 9));
+  info = node().Info("crawl");
+  EXPECT_EQ(info->epoch, 2u);
+  EXPECT_EQ(info->incarnation, second);
+  EXPECT_EQ(node().Counters().filters_replaced, 1u);
+
+  // Entries with the same parameters (another rotation policy) are the same
+  // filter: winning or losing, they keep the bits and the incarnation, and
+  // their epoch only raises the register.
+  ASSERT_TRUE(node().Add("crawl", "kept").ok());
+  CatalogEntry same = *winner;
+  same.config.rotate_interval = Duration(0);
+  ASSERT_TRUE(Precedes(same, *winner));
+  Send(Catalog(same, 0));
+  EXPECT_TRUE(*node().Exists("crawl", "kept"));
+  EXPECT_EQ(node().Info("crawl")->epoch, 2u);
+  CatalogEntry later = *winner;
+  later.stamp = 5;
+  later.creator = "n9";
+  Send(Catalog(later, 6));
+  info = node().Info("crawl");
+  EXPECT_EQ(info->epoch, 6u);
+  EXPECT_EQ(info->incarnation, second);
+  EXPECT_EQ(info->config.rotate_interval, Duration(0));  // the winning policy
+  EXPECT_EQ(node().Counters().filters_replaced, 1u);
+  // Only the loser's epoch announcement was refused (parameter mismatch).
+  EXPECT_EQ(node().Counters().rejected_by_reason, (std::map<std::string, uint64_t>{{"params", 1}}));
 }
 
 }  // namespace

@@ -22,9 +22,10 @@ std::unique_ptr<node::Node> MakeNode() {
   return std::move(*n);
 }
 
-node::FilterInfo Info(uint64_t epoch, uint64_t bits) {
+node::FilterInfo Info(uint64_t epoch, uint64_t bits, uint64_t incarnation = 1) {
   node::FilterInfo info;
   info.config.name = "f";
+  info.incarnation = incarnation;
   info.epoch = epoch;
   node::GenerationInfo g;
   g.epoch = epoch;
@@ -44,6 +45,29 @@ TEST(SafetyChecker, EpochGoingBackFails) {
   // Another node has its own register.
   c.Observe(1, Info(1, 0), Time(3));
   EXPECT_EQ(c.failure_count(), 1u);
+}
+
+// A catalog replacement starts a new incarnation at the winner's epoch: lower
+// epoch and fewer bits are fine after the node reported it, a failure without.
+TEST(SafetyChecker, EpochMayRestartOnlyWithAReportedReplacement) {
+  SafetyChecker c(1, 2);
+  c.Observe(0, Info(5, 40, 1), Time(0));
+  c.OnReplaced(0, "f");
+  c.Observe(0, Info(2, 3, 2), Time(1));
+  EXPECT_EQ(c.failure_count(), 0u);
+  c.OnEpoch(0, "f", 1, Time(2));  // within incarnation 2 the register holds
+  EXPECT_EQ(c.failure_count(), 1u);
+  EXPECT_NE(c.failures()[0].find("epoch went back"), std::string::npos);
+  c.Observe(0, Info(2, 3, 3), Time(3));  // a new incarnation nobody reported
+  EXPECT_EQ(c.failure_count(), 2u);
+  EXPECT_NE(c.failures()[1].find("without a kFilterDiscarded"), std::string::npos);
+  // A restart that kept its state renumbers incarnations, but not epochs.
+  c.OnCrash(0, /*kept_state=*/true);
+  c.Observe(0, Info(2, 3, 1), Time(4));
+  EXPECT_EQ(c.failure_count(), 2u);
+  c.OnCrash(0, /*kept_state=*/true);
+  c.Observe(0, Info(1, 3, 7), Time(5));
+  EXPECT_EQ(c.failure_count(), 3u);
 }
 
 TEST(SafetyChecker, ClearedBitsFailUnlessTheNodeWasWiped) {
