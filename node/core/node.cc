@@ -233,6 +233,18 @@ absl::StatusOr<FilterInfo> Node::Info(std::string_view filter, InfoParts parts) 
   return impl_->InfoOf(*state, parts);
 }
 
+std::optional<FilterVersion> Node::Version(std::string_view filter) const {
+  std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
+  if (state == nullptr) return std::nullopt;
+  return FilterVersion{state->uid, state->set->epoch(), state->changes->load(std::memory_order_acquire)};
+}
+
+std::vector<std::string> Node::FilterNames() const {
+  std::vector<std::string> out;
+  for (const auto& state : impl_->PublishedStates()) out.push_back(state->entry.config.name);
+  return out;
+}
+
 std::vector<FilterInfo> Node::Filters(InfoParts parts) const {
   std::vector<FilterInfo> out;
   for (const auto& state : impl_->PublishedStates()) out.push_back(impl_->InfoOf(*state, parts));

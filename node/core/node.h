@@ -78,6 +78,16 @@ struct FilterInfo {
   std::vector<GenerationInfo> generations;  // ascending epochs
 };
 
+// What Node::Version returns: equal values mean the filter's state did not
+// change in between (no bit set by an add or a merge, no rotation, no
+// replacement). For WATCH.
+struct FilterVersion {
+  uint64_t incarnation = 0;
+  uint64_t epoch = 0;
+  uint64_t changes = 0;
+  friend bool operator==(const FilterVersion&, const FilterVersion&) = default;
+};
+
 // Which per-generation figures Info() and Filters() compute, as bits: kCounts
 // (set_bits, fill_ratio: a scan of the generation), kDigests (digest: another
 // scan), kEstimates (estimated_items and estimated_fpr: a model evaluation,
@@ -147,6 +157,10 @@ class Node {
   absl::StatusOr<FilterInfo> Info(std::string_view filter, InfoParts parts) const;
   std::vector<FilterInfo> Filters() const { return Filters(InfoParts::kAll); }  // sorted by name
   std::vector<FilterInfo> Filters(InfoParts parts) const;
+  // Thread-safe, no scan: the filter's version (nullopt if unknown), and the
+  // names of every filter, sorted.
+  std::optional<FilterVersion> Version(std::string_view filter) const;
+  std::vector<std::string> FilterNames() const;
   // Sorted by name, self included. A snapshot the driver thread refreshes at
   // Start/Leave and otherwise at most every 100 ms of its `now` while someone
   // reads it (every 1 s when nobody has since the last refresh), at the next

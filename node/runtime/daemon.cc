@@ -173,18 +173,21 @@ int RunDaemon(int argc, char** argv) {
     };
     ctx->snapshot = [&driver]() { return driver.SnapshotNow(); };
   }
-  ctx->info_text = [&driver, &config, p = persistence.get()]() {
-    std::string s = Cat("# Pollen\r\nready:", driver.ready() ? 1 : 0, "\r\nnode_name:", config.node_name,
-                                 "\r\ngossip_bind:", config.gossip_bind, "\r\ntcp_only:", config.tcp_only ? 1 : 0,
-                                 "\r\n# Persistence\r\n");
-    if (p == nullptr) {
-      s += "data_dir:\r\n";
-    } else {
-      s += Cat("data_dir:", p->dir(), "\r\nappendfsync:", AppendFsyncName(config.appendfsync),
-                      "\r\nsnapshots:", p->snapshots_written(), "\r\nlast_snapshot_time:", p->last_snapshot_unix(),
-                      "\r\naddlog_records:", p->log_records(), "\r\naddlog_create_records:", p->create_records(), "\r\n");
+  if (persistence != nullptr) {
+    ctx->last_save_unix = [p = persistence.get()] { return static_cast<int64_t>(p->last_snapshot_unix()); };
+  }
+  ctx->info_extra = [&driver, &config, p = persistence.get()](std::string_view section) -> std::string {
+    if (section == "pollen") {
+      return Cat("ready:", driver.ready() ? 1 : 0, "\r\ngossip_bind:", config.gossip_bind,
+                 "\r\ntcp_only:", config.tcp_only ? 1 : 0, "\r\n");
     }
-    return s;
+    if (section != "persistence") return "";
+    // Pollen's add log is its AOF: aof_enabled says whether adds are logged.
+    if (p == nullptr) return "aof_enabled:0\r\npollen_data_dir:\r\n";
+    return Cat("aof_enabled:1\r\npollen_data_dir:", p->dir(), "\r\npollen_appendfsync:",
+               AppendFsyncName(config.appendfsync), "\r\npollen_snapshots:", p->snapshots_written(),
+               "\r\npollen_last_snapshot_time:", p->last_snapshot_unix(), "\r\npollen_addlog_records:",
+               p->log_records(), "\r\npollen_addlog_create_records:", p->create_records(), "\r\n");
   };
   ctx->password = config.resp_password;
   ctx->limits.max_clients = config.resp_max_clients;

@@ -141,7 +141,7 @@ TEST_F(DispatcherTest, ArityAndUnknownCommands) {
   EXPECT_EQ(Run({"BF.ADD", "f"}), "-ERR wrong number of arguments for 'bf.add' command\r\n");
   EXPECT_EQ(Run({"BF.ADD", "f", "a", "b"}), "-ERR wrong number of arguments for 'bf.add' command\r\n");
   EXPECT_EQ(Run({"BF.EXISTS", "f"}), "-ERR wrong number of arguments for 'bf.exists' command\r\n");
-  EXPECT_EQ(Run({"GET", "k"}), "-ERR unknown command 'GET', with args beginning with: 'k' \r\n");
+  EXPECT_EQ(Run({"SET", "k", "v"}), "-ERR unknown command 'SET', with args beginning with: 'k' 'v' \r\n");
   EXPECT_EQ(Run({"nope"}), "-ERR unknown command 'nope', with args beginning with: \r\n");
   EXPECT_EQ(Run({"x\r\ny", "a\nb"}), "-ERR unknown command 'x  y', with args beginning with: 'a b' \r\n");
   EXPECT_GE(f_.ctx.counters.error_replies.load(), 6u);
@@ -165,7 +165,7 @@ TEST_F(DispatcherTest, ConnectionCommands) {
             "-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
   EXPECT_EQ(Run({"CLIENT", "KILL"}), "-ERR wrong number of arguments for 'client|kill' command\r\n");
   EXPECT_EQ(Run({"CLIENT", "PAUSE", "10"}), "-ERR unknown subcommand 'PAUSE'. Try CLIENT HELP.\r\n");
-  EXPECT_EQ(Run({"HELLO", "3"}), "-NOPROTO unsupported protocol version\r\n");
+  EXPECT_EQ(Run({"HELLO", "4"}), "-NOPROTO unsupported protocol version\r\n");
   const Reply hello = RunParsed({"HELLO", "2", "SETNAME", "n2"});
   ASSERT_EQ(hello.type, Reply::Type::kArray);
   ASSERT_NE(Field(hello, "proto"), nullptr);
@@ -232,7 +232,9 @@ TEST_F(DispatcherTest, CommandIntrospectionCoversTheTable) {
 
 TEST_F(DispatcherTest, InfoReportsSections) {
   ASSERT_EQ(Run({"BF.ADD", "f", "a"}), ":1\r\n");
-  f_.ctx.info_text = [] { return std::string("# Persistence\r\naof_enabled:1\r\n"); };
+  f_.ctx.info_extra = [](std::string_view section) {
+    return std::string(section == "persistence" ? "aof_enabled:1\r\n" : "");
+  };
   const Reply all = RunParsed({"INFO"});
   ASSERT_EQ(all.type, Reply::Type::kBulk);
   for (const char* s : {"# Server", "redis_version:", "# Clients", "# Stats", "# Pollen", "filter_f:capacity=10000",

@@ -107,7 +107,7 @@ std::string FormatClientLine(const ClientRecord& r, ClientRecord::Clock::time_po
                       " age=", SecondsBetween(r.created(), now), " idle=", SecondsBetween(r.last_interaction(), now),
                       " flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=", r.query_buffer(),
                       " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=",
-                      r.last_command(), " user=default redir=-1 resp=2");
+                      r.last_command(), " user=default redir=-1 resp=", r.resp());
 }
 
 }  // namespace pollen::resp

@@ -53,6 +53,8 @@ class ClientRecord {
 
   // Bytes of unparsed input held (qbuf=). Any thread.
   void set_query_buffer(uint64_t bytes) { qbuf_.store(bytes, std::memory_order_relaxed); }
+  void set_resp(int version) { resp_.store(version, std::memory_order_relaxed); }  // HELLO 2|3
+  int resp() const { return resp_.load(std::memory_order_relaxed); }
   uint64_t query_buffer() const { return qbuf_.load(std::memory_order_relaxed); }
 
  private:
@@ -66,6 +68,7 @@ class ClientRecord {
   std::atomic<const char*> last_cmd_{"NULL"};
   std::atomic<int64_t> last_interaction_ns_;
   std::atomic<uint64_t> qbuf_{0};
+  std::atomic<int> resp_{2};
 };
 
 // Which clients CLIENT KILL closes; an unset field matches every client.

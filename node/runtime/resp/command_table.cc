@@ -26,9 +26,30 @@ constexpr CommandSpec kCommands[] = {
     {"client", -2, "admin noscript loading stale", 0, 0, 0, "connection", "Connection management: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, HELP.", false, CmdClient},
     {"command", -1, "loading stale", 0, 0, 0, "server", "Details about the commands.", false, CmdCommand},
     {"config", -2, "admin noscript loading stale", 0, 0, 0, "server", "CONFIG GET: only save and appendonly (both off).", false, CmdConfig},
+    {"dbsize", 1, "readonly fast", 0, 0, 0, "keyspace", "Number of keys (filters).", false, CmdDbsize},
+    {"discard", 1, "noscript loading stale fast allow_busy", 0, 0, 0, "transactions", "Discards a transaction.", false, CmdDiscard},
     {"echo", 2, "fast", 0, 0, 0, "connection", "Returns the given string.", false, CmdEcho},
-    {"hello", -1, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Handshake; only RESP2 is supported.", true, CmdHello},
+    {"exec", 1, "noscript loading stale skip_slowlog", 0, 0, 0, "transactions", "Executes a transaction.", false, CmdExec},
+    {"exists", -2, "readonly fast", 1, -1, 1, "keyspace", "Number of the given keys (filters) that exist.", false, CmdExists},
+    {"get", 2, "readonly fast", 1, 1, 1, "string", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"hello", -1, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Handshake: RESP2 or RESP3, AUTH, SETNAME.", true, CmdHello},
+    {"hexists", 3, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"hget", 3, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"hgetall", 2, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"hkeys", 2, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"hlen", 2, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"hmget", -3, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"hvals", 2, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"info", -1, "loading stale", 0, 0, 0, "server", "Information and statistics about the server.", false, CmdInfo},
+    {"keys", 2, "readonly", 0, 0, 0, "keyspace", "Keys (filters) matching a glob pattern.", false, CmdKeys},
+    {"lastsave", 1, "loading stale fast", 0, 0, 0, "server", "Unix time of the last snapshot.", false, CmdLastsave},
+    {"lindex", 3, "readonly fast", 1, 1, 1, "list", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"llen", 2, "readonly fast", 1, 1, 1, "list", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"lrange", 4, "readonly fast", 1, 1, 1, "list", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"memory", -2, "readonly", 0, 0, 0, "server", "MEMORY USAGE key: bytes a filter uses.", false, CmdMemory},
+    {"module", -2, "admin noscript", 0, 0, 0, "server", "MODULE LIST: the built-in bf module.", false, CmdModule},
+    {"multi", 1, "noscript loading stale fast allow_busy", 0, 0, 0, "transactions", "Starts a transaction.", false, CmdMulti},
+    {"object", -2, "readonly", 2, 2, 1, "keyspace", "OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key.", false, CmdObject},
     {"ping", -1, "fast", 0, 0, 0, "connection", "Returns PONG or the given message.", false, CmdPing},
     {"pollen.filters", 1, "readonly", 0, 0, 0, "pollen", "The filters of the cluster catalog and their state.", false, CmdPollenFilters},
     {"pollen.keyring", -2, "admin", 0, 0, 0, "pollen", "INSTALL <base64 key> | USE <id> | REMOVE <id> | LIST.", false, CmdPollenKeyring},
@@ -38,7 +59,21 @@ constexpr CommandSpec kCommands[] = {
     {"pollen.status", 1, "readonly", 0, 0, 0, "pollen", "Summary of this node.", false, CmdPollenStatus},
     {"pollen.whohas", 3, "readonly", 0, 0, 0, "pollen", "Owners of digest filters that may hold a key.", false, CmdPollenWhoHas},
     {"quit", -1, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Closes the connection.", true, CmdQuit},
+    {"reset", 1, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "connection", "Resets the connection.", true, CmdReset},
+    {"role", 1, "noscript loading stale fast", 0, 0, 0, "server", "Replication role: always master.", false, CmdRole},
+    {"scan", -2, "readonly", 0, 0, 0, "keyspace", "Iterates the keys (filters).", false, CmdScan},
+    {"scard", 2, "readonly fast", 1, 1, 1, "set", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"select", 2, "loading stale fast", 0, 0, 0, "connection", "Only database 0 exists.", false, CmdSelect},
+    {"sismember", 3, "readonly fast", 1, 1, 1, "set", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"smembers", 2, "readonly fast", 1, 1, 1, "set", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"strlen", 2, "readonly fast", 1, 1, 1, "string", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"time", 1, "loading stale fast", 0, 0, 0, "server", "The server time.", false, CmdTime},
+    {"type", 2, "readonly fast", 1, 1, 1, "keyspace", "Type of a key: MBbloom-- or none.", false, CmdType},
+    {"unwatch", 1, "noscript loading stale fast allow_busy", 0, 0, 0, "transactions", "Forgets all WATCHed keys.", false, CmdUnwatch},
+    {"watch", -2, "noscript loading stale fast allow_busy", 1, -1, 1, "transactions", "Aborts the next EXEC if the keys change.", false, CmdWatch},
+    {"xlen", 2, "readonly fast", 1, 1, 1, "stream", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"zcard", 2, "readonly fast", 1, 1, 1, "sorted_set", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"zscore", 3, "readonly fast", 1, 1, 1, "sorted_set", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
 };
 
 }  // namespace
@@ -104,10 +139,11 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-void ReplyWrongArity(CommandCall& call) {
-  std::string name = Lower(call.args[0].substr(0, 128));
-  AppendError(call.out, Cat("ERR wrong number of arguments for '", name, "' command"));
+std::string WrongArityMessage(std::string_view command) {
+  return Cat("ERR wrong number of arguments for '", Lower(command.substr(0, 128)), "' command");
 }
+
+void ReplyWrongArity(CommandCall& call) { AppendError(call.out, WrongArityMessage(call.args[0])); }
 
 void ReplyStatus(std::string* out, const absl::Status& status) {
   switch (status.code()) {

@@ -84,9 +84,14 @@ std::string Lower(std::string_view s);
 bool ValidClientName(std::string_view name);
 // Sets the session's name and its ClientRecord's (CLIENT SETNAME, HELLO SETNAME).
 void SetSessionName(Session& session, std::string_view name);
+// Sets the session's protocol and its ClientRecord's (HELLO, RESET).
+void SetSessionProto(Session& session, Proto proto);
 
 // "ERR wrong number of arguments for '<cmd>' command"
+std::string WrongArityMessage(std::string_view command);
 void ReplyWrongArity(CommandCall& call);
+// Ends the session's MULTI block and forgets its WATCHes.
+void DiscardTransaction(Session& session);
 // NotFound -> "ERR not found", AlreadyExists -> "ERR item exists", else
 // "ERR <message>".
 void ReplyStatus(std::string* out, const absl::Status& status);
@@ -123,6 +128,26 @@ void CmdClient(CommandCall& call);
 void CmdConfig(CommandCall& call);
 void CmdInfo(CommandCall& call);
 void CmdCommand(CommandCall& call);
+
+void CmdExists(CommandCall& call);
+void CmdType(CommandCall& call);
+void CmdDbsize(CommandCall& call);
+void CmdKeys(CommandCall& call);
+void CmdScan(CommandCall& call);
+void CmdObject(CommandCall& call);
+void CmdMemory(CommandCall& call);
+void CmdOtherType(CommandCall& call);
+void CmdTime(CommandCall& call);
+void CmdRole(CommandCall& call);
+void CmdLastsave(CommandCall& call);
+void CmdModule(CommandCall& call);
+
+void CmdMulti(CommandCall& call);
+void CmdExec(CommandCall& call);
+void CmdDiscard(CommandCall& call);
+void CmdWatch(CommandCall& call);
+void CmdUnwatch(CommandCall& call);
+void CmdReset(CommandCall& call);
 
 void CmdPollenStatus(CommandCall& call);
 void CmdPollenMembers(CommandCall& call);

@@ -101,7 +101,7 @@ void ClientList(CommandCall& call) {
   } else {
     for (const auto& r : call.ctx.clients.List()) CatAppend(&text, FormatClientLine(*r, now), "\n");
   }
-  AppendBulk(call.out, text);
+  AppendVerbatim(call.out, text, call.session.proto);
 }
 
 // CLIENT KILL ip:port  |  CLIENT KILL <filter> <value> [<filter> <value> ...]
@@ -174,6 +174,11 @@ void SetSessionName(Session& session, std::string_view name) {
   if (session.record != nullptr) session.record->set_name(name);
 }
 
+void SetSessionProto(Session& session, Proto proto) {
+  session.proto = proto;
+  if (session.record != nullptr) session.record->set_resp(static_cast<int>(proto));
+}
+
 void CmdClient(CommandCall& call) {
   const auto& a = call.args;
   const std::string_view sub = a[1];
@@ -183,7 +188,8 @@ void CmdClient(CommandCall& call) {
     size_t argc;
     const char* cmd;  // what CLIENT LIST shows as cmd=
   } kFixed[] = {{"ID", 2, "client|id"},           {"GETNAME", 2, "client|getname"}, {"SETNAME", 3, "client|setname"},
-                {"SETINFO", 4, "client|setinfo"}, {"INFO", 2, "client|info"},       {"HELP", 2, "client|help"}};
+                {"SETINFO", 4, "client|setinfo"}, {"INFO", 2, "client|info"},       {"HELP", 2, "client|help"},
+                {"NO-EVICT", 3, "client|no-evict"}};
   for (const auto& f : kFixed) {
     if (!IEquals(sub, f.name)) continue;
     if (a.size() != f.argc) {
@@ -192,7 +198,7 @@ void CmdClient(CommandCall& call) {
     if (call.session.record != nullptr) call.session.record->set_last_command(f.cmd);
     if (f.name == "ID") return AppendInteger(call.out, static_cast<int64_t>(call.session.id));
     if (f.name == "GETNAME") {
-      if (call.session.name.empty()) return AppendNullBulk(call.out);
+      if (call.session.name.empty()) return AppendNull(call.out, call.session.proto);
       return AppendBulk(call.out, call.session.name);
     }
     if (f.name == "SETNAME") {
@@ -203,7 +209,11 @@ void CmdClient(CommandCall& call) {
       return AppendSimple(call.out, "OK");
     }
     if (f.name == "SETINFO") return AppendSimple(call.out, "OK");
-    if (f.name == "INFO") return AppendBulk(call.out, Cat(ClientLine(call.session), "\n"));
+    if (f.name == "NO-EVICT") {  // Pollen never evicts clients: accepted, as Redis does with maxmemory-clients 0
+      if (!IEquals(a[2], "ON") && !IEquals(a[2], "OFF")) return AppendError(call.out, "ERR syntax error");
+      return AppendSimple(call.out, "OK");
+    }
+    if (f.name == "INFO") return AppendVerbatim(call.out, Cat(ClientLine(call.session), "\n"), call.session.proto);
     return ReplyClientHelp(call.out);
   }
   if (IEquals(sub, "LIST")) {

@@ -1,9 +1,12 @@
 // Connection and server commands: PING ECHO QUIT SELECT AUTH HELLO CONFIG
-// INFO COMMAND (CLIENT is in commands_client.cc).
+// INFO COMMAND TIME ROLE LASTSAVE MODULE (CLIENT is in commands_client.cc).
+#include <sys/resource.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "node/runtime/resp/commands.h"
@@ -15,6 +18,10 @@ namespace {
 // The Redis version clients are told (HELLO, INFO redis_version): the command
 // surface is Redis 7 compatible for what Pollen implements.
 constexpr std::string_view kRedisCompatVersion = "7.0.0";
+
+// RedisBloom's module version scheme (major*10000 + minor*100 + patch): the
+// RedisBloom release whose commands and replies Pollen follows, 2.4.23.
+constexpr int64_t kBloomModuleVersion = 20423;
 
 // Constant-time comparison, so the reply time does not reveal a prefix.
 bool PasswordMatches(std::string_view given, std::string_view want) {
@@ -42,6 +49,16 @@ bool TryAuth(CommandCall& call, std::string_view user, std::string_view password
 
 constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pair or user is disabled.";
 
+// MODULE LIST's reply (and HELLO's modules): one module, RedisBloom's "bf".
+void AppendModuleList(std::string* out, Proto p) {
+  AppendArrayHeader(out, 1);
+  AppendMapHeader(out, 4, p);
+  AppendBulk(out, "name"), AppendBulk(out, "bf");
+  AppendBulk(out, "ver"), AppendInteger(out, kBloomModuleVersion);
+  AppendBulk(out, "path"), AppendBulk(out, "pollend");
+  AppendBulk(out, "args"), AppendArrayHeader(out, 0);
+}
+
 void AppendCommandInfo(std::string* out, const CommandSpec& c) {
   AppendArrayHeader(out, 10);
   AppendBulk(out, c.name);
@@ -58,9 +75,9 @@ void AppendCommandInfo(std::string* out, const CommandSpec& c) {
   AppendArrayHeader(out, 0);  // subcommands
 }
 
-void AppendCommandDocs(std::string* out, const CommandSpec& c) {
+void AppendCommandDocs(std::string* out, const CommandSpec& c, Proto p) {
   AppendBulk(out, c.name);
-  AppendArrayHeader(out, 6);
+  AppendMapHeader(out, 3, p);
   AppendBulk(out, "summary");
   AppendBulk(out, c.summary);
   AppendBulk(out, "since");
@@ -69,46 +86,159 @@ void AppendCommandDocs(std::string* out, const CommandSpec& c) {
   AppendBulk(out, c.group);
 }
 
+std::string HumanBytes(uint64_t n) {
+  const char* units[] = {"B", "K", "M", "G", "T"};
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) v /= 1024, ++u;
+  char buf[32];
+  if (u == 0) {
+    std::snprintf(buf, sizeof(buf), "%lluB", static_cast<unsigned long long>(n));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f%s", v, units[u]);
+  }
+  return buf;
+}
+
+// Resident set size of this process, bytes (0 if /proc is unreadable).
+uint64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long pages = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
+}
+
+double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; }
+
+// The last snapshot's time, or the start time before any (as Redis reports
+// its start time before the first save).
+int64_t LastSave(const ServerContext& ctx) {
+  const int64_t t = ctx.last_save_unix ? ctx.last_save_unix() : 0;
+  if (t != 0) return t;
+  return std::chrono::duration_cast<std::chrono::seconds>(ctx.start_wall_time.time_since_epoch()).count();
+}
+
+std::string ModuleLine() {
+  return Cat("module:name=bf,ver=", kBloomModuleVersion, ",api=1,filters=0,usedby=[],using=[],options=[]\r\n");
+}
+
+// A 40-hex-digit id fixed for the life of the process (Redis' run_id).
+const std::string& RunId() {
+  static const std::string id = [] {
+    std::string out;
+    uint64_t x = static_cast<uint64_t>(getpid()) * 0x9e3779b97f4a7c15ULL ^
+                 static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    for (int i = 0; i < 40; ++i) {
+      x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ULL, x ^= x >> 27;
+      out.push_back("0123456789abcdef"[x & 15]);
+    }
+    return out;
+  }();
+  return id;
+}
+
 std::string InfoSection(CommandCall& call, std::string_view section, const absl::StatusOr<NodeView>& view) {
   ServerContext& ctx = call.ctx;
   ServerCounters& k = ctx.counters;
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  const std::string extra = ctx.info_extra ? ctx.info_extra(section) : std::string();
   if (section == "server") {
     const auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx.start_time);
-    return Cat("# Server\r\nredis_version:", kRedisCompatVersion, "\r\npollen_version:", ctx.version,
-                        "\r\nredis_mode:standalone\r\nprocess_id:", static_cast<int64_t>(getpid()),
-                        "\r\nnode_name:", ctx.node->name(), "\r\nuptime_in_seconds:", up.count(), "\r\n");
+    const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    utsname u{};
+    ::uname(&u);
+    return Cat("# Server\r\nredis_version:", kRedisCompatVersion, "\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0",
+               "\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:", u.sysname, " ", u.release, " ", u.machine,
+               "\r\narch_bits:", sizeof(void*) * 8, "\r\nmultiplexing_api:epoll\r\nprocess_id:",
+               static_cast<int64_t>(getpid()), "\r\nprocess_supervised:no\r\nrun_id:", RunId(),
+               "\r\ntcp_port:", ctx.tcp_port.load(), "\r\nserver_time_usec:", now_us.count(),
+               "\r\nuptime_in_seconds:", up.count(), "\r\nuptime_in_days:", up.count() / 86400,
+               "\r\nhz:10\r\nconfigured_hz:10\r\nio_threads_active:0\r\npollen_version:", ctx.version,
+               "\r\nnode_name:", ctx.node->name(), "\r\n", extra);
   }
   if (section == "clients") {
     return Cat("# Clients\r\nconnected_clients:", load(k.connections_current),
-                        "\r\nmaxclients:", ctx.limits.max_clients, "\r\n");
+               "\r\ncluster_connections:0\r\nmaxclients:", ctx.limits.max_clients,
+               "\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0",
+               "\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n", extra);
+  }
+  if (section == "memory") {
+    uint64_t filters = 0;
+    for (const std::string& name : ctx.node->FilterNames()) {
+      if (auto info = ctx.node->Info(name, node::InfoParts::kEpochsOnly); info.ok()) filters += info->memory_bytes;
+    }
+    const uint64_t rss = ResidentBytes();
+    const uint64_t used = std::max(rss, filters);
+    return Cat("# Memory\r\nused_memory:", used, "\r\nused_memory_human:", HumanBytes(used),
+               "\r\nused_memory_rss:", rss, "\r\nused_memory_rss_human:", HumanBytes(rss),
+               "\r\nused_memory_dataset:", filters, "\r\nmaxmemory:0\r\nmaxmemory_human:0B",
+               "\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\npollen_filter_memory_bytes:", filters, "\r\n",
+               extra);
+  }
+  if (section == "persistence") {
+    return Cat("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0",
+               "\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:", LastSave(ctx),
+               "\r\nrdb_last_bgsave_status:ok\r\nrdb_saves:0\r\naof_rewrite_in_progress:0",
+               "\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n", extra);
   }
   if (section == "stats") {
     return Cat("# Stats\r\ntotal_connections_received:", load(k.connections_accepted),
-                        "\r\ntotal_commands_processed:", load(k.commands_processed),
-                        "\r\nrejected_connections:", load(k.connections_rejected),
-                        "\r\ntotal_error_replies:", load(k.error_replies),
-                        "\r\nprotocol_errors:", load(k.protocol_errors),
-                        "\r\nauth_failures:", load(k.auth_failures),
-                        "\r\nclient_output_limit_disconnections:", load(k.output_limit_disconnects),
-                        "\r\nclient_idle_disconnections:", load(k.idle_disconnects),
-                        "\r\ntotal_net_input_bytes:", load(k.bytes_in),
-                        "\r\ntotal_net_output_bytes:", load(k.bytes_out),
-                        "\r\nkeys_added:", load(k.keys_added), "\r\nkeys_queried:", load(k.keys_queried), "\r\n");
+               "\r\ntotal_commands_processed:", load(k.commands_processed),
+               "\r\nrejected_connections:", load(k.connections_rejected),
+               "\r\nexpired_keys:0\r\nevicted_keys:0\r\ntotal_error_replies:", load(k.error_replies),
+               "\r\nprotocol_errors:", load(k.protocol_errors), "\r\nauth_failures:", load(k.auth_failures),
+               "\r\nclient_output_limit_disconnections:", load(k.output_limit_disconnects),
+               "\r\nclient_idle_disconnections:", load(k.idle_disconnects),
+               "\r\ntotal_net_input_bytes:", load(k.bytes_in), "\r\ntotal_net_output_bytes:", load(k.bytes_out),
+               "\r\nkeys_added:", load(k.keys_added), "\r\nkeys_queried:", load(k.keys_queried), "\r\n", extra);
   }
-  if ((section == "pollen" || section == "keyspace") && !view.ok()) {
-    return Cat("# ", section == "pollen" ? "Pollen" : "Keyspace", "\r\nerror:", ToStd(view.status().message()), "\r\n");
+  if (section == "replication") {
+    // A Redis master with no replicas; Pollen's own replication (gossip
+    // between peers) is in pollen_* lines.
+    std::string s = Cat("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover",
+                        "\r\nmaster_replid:", RunId(), "\r\nmaster_replid2:0000000000000000000000000000000000000000",
+                        "\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0",
+                        "\r\nrepl_backlog_size:0\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n");
+    if (view.ok()) {
+      size_t alive = 0;
+      for (const auto& m : view->members) alive += m.state == node::MemberState::kAlive;
+      CatAppend(&s, "pollen_members:", view->members.size(), "\r\npollen_members_alive:", alive, "\r\n");
+    }
+    return s + extra;
   }
+  if (section == "cpu") {
+    rusage self{}, children{}, thread{};
+    ::getrusage(RUSAGE_SELF, &self);
+    ::getrusage(RUSAGE_CHILDREN, &children);
+    ::getrusage(RUSAGE_THREAD, &thread);
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
+                  "used_cpu_user_children:%.6f\r\nused_cpu_sys_main_thread:%.6f\r\nused_cpu_user_main_thread:%.6f\r\n",
+                  Seconds(self.ru_stime), Seconds(self.ru_utime), Seconds(children.ru_stime),
+                  Seconds(children.ru_utime), Seconds(thread.ru_stime), Seconds(thread.ru_utime));
+    return buf + extra;
+  }
+  if (section == "modules") return "# Modules\r\n" + ModuleLine() + extra;
+  if (section == "keyspace") {
+    const size_t keys = ctx.node->FilterNames().size();
+    if (keys == 0) return "# Keyspace\r\n" + extra;  // Redis omits an empty db
+    return Cat("# Keyspace\r\ndb0:keys=", keys, ",expires=0,avg_ttl=0\r\n", extra);
+  }
+  if (section == "pollen" && !view.ok()) return Cat("# Pollen\r\nerror:", ToStd(view.status().message()), "\r\n");
   if (section == "pollen") {
     const std::vector<node::MemberInfo>& members = view->members;
     size_t alive = 0;
     for (const auto& m : members) alive += m.state == node::MemberState::kAlive;
     const node::NodeCounters& nc = view->counters;
-    std::string s = Cat("# Pollen\r\nmembers:", members.size(), "\r\nmembers_alive:", alive,
-                                 "\r\nadds:", nc.adds, "\r\nqueries:", nc.queries, "\r\nhits:", nc.hits,
-                                 "\r\ndelta_bits_sent:", nc.delta_bits_sent,
-                                 "\r\ndelta_bits_received:", nc.delta_bits_received,
-                                 "\r\nanti_entropy_runs:", nc.anti_entropy_runs, "\r\n");
+    std::string s = Cat("# Pollen\r\nmembers:", members.size(), "\r\nmembers_alive:", alive, "\r\nadds:", nc.adds,
+                        "\r\nqueries:", nc.queries, "\r\nhits:", nc.hits, "\r\ndelta_bits_sent:", nc.delta_bits_sent,
+                        "\r\ndelta_bits_received:", nc.delta_bits_received,
+                        "\r\nanti_entropy_runs:", nc.anti_entropy_runs,
+                        "\r\nfilters_replaced:", nc.filters_replaced, "\r\n");
     const std::vector<node::FilterInfo>& filters = view->filters;
     CatAppend(&s, "filters:", filters.size(), "\r\n");
     for (const node::FilterInfo& f : filters) {
@@ -119,14 +249,11 @@ std::string InfoSection(CommandCall& call, std::string_view section, const absl:
       double items = 0, fill = 0;
       for (const auto& g : f.generations) items += g.estimated_items;
       if (!f.generations.empty()) fill = f.generations.back().fill_ratio;
-      CatAppend(&s, "filter_", name, ":capacity=", f.config.capacity, ",fpr=", f.config.fpr,
-                      ",epoch=", f.epoch, ",generations=", f.generations.size(), ",fill_ratio=", fill,
-                      ",estimated_items=", static_cast<uint64_t>(items), ",memory_bytes=", f.memory_bytes, "\r\n");
+      CatAppend(&s, "filter_", name, ":capacity=", f.config.capacity, ",fpr=", f.config.fpr, ",epoch=", f.epoch,
+                ",generations=", f.generations.size(), ",fill_ratio=", fill,
+                ",estimated_items=", static_cast<uint64_t>(items), ",memory_bytes=", f.memory_bytes, "\r\n");
     }
-    return s;
-  }
-  if (section == "keyspace") {
-    return Cat("# Keyspace\r\ndb0:keys=", view->filters.size(), ",expires=0,avg_ttl=0\r\n");
+    return s + extra;
   }
   return "";
 }
@@ -173,7 +300,7 @@ void CmdHello(CommandCall& call) {
     if (!ParseInt64(a[1], &proto)) {
       return AppendError(call.out, "ERR Protocol version is not an integer or out of range");
     }
-    if (proto != 2) return AppendError(call.out, "NOPROTO unsupported protocol version");
+    if (proto != 2 && proto != 3) return AppendError(call.out, "NOPROTO unsupported protocol version");
   }
   std::string_view setname;
   bool has_setname = false;
@@ -200,15 +327,17 @@ void CmdHello(CommandCall& call) {
     }
     SetSessionName(call.session, setname);
   }
+  if (a.size() >= 2) SetSessionProto(call.session, a[1] == "3" ? Proto::kResp3 : Proto::kResp2);
   std::string* out = call.out;
-  AppendArrayHeader(out, 14);
+  const Proto p = call.session.proto;
+  AppendMapHeader(out, 7, p);
   AppendBulk(out, "server"), AppendBulk(out, "redis");
   AppendBulk(out, "version"), AppendBulk(out, kRedisCompatVersion);
-  AppendBulk(out, "proto"), AppendInteger(out, 2);
+  AppendBulk(out, "proto"), AppendInteger(out, p == Proto::kResp3 ? 3 : 2);
   AppendBulk(out, "id"), AppendInteger(out, static_cast<int64_t>(call.session.id));
   AppendBulk(out, "mode"), AppendBulk(out, "standalone");
   AppendBulk(out, "role"), AppendBulk(out, "master");
-  AppendBulk(out, "modules"), AppendArrayHeader(out, 0);
+  AppendBulk(out, "modules"), AppendModuleList(out, p);
 }
 
 void CmdConfig(CommandCall& call) {
@@ -226,15 +355,20 @@ void CmdConfig(CommandCall& call) {
         }
       }
     }
-    AppendArrayHeader(call.out, hits.size() * 2);
+    AppendMapHeader(call.out, hits.size(), call.session.proto);
     for (const auto& [k, v] : hits) AppendBulk(call.out, k), AppendBulk(call.out, v);
     return;
   }
   AppendError(call.out, Cat("ERR unknown subcommand '", call.args[1].substr(0, 128), "'. Try CONFIG HELP."));
 }
 
+// Redis 7's sections: "default" (and no argument) is every section but
+// commandstats/latencystats (which Pollen does not have), "all"/"everything"
+// adds nothing more here; "pollen" is Pollen's own. Sections are separated
+// by an empty line; a RESP3 client gets the text as a verbatim string.
 void CmdInfo(CommandCall& call) {
-  static constexpr std::string_view kAll[] = {"server", "clients", "stats", "pollen", "keyspace"};
+  static constexpr std::string_view kSections[] = {"server",      "clients", "memory",  "persistence", "stats",
+                                                    "replication", "cpu",     "modules", "keyspace",    "pollen"};
   std::vector<std::string> wanted;
   bool all = call.args.size() == 1;
   for (size_t i = 1; i < call.args.size(); ++i) {
@@ -247,22 +381,15 @@ void CmdInfo(CommandCall& call) {
   }
   auto want = [&](std::string_view s) { return all || std::find(wanted.begin(), wanted.end(), s) != wanted.end(); };
   absl::StatusOr<NodeView> view = absl::UnavailableError("not collected");
-  if (want("pollen") || want("keyspace")) view = CollectNodeView(call.ctx);
+  if (want("pollen") || want("replication")) view = CollectNodeView(call.ctx);
   std::string text;
-  for (std::string_view section : kAll) {
+  for (std::string_view section : kSections) {
     if (want(section)) {
       if (!text.empty()) text += "\r\n";
       text += InfoSection(call, section, view);
     }
   }
-  if (all && call.ctx.info_text) {
-    std::string extra = call.ctx.info_text();
-    if (!extra.empty()) {
-      if (!text.empty()) text += "\r\n";
-      text += extra;
-    }
-  }
-  AppendBulk(call.out, text);
+  AppendVerbatim(call.out, text, call.session.proto);
 }
 
 void CmdCommand(CommandCall& call) {
@@ -297,6 +424,24 @@ void CmdCommand(CommandCall& call) {
     }
     return;
   }
+  if (IEquals(sub, "GETKEYS")) {
+    if (a.size() < 3) return AppendError(call.out, WrongArityMessage("command|getkeys"));
+    const CommandSpec* c = FindCommand(a[2]);
+    if (c == nullptr) return AppendError(call.out, "ERR Invalid command specified");
+    const size_t argc = a.size() - 2;
+    if (c->arity >= 0 ? argc != static_cast<size_t>(c->arity) : argc < static_cast<size_t>(-c->arity)) {
+      return AppendError(call.out, "ERR Invalid number of arguments specified for command");
+    }
+    if (c->first_key == 0) return AppendError(call.out, "ERR The command has no key arguments");
+    const size_t last = c->last_key < 0 ? argc + c->last_key : static_cast<size_t>(c->last_key);
+    std::vector<std::string_view> keys;
+    for (size_t i = static_cast<size_t>(c->first_key); i <= last && i < argc; i += static_cast<size_t>(c->key_step)) {
+      keys.push_back(a[2 + i]);
+    }
+    AppendArrayHeader(call.out, keys.size());
+    for (std::string_view k : keys) AppendBulk(call.out, k);
+    return;
+  }
   if (IEquals(sub, "DOCS")) {
     std::vector<const CommandSpec*> picked;
     if (a.size() == 2) {
@@ -306,12 +451,42 @@ void CmdCommand(CommandCall& call) {
         if (const CommandSpec* c = FindCommand(a[i])) picked.push_back(c);
       }
     }
-    AppendArrayHeader(call.out, picked.size() * 2);
-    for (const CommandSpec* c : picked) AppendCommandDocs(call.out, *c);
+    AppendMapHeader(call.out, picked.size(), call.session.proto);
+    for (const CommandSpec* c : picked) AppendCommandDocs(call.out, *c, call.session.proto);
     return;
   }
   AppendError(call.out, Cat("ERR unknown subcommand or wrong number of arguments for '", sub.substr(0, 128),
                                      "'. Try COMMAND HELP."));
+}
+
+void CmdTime(CommandCall& call) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+  AppendArrayHeader(call.out, 2);
+  AppendBulk(call.out, std::to_string(us / 1'000'000));
+  AppendBulk(call.out, std::to_string(us % 1'000'000));
+}
+
+// A master without replicas (Pollen's peers replicate by gossip, not as
+// Redis replicas: see POLLEN.MEMBERS).
+void CmdRole(CommandCall& call) {
+  AppendArrayHeader(call.out, 3);
+  AppendBulk(call.out, "master");
+  AppendInteger(call.out, 0);
+  AppendArrayHeader(call.out, 0);
+}
+
+void CmdLastsave(CommandCall& call) { AppendInteger(call.out, LastSave(call.ctx)); }
+
+void CmdModule(CommandCall& call) {
+  if (IEquals(call.args[1], "LIST")) {
+    if (call.args.size() != 2) return AppendError(call.out, WrongArityMessage("module|list"));
+    return AppendModuleList(call.out, call.session.proto);
+  }
+  if (IEquals(call.args[1], "LOAD") || IEquals(call.args[1], "LOADEX") || IEquals(call.args[1], "UNLOAD")) {
+    return AppendError(call.out, "ERR Pollen does not load modules: its Bloom commands are built in");
+  }
+  AppendError(call.out, Cat("ERR unknown subcommand '", call.args[1].substr(0, 128), "'. Try MODULE HELP."));
 }
 
 }  // namespace pollen::resp

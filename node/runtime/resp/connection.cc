@@ -83,6 +83,7 @@ Connection::Connection(int fd, uint64_t id, size_t loop, std::shared_ptr<Connect
   assert(fd_ >= 0);
   session_.id = id;
   session_.peer = PeerAddress(fd_);
+  session_.gate_stripe = static_cast<int>(loop % ExecGate::kStripes);
   record_ = std::make_shared<ClientRecord>(id, session_.peer, LocalAddress(fd_), static_cast<int64_t>(fd_),
                                            loop_->now());
   session_.record = record_.get();
@@ -200,6 +201,14 @@ void Connection::Process() {
   size_t start = 0;
   size_t executed = 0;
   pending_input_ = false;
+  // The whole batch runs inside the gate's shared side, so an EXEC on another
+  // thread never interleaves with it (exec_gate.h).
+  ctx_.exec_gate.EnterShared(loop_index_);
+  struct GateExit {
+    ExecGate& gate;
+    size_t stripe;
+    ~GateExit() { gate.ExitShared(stripe); }
+  } gate_exit{ctx_.exec_gate, loop_index_};
   while (!closing_) {
     if (out_.size() - out_pos_ >= kHighWaterBytes || executed >= ctx_.limits.max_batch_replies) {
       pending_input_ = start < in_len_;  // resume once the replies are sent

@@ -11,7 +11,7 @@ namespace {
 
 // "ERR unknown command 'x', with args beginning with: 'a' 'b' " (Redis' form;
 // at most 128 bytes of the name and of the arguments).
-void ReplyUnknown(std::span<const std::string_view> args, std::string* out) {
+std::string UnknownCommandMessage(std::span<const std::string_view> args) {
   std::string msg = Cat("ERR unknown command '", args[0].substr(0, 128), "', with args beginning with: ");
   size_t budget = 128;
   for (size_t i = 1; i < args.size() && budget > 0; ++i) {
@@ -19,11 +19,44 @@ void ReplyUnknown(std::span<const std::string_view> args, std::string* out) {
     CatAppend(&msg, "'", a, "' ");
     budget -= a.size();
   }
-  AppendError(out, msg);
+  return msg;
 }
 
 bool ArityOk(int arity, size_t argc) {
   return arity >= 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
+}
+
+// Redis' rejectCommand: an error reply, and inside MULTI the transaction is
+// flagged (EXEC will answer EXECABORT); a rejected EXEC itself aborts at once.
+void Reject(Session& session, const CommandSpec* spec, std::string_view error, std::string* out) {
+  if (session.txn.active && spec != nullptr && spec->handler == CmdExec) {
+    std::string_view reason = error;
+    if (reason.rfind("ERR ", 0) == 0) reason.remove_prefix(4);
+    AppendError(out, Cat("EXECABORT Transaction discarded because of: ", reason));
+    DiscardTransaction(session);
+    return;
+  }
+  if (session.txn.active) session.txn.dirty = true;
+  AppendError(out, error);
+}
+
+// Commands that run at once inside MULTI instead of being queued.
+bool RunsInsideMulti(const CommandSpec& spec) {
+  return spec.handler == CmdExec || spec.handler == CmdDiscard || spec.handler == CmdMulti ||
+         spec.handler == CmdWatch || spec.handler == CmdQuit || spec.handler == CmdReset;
+}
+
+void Queue(Session& session, std::span<const std::string_view> args, std::string* out) {
+  Transaction& txn = session.txn;
+  size_t bytes = 0;
+  for (std::string_view a : args) bytes += a.size();
+  if (txn.queued.size() >= Transaction::kMaxQueuedCommands || txn.queued_bytes + bytes > Transaction::kMaxQueuedBytes) {
+    txn.dirty = true;
+    return AppendError(out, "ERR transaction too large: at most 100000 commands and 64 MiB of arguments");
+  }
+  txn.queued.emplace_back(args.begin(), args.end());
+  txn.queued_bytes += bytes;
+  AppendSimple(out, "QUEUED");
 }
 
 }  // namespace
@@ -35,12 +68,13 @@ void Dispatch(ServerContext& context, Session& session, std::span<const std::str
   const size_t before = out->size();
   const CommandSpec* spec = FindCommand(args[0]);
   if (spec == nullptr) {
-    ReplyUnknown(args, out);
+    Reject(session, spec, UnknownCommandMessage(args), out);
   } else if (!context.password.empty() && !session.authenticated && !spec->no_auth) {
-    AppendError(out, "NOAUTH Authentication required.");
+    Reject(session, spec, "NOAUTH Authentication required.", out);
   } else if (!ArityOk(spec->arity, args.size())) {
-    CommandCall call{context, session, args, out};
-    ReplyWrongArity(call);
+    Reject(session, spec, WrongArityMessage(args[0]), out);
+  } else if (session.txn.active && !RunsInsideMulti(*spec)) {
+    Queue(session, args, out);
   } else {
     if (session.record != nullptr) session.record->set_last_command(spec->name.data());
     CommandCall call{context, session, args, out};

@@ -18,20 +18,42 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "node/core/node.h"
+#include "node/runtime/resp/reply_writer.h"
 #include "node/runtime/resp/server_context.h"
 
 namespace pollen::resp {
+
+// A MULTI ... EXEC block being queued (Redis' rules; see commands_txn.cc).
+struct Transaction {
+  static constexpr size_t kMaxQueuedCommands = 100'000;
+  static constexpr size_t kMaxQueuedBytes = 64u << 20;
+  bool active = false;  // between MULTI and EXEC / DISCARD
+  bool dirty = false;   // a command failed to queue: EXEC answers EXECABORT
+  std::vector<std::vector<std::string>> queued;
+  size_t queued_bytes = 0;
+};
 
 // Per-connection state the commands read and change.
 struct Session {
   uint64_t id = 0;
   std::string name;        // CLIENT SETNAME
   std::string peer;        // "ip:port", for CLIENT INFO
+  Proto proto = Proto::kResp2;  // HELLO 2|3
   bool authenticated = false;
+  Transaction txn;
+  // WATCHed filters and their versions when watched (nullopt: absent then).
+  std::map<std::string, std::optional<node::FilterVersion>, std::less<>> watched;
+  // The ExecGate stripe this session's batch holds (its RESP thread), or -1
+  // when the caller holds no shared side (unit tests, fuzzers).
+  int gate_stripe = -1;
   bool close_after_reply = false;  // set by QUIT and CLIENT KILL of itself
   // This connection's entry in ServerContext::clients (null when the session
   // is not registered, e.g. in unit tests); Dispatch records the last command

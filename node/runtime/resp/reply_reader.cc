@@ -68,6 +68,28 @@ int ReadValue(Cursor* c, Reply* r, size_t depth, std::string* err) {
         return -1;
       }
       return 1;
+    case '_':
+      if (!line.empty()) {
+        *err = "bad null reply";
+        return -1;
+      }
+      r->type = Reply::Type::kNull;
+      return 1;
+    case '#':
+      if (line != "t" && line != "f") {
+        *err = "bad boolean reply";
+        return -1;
+      }
+      r->type = Reply::Type::kBool;
+      r->integer = line == "t";
+      return 1;
+    case ',':
+    case '(':
+      r->type = type == ',' ? Reply::Type::kDouble : Reply::Type::kBigNumber;
+      r->str.assign(line);
+      return 1;
+    case '!':  // blob error
+    case '=':  // verbatim string: "fmt:" then the text
     case '$': {
       int64_t len = 0;
       if (!ToInt(line, &len) || len < -1 || (len >= 0 && static_cast<uint64_t>(len) > c->limits->max_bulk_bytes)) {
@@ -84,27 +106,49 @@ int ReadValue(Cursor* c, Reply* r, size_t depth, std::string* err) {
         *err = "bulk not terminated by CRLF";
         return -1;
       }
-      r->type = Reply::Type::kBulk;
+      r->type = type == '$' ? Reply::Type::kBulk : type == '!' ? Reply::Type::kError : Reply::Type::kVerbatim;
       r->str.assign(c->in.substr(c->pos, n));
       c->pos += n + 2;
+      if (type == '=') {
+        if (n < 4 || r->str[3] != ':') {
+          *err = "verbatim string without a format";
+          return -1;
+        }
+        r->str.erase(0, 4);
+      }
       return 1;
     }
+    case '%':
+    case '~':
+    case '>':
     case '*': {
       int64_t count = 0;
       if (!ToInt(line, &count) || count < -1 || (count >= 0 && static_cast<uint64_t>(count) > c->limits->max_elements)) {
         *err = "bad array length";
         return -1;
       }
-      if (count == -1) {
+      if (count == -1 && type == '*') {
         r->type = Reply::Type::kNull;
         return 1;
+      }
+      if (count < 0) {
+        *err = "bad aggregate length";
+        return -1;
+      }
+      if (type == '%') {
+        if (static_cast<uint64_t>(count) > c->limits->max_elements / 2) {
+          *err = "bad map length";
+          return -1;
+        }
+        count *= 2;  // keys and values
       }
       c->total_elements += static_cast<size_t>(count);
       if (c->total_elements > c->limits->max_elements) {
         *err = "too many elements in reply";
         return -1;
       }
-      r->type = Reply::Type::kArray;
+      r->type = type == '%' ? Reply::Type::kMap : type == '~' ? Reply::Type::kSet
+                : type == '>' ? Reply::Type::kPush : Reply::Type::kArray;
       r->elements.clear();
       for (int64_t i = 0; i < count; ++i) {
         // Each element needs at least 3 bytes: do not allocate for data not there.
@@ -146,6 +190,13 @@ std::string Reply::DebugString() const {
     case Type::kInteger: return absl::StrCat("(integer) ", integer);
     case Type::kBulk: return absl::StrCat("\"", str, "\"");
     case Type::kNull: return "(nil)";
+    case Type::kBool: return integer ? "(true)" : "(false)";
+    case Type::kDouble: return absl::StrCat("(double) ", str);
+    case Type::kBigNumber: return absl::StrCat("(big number) ", str);
+    case Type::kVerbatim: return absl::StrCat("\"", str, "\"");
+    case Type::kMap:
+    case Type::kSet:
+    case Type::kPush:
     case Type::kArray: {
       std::string s = "[";
       for (size_t i = 0; i < elements.size(); ++i) {

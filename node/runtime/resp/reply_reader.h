@@ -1,5 +1,5 @@
-// ReplyReader: client-side decoding of RESP2 replies (used by pollenctl and the
-// tests). Bounded: nesting depth, element count and bulk length are checked
+// ReplyReader: client-side decoding of RESP2 and RESP3 replies (used by
+// pollenctl and the tests). Bounded: nesting depth, element count and bulk length are checked
 // before anything is allocated. Pure: no I/O.
 #pragma once
 
@@ -14,11 +14,15 @@
 namespace pollen::resp {
 
 struct Reply {
-  enum class Type { kSimple, kError, kInteger, kBulk, kNull, kArray };
+  // RESP3 adds kMap (elements: key, value, key, value, ...), kSet, kPush,
+  // kDouble and kBigNumber (str: the text), kBool (integer 0 or 1) and
+  // kVerbatim (str: the text after its "txt:" format prefix). A RESP3 null
+  // ("_") is kNull.
+  enum class Type { kSimple, kError, kInteger, kBulk, kNull, kArray, kMap, kSet, kPush, kDouble, kBool, kVerbatim, kBigNumber };
   Type type = Type::kNull;
-  std::string str;             // kSimple, kError, kBulk
-  int64_t integer = 0;         // kInteger
-  std::vector<Reply> elements; // kArray
+  std::string str;             // kSimple, kError, kBulk, kVerbatim, kDouble, kBigNumber
+  int64_t integer = 0;         // kInteger, kBool
+  std::vector<Reply> elements; // kArray, kMap, kSet, kPush
 
   bool is_error() const { return type == Type::kError; }
   // A compact, readable rendering (for messages and --json fallbacks).

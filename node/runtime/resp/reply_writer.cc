@@ -50,4 +50,31 @@ void AppendDouble(std::string* out, double v) {
   AppendBulk(out, std::string_view(buf, n > 0 ? static_cast<size_t>(n) : 0));
 }
 
+void AppendNull(std::string* out, Proto p) { out->append(p == Proto::kResp3 ? "_\r\n" : "$-1\r\n"); }
+
+void AppendNullArray(std::string* out, Proto p) { out->append(p == Proto::kResp3 ? "_\r\n" : "*-1\r\n"); }
+
+void AppendMapHeader(std::string* out, size_t pairs, Proto p) {
+  if (p == Proto::kResp3) {
+    absl::StrAppend(out, "%", pairs, "\r\n");
+  } else {
+    AppendArrayHeader(out, 2 * pairs);
+  }
+}
+
+void AppendSetHeader(std::string* out, size_t n, Proto p) {
+  if (p == Proto::kResp3) {
+    absl::StrAppend(out, "~", n, "\r\n");
+  } else {
+    AppendArrayHeader(out, n);
+  }
+}
+
+void AppendVerbatim(std::string* out, std::string_view text, Proto p) {
+  if (p != Proto::kResp3) return AppendBulk(out, text);
+  absl::StrAppend(out, "=", text.size() + 4, "\r\ntxt:");
+  out->append(text);
+  out->append("\r\n");
+}
+
 }  // namespace pollen::resp

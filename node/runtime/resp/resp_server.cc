@@ -103,6 +103,7 @@ absl::Status RespServer::Start() {
   if (::getsockname(*fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
     impl_->port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port
                                                  : reinterpret_cast<sockaddr_in&>(ss).sin_port);
+    impl_->ctx.tcp_port.store(impl_->port.load());
   }
   EventLoop* first = impl_->registry->loops[0];
   first->Post([impl = impl_, first, lfd = std::make_shared<UniqueFd>(*fd)] {

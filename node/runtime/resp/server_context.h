@@ -12,7 +12,7 @@
 //     for it, and return its status. It is called from a RESP handler thread and
 //     blocks it, so the driver must not need that thread to make progress (run
 //     the driver on its own thread or io_context);
-//   - `log_adds`, `snapshot`, `info_text` (when set), from any handler thread.
+//   - `log_adds`, `snapshot`, `info_extra` (when set), from any handler thread.
 #pragma once
 
 #include <atomic>
@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "node/core/node.h"
 #include "node/runtime/resp/client_table.h"
+#include "node/runtime/resp/exec_gate.h"
 #include "node/core/types.h"
 
 namespace pollen::resp {
@@ -84,9 +85,10 @@ struct ServerContext {
   // (e.g. the path). Empty: the command answers "ERR snapshot not available".
   std::function<absl::StatusOr<std::string>()> snapshot;
 
-  // Extra INFO text from the daemon ("# Section\r\nkey:value\r\n..."), appended
-  // to INFO / INFO all / INFO everything. May be empty.
-  std::function<std::string()> info_text;
+  // Extra INFO lines from the daemon for one section ("server", "persistence",
+  // "pollen", ...: "key:value\r\n" lines, appended to that section). May be
+  // empty.
+  std::function<std::string(std::string_view section)> info_extra;
 
   std::string password;  // empty: no AUTH required
   ServerLimits limits;
@@ -99,8 +101,18 @@ struct ServerContext {
 
   std::string version = "0.1.0";  // Pollen's version, reported by INFO
   std::chrono::steady_clock::time_point start_time = std::chrono::steady_clock::now();  // INFO uptime
+  std::chrono::system_clock::time_point start_wall_time = std::chrono::system_clock::now();  // LASTSAVE before any
 
   ServerCounters counters;
+
+  // EXEC's atomicity across RESP threads (exec_gate.h).
+  ExecGate exec_gate;
+
+  // The RESP port, for INFO's tcp_port (set by RespServer::Start).
+  std::atomic<uint16_t> tcp_port{0};
+  // The time of the last snapshot written (unix seconds; 0: none), for
+  // LASTSAVE and INFO persistence. May be empty (no persistence).
+  std::function<int64_t()> last_save_unix;
 
   // The open connections, for CLIENT ID / LIST / KILL / INFO. The server
   // registers its connections here; ids come from clients.NextId().

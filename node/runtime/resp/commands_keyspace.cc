@@ -1,0 +1,172 @@
+// The keyspace as Redis clients see it: every filter is a key of type
+// MBbloom-- (RedisBloom's type name) in database 0. EXISTS TYPE DBSIZE KEYS
+// SCAN OBJECT MEMORY, and the read commands of other data types, which answer
+// as a Redis holding only Bloom keys would (WRONGTYPE on a filter, the empty
+// reply on a missing key).
+//
+// SCAN's cursor is a position in a fixed order of names, not an index: the
+// names sorted by h(name) = FilterIdForName(name) | 1, and the cursor is the h
+// of the next name to return (0: start, and end). So a name present for the
+// whole iteration is returned exactly once however the set changes around it,
+// which is Redis' guarantee (at least once) and more. Names with equal h are
+// never split across calls.
+#include <algorithm>
+
+#include "crdt/keyed_hash.h"
+#include "node/runtime/resp/commands.h"
+#include "node/runtime/resp/glob.h"
+#include "node/runtime/resp/reply_writer.h"
+
+namespace pollen::resp {
+namespace {
+
+constexpr std::string_view kBloomType = "MBbloom--";
+
+uint64_t ScanOrder(std::string_view name) { return crdt::FilterIdForName(name) | 1; }
+
+bool Exists(const CommandCall& call, std::string_view name) { return call.ctx.node->Version(name).has_value(); }
+
+// Redis' cursor parsing (strtoull: "-1" is 2^64-1).
+bool ParseCursor(std::string_view s, uint64_t* out) {
+  if (ParseUint64(s, out)) return true;
+  int64_t v = 0;
+  if (!ParseInt64(s, &v)) return false;
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+}  // namespace
+
+void CmdExists(CommandCall& call) {
+  int64_t n = 0;
+  for (size_t i = 1; i < call.args.size(); ++i) n += Exists(call, call.args[i]);
+  AppendInteger(call.out, n);
+}
+
+void CmdType(CommandCall& call) { AppendSimple(call.out, Exists(call, call.args[1]) ? kBloomType : "none"); }
+
+void CmdDbsize(CommandCall& call) { AppendInteger(call.out, static_cast<int64_t>(call.ctx.node->FilterNames().size())); }
+
+void CmdKeys(CommandCall& call) {
+  std::vector<std::string> names = call.ctx.node->FilterNames();
+  std::erase_if(names, [&](const std::string& n) { return !GlobMatch(call.args[1], n); });
+  AppendArrayHeader(call.out, names.size());
+  for (const std::string& n : names) AppendBulk(call.out, n);
+}
+
+void CmdScan(CommandCall& call) {
+  const auto& a = call.args;
+  uint64_t cursor = 0;
+  if (!ParseCursor(a[1], &cursor)) return AppendError(call.out, "ERR invalid cursor");
+  std::optional<std::string_view> pattern, type;
+  int64_t count = 10;
+  for (size_t i = 2; i < a.size(); i += 2) {
+    if (i + 1 >= a.size()) return AppendError(call.out, "ERR syntax error");
+    if (IEquals(a[i], "COUNT")) {
+      if (!ParseInt64(a[i + 1], &count)) return AppendError(call.out, "ERR value is not an integer or out of range");
+      if (count < 1) return AppendError(call.out, "ERR syntax error");
+    } else if (IEquals(a[i], "MATCH")) {
+      pattern = a[i + 1];
+    } else if (IEquals(a[i], "TYPE")) {
+      type = a[i + 1];
+    } else {
+      return AppendError(call.out, "ERR syntax error");
+    }
+  }
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (std::string& n : call.ctx.node->FilterNames()) order.emplace_back(ScanOrder(n), std::move(n));
+  std::sort(order.begin(), order.end());
+  auto it = std::lower_bound(order.begin(), order.end(), cursor,
+                             [](const auto& e, uint64_t c) { return e.first < c; });
+  std::vector<std::string_view> batch;
+  int64_t visited = 0;
+  for (; it != order.end(); ++it) {
+    if (visited >= count && it->first != std::prev(it)->first) break;  // never split equal orders
+    ++visited;
+    if (type && !IEquals(*type, kBloomType)) continue;
+    if (pattern && !GlobMatch(*pattern, it->second)) continue;
+    batch.push_back(it->second);
+  }
+  AppendArrayHeader(call.out, 2);
+  AppendBulk(call.out, std::to_string(it == order.end() ? 0 : it->first));
+  AppendArrayHeader(call.out, batch.size());
+  for (std::string_view n : batch) AppendBulk(call.out, n);
+}
+
+void CmdObject(CommandCall& call) {
+  const auto& a = call.args;
+  const Proto proto = call.session.proto;
+  if (IEquals(a[1], "HELP")) {
+    static constexpr std::string_view kHelp[] = {
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Prints this help."};
+    AppendArrayHeader(call.out, std::size(kHelp));
+    for (std::string_view line : kHelp) AppendSimple(call.out, line);
+    return;
+  }
+  const bool known = IEquals(a[1], "ENCODING") || IEquals(a[1], "REFCOUNT") || IEquals(a[1], "IDLETIME") ||
+                     IEquals(a[1], "FREQ");
+  if (!known) return AppendError(call.out, Cat("ERR unknown subcommand '", a[1].substr(0, 128), "'. Try OBJECT HELP."));
+  if (a.size() != 3) return AppendError(call.out, WrongArityMessage(Cat("object|", a[1])));
+  if (!Exists(call, a[2])) return AppendNull(call.out, proto);
+  if (IEquals(a[1], "ENCODING")) return AppendBulk(call.out, "raw");
+  if (IEquals(a[1], "REFCOUNT")) return AppendInteger(call.out, 1);
+  if (IEquals(a[1], "IDLETIME")) return AppendInteger(call.out, 0);  // Pollen keeps no access times
+  AppendError(call.out,
+              "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when "
+              "switching between policies at runtime LRU and LFU data will take some time to adjust.");
+}
+
+void CmdMemory(CommandCall& call) {
+  const auto& a = call.args;
+  if (!IEquals(a[1], "USAGE")) {
+    return AppendError(call.out, Cat("ERR unknown subcommand '", a[1].substr(0, 128), "'. Try MEMORY HELP."));
+  }
+  if (a.size() != 3 && !(a.size() == 5 && IEquals(a[3], "SAMPLES"))) {
+    return AppendError(call.out, a.size() < 3 ? WrongArityMessage("memory|usage") : "ERR syntax error");
+  }
+  absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(a[2], node::InfoParts::kEpochsOnly);
+  if (!info.ok()) return AppendNull(call.out, call.session.proto);
+  AppendInteger(call.out, static_cast<int64_t>(info->memory_bytes + a[2].size()));
+}
+
+// GET, HGET, LLEN, ... (the read commands of other types in the command
+// table): a Redis with only Bloom keys answers WRONGTYPE for a filter and the
+// command's empty reply for a missing key. Their writes (SET, HSET, ...) are
+// unknown commands: Pollen stores nothing else.
+void CmdOtherType(CommandCall& call) {
+  const std::string cmd = Lower(call.args[0]);
+  int64_t unused = 0;
+  if (cmd == "lrange" && (!ParseInt64(call.args[2], &unused) || !ParseInt64(call.args[3], &unused))) {
+    return AppendError(call.out, "ERR value is not an integer or out of range");  // checked before the key
+  }
+  if (Exists(call, call.args[1])) {
+    return AppendError(call.out, "WRONGTYPE Operation against a key holding the wrong kind of value");
+  }
+  const Proto proto = call.session.proto;
+  if (cmd == "get" || cmd == "hget" || cmd == "lindex" || cmd == "zscore") return AppendNull(call.out, proto);
+  if (cmd == "hgetall") return AppendMapHeader(call.out, 0, proto);
+  if (cmd == "smembers") return AppendSetHeader(call.out, 0, proto);
+  if (cmd == "lrange" || cmd == "hkeys" || cmd == "hvals") return AppendArrayHeader(call.out, 0);
+  if (cmd == "hmget") {
+    AppendArrayHeader(call.out, call.args.size() - 2);
+    for (size_t i = 2; i < call.args.size(); ++i) AppendNull(call.out, proto);
+    return;
+  }
+  AppendInteger(call.out, 0);  // strlen hlen hexists llen scard sismember zcard xlen
+}
+
+}  // namespace pollen::resp

@@ -1,0 +1,94 @@
+// Transactions: MULTI EXEC DISCARD WATCH UNWATCH, and RESET. Redis 7's rules
+// and replies:
+//   - inside MULTI every command but EXEC, DISCARD, MULTI, WATCH, QUIT and
+//     RESET is queued (+QUEUED); one that fails to queue (unknown command,
+//     wrong arity, NOAUTH) flags the transaction, and EXEC then answers
+//     EXECABORT and discards it (the queuing itself is in dispatcher.cc);
+//   - EXEC runs the queued commands with no other client's command in between
+//     (ServerContext::exec_gate), replying with an array of their replies
+//     (errors included); or, if a WATCHed filter changed since WATCH (a bit
+//     set by any client or by replication, a rotation, a creation or a
+//     replacement: node::FilterVersion), a null array and nothing runs;
+//   - EXEC and DISCARD forget the WATCHes.
+// Where Pollen differs: an add of items that were all present changes no
+// bit, so it does not invalidate a WATCH (in RedisBloom any BF.ADD does).
+#include "node/runtime/resp/commands.h"
+#include "node/runtime/resp/reply_writer.h"
+
+namespace pollen::resp {
+namespace {
+
+bool WatchedUnchanged(const ServerContext& ctx, const Session& session) {
+  for (const auto& [name, version] : session.watched) {
+    if (ctx.node->Version(name) != version) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void DiscardTransaction(Session& session) {
+  session.txn = Transaction{};
+  session.watched.clear();
+}
+
+void CmdMulti(CommandCall& call) {
+  if (call.session.txn.active) return AppendError(call.out, "ERR MULTI calls can not be nested");
+  call.session.txn.active = true;
+  AppendSimple(call.out, "OK");
+}
+
+void CmdDiscard(CommandCall& call) {
+  if (!call.session.txn.active) return AppendError(call.out, "ERR DISCARD without MULTI");
+  DiscardTransaction(call.session);
+  AppendSimple(call.out, "OK");
+}
+
+void CmdExec(CommandCall& call) {
+  Session& session = call.session;
+  if (!session.txn.active) return AppendError(call.out, "ERR EXEC without MULTI");
+  if (session.txn.dirty) {
+    DiscardTransaction(session);
+    return AppendError(call.out, "EXECABORT Transaction discarded because of previous errors.");
+  }
+  Transaction txn = std::move(session.txn);
+  session.txn = Transaction{};
+  call.ctx.exec_gate.RunExclusive(session.gate_stripe, [&] {
+    if (!WatchedUnchanged(call.ctx, session)) return AppendNullArray(call.out, session.proto);
+    AppendArrayHeader(call.out, txn.queued.size());
+    std::vector<std::string_view> args;
+    for (const std::vector<std::string>& command : txn.queued) {
+      args.assign(command.begin(), command.end());
+      Dispatch(call.ctx, session, args, call.out);
+    }
+  });
+  session.watched.clear();
+}
+
+void CmdWatch(CommandCall& call) {
+  if (call.session.txn.active) return AppendError(call.out, "ERR WATCH inside MULTI is not allowed");
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    const std::string_view name = call.args[i];
+    if (call.session.watched.find(name) != call.session.watched.end()) continue;  // keeps the first version
+    call.session.watched.emplace(std::string(name), call.ctx.node->Version(name));
+  }
+  AppendSimple(call.out, "OK");
+}
+
+void CmdUnwatch(CommandCall& call) {
+  call.session.watched.clear();
+  AppendSimple(call.out, "OK");
+}
+
+// Redis 7's RESET, for what Pollen has: ends MULTI, forgets WATCHes, back to
+// RESP2, clears the name, and requires AUTH again when a password is set.
+void CmdReset(CommandCall& call) {
+  Session& session = call.session;
+  DiscardTransaction(session);
+  SetSessionProto(session, Proto::kResp2);
+  SetSessionName(session, "");
+  if (!call.ctx.password.empty()) session.authenticated = false;
+  AppendSimple(call.out, "RESET");
+}
+
+}  // namespace pollen::resp
