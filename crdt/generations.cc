@@ -42,17 +42,13 @@ void Pipelined(const Generation& gen, std::span<const std::string_view> keys, Pr
   }
 }
 
-bool ValidNameByte(char c) { return c > 0x20 && c < 0x7f; }
 
 }  // namespace
 
 absl::Status ValidateParams(const FilterParams& params) {
-  if (params.name.empty() || params.name.size() > kMaxFilterNameBytes) {
+  if (params.name.size() > kMaxFilterNameBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("filter name must be 1 to ", kMaxFilterNameBytes, " bytes, got ", params.name.size()));
-  }
-  if (!std::all_of(params.name.begin(), params.name.end(), ValidNameByte)) {
-    return absl::InvalidArgumentError("filter name must be printable ASCII without spaces");
+        absl::StrCat("filter name must be at most ", kMaxFilterNameBytes, " bytes, got ", params.name.size()));
   }
   if (params.filter_id != FilterIdForName(params.name)) {
     return absl::InvalidArgumentError("filter id does not match the filter name");

@@ -37,7 +37,9 @@ namespace pollen::crdt {
 // a snapshot or peer with another scheme is refused, never misread.
 inline constexpr uint32_t kHashSchemeSipBlocked2 = 2;
 inline constexpr uint32_t kMaxGenerations = 16;
-inline constexpr size_t kMaxFilterNameBytes = 200;
+// Filter names are binary-safe, like Redis keys: any bytes, empty included,
+// up to this many. (Config files still take printable names only.)
+inline constexpr size_t kMaxFilterNameBytes = 64u << 10;
 
 // Parameters that two replicas must share to merge (DESIGN invariant 4),
 // plus the generation count. Epochs and contents are state, not parameters.
@@ -51,7 +53,7 @@ struct FilterParams {
   friend bool operator==(const FilterParams&, const FilterParams&) = default;
 };
 
-// Checks name (1..kMaxFilterNameBytes, printable, no spaces), id matches name,
+// Checks name (0..kMaxFilterNameBytes bytes, any bytes), id matches name,
 // shape, 1 <= generations <= kMaxGenerations, and a known hash scheme.
 absl::Status ValidateParams(const FilterParams& params);
 

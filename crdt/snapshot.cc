@@ -63,6 +63,11 @@ std::string Checksum(std::string_view bytes) {
   return out;
 }
 
+// The header after the name: filter_id, blocks, k, generations, hash scheme,
+// key id, generation count.
+constexpr size_t kHeaderFixedBytes = 8 + 8 + 4 + 4 + 4 + 8 + 4;
+constexpr uint16_t kLongNameMark = 0xFFFF;
+
 absl::Status Corrupt(std::string_view what) { return absl::DataLossError(absl::StrCat("snapshot: ", std::string(what))); }
 
 std::string ErrnoText() { return std::strerror(errno); }
@@ -85,7 +90,10 @@ std::string EncodeSnapshot(const GenerationSet& set) {
   EnsureSodiumInitialized();
   const FilterParams& p = set.params();
   std::string header;
-  PutU16(header, static_cast<uint16_t>(p.name.size()));
+  // name_len is a u16; a name of 0xFFFF bytes or more (binary-safe names go
+  // to kMaxFilterNameBytes = 64 KiB) writes 0xFFFF and its length is what the
+  // header's length leaves for it. Shorter names keep the original layout.
+  PutU16(header, static_cast<uint16_t>(std::min<size_t>(p.name.size(), kLongNameMark)));
   header += p.name;
   PutU64(header, p.filter_id);
   PutU64(header, p.shape.blocks);
@@ -134,10 +142,16 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view b
 
   Reader h(header);
   FilterParams p;
-  uint16_t name_len = 0;
+  uint16_t short_len = 0;
   std::string_view name;
   uint32_t gen_count = 0;
-  if (!h.U16(name_len) || !h.Bytes(name_len, name) || !h.U64(p.filter_id) || !h.U64(p.shape.blocks) ||
+  if (!h.U16(short_len)) return Corrupt("malformed header");
+  size_t name_len = short_len;
+  if (short_len == kLongNameMark) {
+    if (h.remaining() < kHeaderFixedBytes + kLongNameMark) return Corrupt("malformed header");
+    name_len = h.remaining() - kHeaderFixedBytes;
+  }
+  if (!h.Bytes(name_len, name) || !h.U64(p.filter_id) || !h.U64(p.shape.blocks) ||
       !h.U32(p.shape.k) || !h.U32(p.generations) || !h.U32(p.hash_scheme) || !h.U64(p.key_id) ||
       !h.U32(gen_count) || h.remaining() != 0) {
     return Corrupt("malformed header");

@@ -4,6 +4,8 @@
 //   magic "PLNSNAP\0" (8) | version u32 | header_len u32
 //   header: name_len u16, name, filter_id u64, blocks u64, k u32,
 //           generations u32, hash_scheme u32, key_id u64, gen_count u32
+//           (name_len 0xFFFF: the name is 0xFFFF bytes or longer, and its
+//           length is header_len minus the other header fields)
 //   per generation: epoch u64, then blocks * 8 words u64
 //   trailer: BLAKE2b-256 of every byte before it (32)
 // No key and no secret is ever written: the reader re-derives keys from its own

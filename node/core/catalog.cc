@@ -42,11 +42,8 @@ absl::StatusOr<crdt::FilterShape> CachedShape(uint64_t capacity, double fpr) {
 }  // namespace
 
 absl::Status ValidateFilterConfig(const FilterConfig& c) {
-  if (c.name.empty() || c.name.size() > crdt::kMaxFilterNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("ERR filter name must be 1 to ", crdt::kMaxFilterNameBytes, " bytes"));
-  }
-  for (char ch : c.name) {
-    if (ch <= 0x20 || ch >= 0x7f) return absl::InvalidArgumentError("ERR filter name must be printable ASCII without spaces");
+  if (c.name.size() > crdt::kMaxFilterNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("ERR filter name must be at most ", crdt::kMaxFilterNameBytes, " bytes"));
   }
   if (c.capacity == 0) return absl::InvalidArgumentError("ERR (capacity should be larger than 0)");
   if (!(c.fpr > 0 && c.fpr < 1)) return absl::InvalidArgumentError("ERR (0 < error rate range < 1)");

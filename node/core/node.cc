@@ -303,19 +303,41 @@ std::map<std::string, std::string> Node::ExportSnapshots() const {
   return out;
 }
 
-absl::Status Node::ImportSnapshot(std::string_view bytes) {
-  Impl& impl = *impl_;
+namespace {
+
+// A snapshot value's catalog entry: "PLNNODE1" | u32 LE length | entry. Sets
+// *len to the entry's length.
+absl::StatusOr<wire::CatalogEntry> SnapshotEntry(std::string_view bytes, uint32_t* len) {
   if (bytes.size() < 12 || bytes.substr(0, 8) != std::string_view(kSnapshotMagic, 8)) {
     return absl::InvalidArgumentError("ERR snapshot: bad magic or truncated");
   }
-  uint32_t len = 0;
-  for (int i = 0; i < 4; ++i) len |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
-  if (len > bytes.size() - 12) return absl::InvalidArgumentError("ERR snapshot: truncated catalog entry");
+  *len = 0;
+  for (int i = 0; i < 4; ++i) *len |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
+  if (*len > bytes.size() - 12) return absl::InvalidArgumentError("ERR snapshot: truncated catalog entry");
   wire::CatalogEntry wentry;
-  if (!wentry.ParseFromArray(bytes.data() + 12, static_cast<int>(len))) {
+  if (!wentry.ParseFromArray(bytes.data() + 12, static_cast<int>(*len))) {
     return absl::InvalidArgumentError("ERR snapshot: catalog entry does not parse");
   }
-  absl::StatusOr<CatalogEntry> entry = FromWire(wentry);
+  return wentry;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Node::SnapshotFilterName(std::string_view bytes) {
+  uint32_t len = 0;
+  absl::StatusOr<wire::CatalogEntry> wentry = SnapshotEntry(bytes, &len);
+  if (!wentry.ok()) return wentry.status();
+  absl::StatusOr<CatalogEntry> entry = FromWire(*wentry);
+  if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR snapshot: ", entry.status().message()));
+  return entry->config.name;
+}
+
+absl::Status Node::ImportSnapshot(std::string_view bytes) {
+  Impl& impl = *impl_;
+  uint32_t len = 0;
+  absl::StatusOr<wire::CatalogEntry> wentry = SnapshotEntry(bytes, &len);
+  if (!wentry.ok()) return wentry.status();
+  absl::StatusOr<CatalogEntry> entry = FromWire(*wentry);
   if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR snapshot: ", entry.status().message()));
   if (entry->params.key_id != impl.key_id) return absl::InvalidArgumentError("ERR snapshot: other cluster secret");
   absl::StatusOr<std::unique_ptr<crdt::GenerationSet>> set =

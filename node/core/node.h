@@ -181,6 +181,9 @@ class Node {
   // can be imported in any order. Importing a filter that exists merges it in.
   std::map<std::string, std::string> ExportSnapshots() const;
   absl::Status ImportSnapshot(std::string_view bytes);
+  // The filter name inside such a value (validated as ImportSnapshot would
+  // parse its catalog entry); any thread.
+  static absl::StatusOr<std::string> SnapshotFilterName(std::string_view bytes);
   // The add log's creation records (driver thread). ExportCatalogEntry: the
   // filter's catalog entry (stamp and creator included) as a serialized
   // wire::CatalogEntry carrying the current epoch; NotFound if unknown.

@@ -123,9 +123,7 @@ absl::Status AddLog::Enqueue(size_t records, bool wait, EncodeFn encode) {
 }
 
 absl::Status AddLog::Append(std::string_view filter, std::span<const std::string_view> keys) {
-  if (filter.empty() || filter.size() > kMaxLoggedFilterBytes) {
-    return absl::InvalidArgumentError("filter name too long for the add log");
-  }
+  if (filter.size() > kMaxLoggedFilterBytes) return absl::InvalidArgumentError("filter name too long for the add log");
   for (std::string_view k : keys) {
     if (k.size() > kMaxLoggedKeyBytes) return absl::InvalidArgumentError("key too long for the add log");
   }
@@ -135,9 +133,7 @@ absl::Status AddLog::Append(std::string_view filter, std::span<const std::string
 }
 
 absl::Status AddLog::AppendCreate(std::string_view filter, std::string_view entry, bool wait) {
-  if (filter.empty() || filter.size() > kMaxLoggedFilterBytes) {
-    return absl::InvalidArgumentError("filter name too long for the add log");
-  }
+  if (filter.size() > kMaxLoggedFilterBytes) return absl::InvalidArgumentError("filter name too long for the add log");
   if (entry.empty() || entry.size() > kMaxLoggedEntryBytes) {
     return absl::InvalidArgumentError("catalog entry size out of range for the add log");
   }

@@ -21,6 +21,8 @@ uint32_t GetU32(const char* p) {
 }
 
 constexpr char kCreateKind = 0x01;
+constexpr char kLongAddKind = 0x02;
+constexpr char kLongCreateKind = 0x03;
 
 // Fills in the header of the record that starts at `start` (its payload is
 // everything after the header).
@@ -32,58 +34,97 @@ void SealRecord(size_t start, std::string* out) {
   PutU32(crc, out->data() + start + 4);
 }
 
+bool ShortName(std::string_view filter) { return !filter.empty() && filter.size() <= kMaxShortFilterBytes; }
+
+// 0x00 | kind | filter_len u32 | filter: the long forms' prefix.
+void PutLongName(char kind, std::string_view filter, std::string* out) {
+  out->push_back('\0');
+  out->push_back(kind);
+  char len[4];
+  PutU32(static_cast<uint32_t>(filter.size()), len);
+  out->append(len, 4);
+  out->append(filter);
+}
+
 }  // namespace
 
 void AppendAddRecord(std::string_view filter, std::string_view key, std::string* out) {
-  assert(!filter.empty() && filter.size() <= kMaxLoggedFilterBytes);
+  assert(filter.size() <= kMaxLoggedFilterBytes);
   assert(key.size() <= kMaxLoggedKeyBytes);
   const size_t start = out->size();
   out->resize(start + kAddLogRecordHeaderBytes);
-  out->push_back(static_cast<char>(filter.size()));
-  out->append(filter);
+  if (ShortName(filter)) {
+    out->push_back(static_cast<char>(filter.size()));
+    out->append(filter);
+  } else {
+    PutLongName(kLongAddKind, filter, out);
+  }
   out->append(key);
   SealRecord(start, out);
 }
 
 void AppendCreateRecord(std::string_view filter, std::string_view entry, std::string* out) {
-  assert(!filter.empty() && filter.size() <= kMaxLoggedFilterBytes);
+  assert(filter.size() <= kMaxLoggedFilterBytes);
   assert(!entry.empty() && entry.size() <= kMaxLoggedEntryBytes);
   const size_t start = out->size();
   out->resize(start + kAddLogRecordHeaderBytes);
-  out->push_back('\0');
-  out->push_back(kCreateKind);
-  out->push_back(static_cast<char>(filter.size()));
-  out->append(filter);
+  if (ShortName(filter)) {
+    out->push_back('\0');
+    out->push_back(kCreateKind);
+    out->push_back(static_cast<char>(filter.size()));
+    out->append(filter);
+  } else {
+    PutLongName(kLongCreateKind, filter, out);
+  }
   out->append(entry);
   SealRecord(start, out);
 }
 
 namespace {
 
-// The payload of a create record (after its 0x00 marker).
-DecodeStatus DecodeCreate(std::string_view rest, AddRecordView* record, std::string* error) {
-  if (rest.size() < 2) {
-    *error = "create record too short";
+// The payload of an extended record (after its 0x00 marker): kind, filter
+// length (u8 or u32), filter, then the key or the entry.
+DecodeStatus DecodeExtended(std::string_view rest, AddRecordView* record, std::string* error) {
+  if (rest.empty()) {
+    *error = "extended record too short";
     return DecodeStatus::kCorrupt;
   }
-  if (rest[0] != kCreateKind) {
-    *error = Cat("unknown record kind ", static_cast<unsigned>(static_cast<unsigned char>(rest[0])));
+  const char kind = rest[0];
+  if (kind != kCreateKind && kind != kLongAddKind && kind != kLongCreateKind) {
+    *error = Cat("unknown record kind ", static_cast<unsigned>(static_cast<unsigned char>(kind)));
     return DecodeStatus::kCorrupt;
   }
-  const size_t filter_len = static_cast<unsigned char>(rest[1]);
-  if (filter_len == 0 || 2 + filter_len > rest.size()) {
-    *error = Cat("create record filter length ", filter_len, " out of range");
+  const size_t len_bytes = kind == kCreateKind ? 1 : 4;
+  if (rest.size() < 1 + len_bytes) {
+    *error = "extended record too short";
     return DecodeStatus::kCorrupt;
   }
-  const std::string_view entry = rest.substr(2 + filter_len);
-  if (entry.empty() || entry.size() > kMaxLoggedEntryBytes) {
-    *error = Cat("create record entry length ", entry.size(), " out of range");
+  const size_t filter_len = kind == kCreateKind ? static_cast<unsigned char>(rest[1]) : GetU32(rest.data() + 1);
+  const size_t at = 1 + len_bytes;
+  const bool short_ok = kind != kCreateKind || filter_len > 0;
+  if (!short_ok || filter_len > kMaxLoggedFilterBytes || filter_len > rest.size() - at) {
+    *error = Cat("record filter length ", filter_len, " out of range");
+    return DecodeStatus::kCorrupt;
+  }
+  record->filter = rest.substr(at, filter_len);
+  const std::string_view tail = rest.substr(at + filter_len);
+  if (kind == kLongAddKind) {
+    if (tail.size() > kMaxLoggedKeyBytes) {
+      *error = Cat("record key length ", tail.size(), " out of range");
+      return DecodeStatus::kCorrupt;
+    }
+    record->kind = RecordKind::kAdd;
+    record->key = tail;
+    record->entry = {};
+    return DecodeStatus::kRecord;
+  }
+  if (tail.empty() || tail.size() > kMaxLoggedEntryBytes) {
+    *error = Cat("create record entry length ", tail.size(), " out of range");
     return DecodeStatus::kCorrupt;
   }
   record->kind = RecordKind::kCreate;
-  record->filter = rest.substr(2, filter_len);
   record->key = {};
-  record->entry = entry;
+  record->entry = tail;
   return DecodeStatus::kRecord;
 }
 
@@ -105,11 +146,11 @@ DecodeStatus DecodeAddRecord(std::string_view buf, AddRecordView* record, size_t
   }
   const size_t filter_len = static_cast<unsigned char>(payload[0]);
   if (filter_len == 0) {
-    const DecodeStatus st = DecodeCreate(payload.substr(1), record, error);
+    const DecodeStatus st = DecodeExtended(payload.substr(1), record, error);
     if (st == DecodeStatus::kRecord) *consumed = kAddLogRecordHeaderBytes + len;
     return st;
   }
-  if (1 + filter_len > payload.size()) {
+  if (1 + filter_len > payload.size() || payload.size() - 1 - filter_len > kMaxLoggedKeyBytes) {
     *error = Cat("record filter length ", filter_len, " out of range");
     return DecodeStatus::kCorrupt;
   }

@@ -3,10 +3,16 @@
 // A segment file is
 //   magic "PLNALOG1" (8 bytes)
 //   records: payload_len u32 LE | crc32c(payload) u32 LE | payload
-// and a payload is one of two kinds, told apart by its first byte:
-//   add     filter_len u8 (1..255) | filter | key (the rest, may be empty)
-//   create  0x00 | kind u8 = 0x01 | filter_len u8 (1..255) | filter |
-//           entry (the rest, 1..kMaxLoggedEntryBytes bytes)
+// and a payload is one of these, told apart by its first byte(s):
+//   add          filter_len u8 (1..255) | filter | key (the rest, may be empty)
+//   create       0x00 | kind u8 = 0x01 | filter_len u8 (1..255) | filter |
+//                entry (the rest, 1..kMaxLoggedEntryBytes bytes)
+//   long add     0x00 | kind u8 = 0x02 | filter_len u32 LE | filter | key
+//   long create  0x00 | kind u8 = 0x03 | filter_len u32 LE | filter | entry
+// The long forms carry any filter name (binary-safe names: empty, or up to
+// kMaxLoggedFilterBytes); writers use them only for names that the short
+// forms cannot hold, so logs of 1..255-byte names are what older readers
+// expect.
 // A create record carries a filter's whole catalog entry (parameters, policy,
 // creation stamp and creator, epoch: node::Node::ExportCatalogEntry bytes). The
 // format treats it as opaque; the replay validates it (Node::ImportCatalogEntry).
@@ -15,9 +21,9 @@
 //
 // A record is written with one write(); a crash can leave the last record
 // short (a torn tail), which the reader drops. Any other inconsistency (bad
-// magic, length out of range, checksum mismatch, empty filter name, unknown
-// kind, empty or oversized entry) is corruption: the reader keeps the records
-// before it and reports the offset.
+// magic, length out of range, checksum mismatch, a filter length past the
+// record or over the limit, unknown kind, empty or oversized entry) is
+// corruption: the reader keeps the records before it and reports the offset.
 #pragma once
 
 #include <cstddef>
@@ -25,30 +31,33 @@
 #include <string>
 #include <string_view>
 
+#include "crdt/generations.h"
+
 namespace pollen::runtime {
 
 inline constexpr std::string_view kAddLogMagic = "PLNALOG1";
 inline constexpr size_t kAddLogRecordHeaderBytes = 8;
-inline constexpr size_t kMaxLoggedFilterBytes = 255;
+inline constexpr size_t kMaxShortFilterBytes = 255;  // the short forms' u8 length
+inline constexpr size_t kMaxLoggedFilterBytes = crdt::kMaxFilterNameBytes;
 inline constexpr size_t kMaxLoggedKeyBytes = 16u << 20;  // the RESP server's bulk limit
-inline constexpr size_t kMaxLoggedEntryBytes = 64u << 10;  // a catalog entry is ~100 bytes
-inline constexpr size_t kMaxAddLogPayloadBytes = 1 + kMaxLoggedFilterBytes + kMaxLoggedKeyBytes;
-static_assert(3 + kMaxLoggedFilterBytes + kMaxLoggedEntryBytes <= kMaxAddLogPayloadBytes);
+inline constexpr size_t kMaxLoggedEntryBytes = 128u << 10;  // a catalog entry holds the name, plus ~100 bytes
+inline constexpr size_t kMaxAddLogPayloadBytes = 6 + kMaxLoggedFilterBytes + kMaxLoggedKeyBytes;
+static_assert(6 + kMaxLoggedFilterBytes + kMaxLoggedEntryBytes <= kMaxAddLogPayloadBytes);
 
 enum class RecordKind : uint8_t { kAdd, kCreate };
 
 // Appends one add record for (filter, key) to *out. Requires
-// 1 <= filter.size() <= kMaxLoggedFilterBytes and key.size() <= kMaxLoggedKeyBytes.
+// filter.size() <= kMaxLoggedFilterBytes and key.size() <= kMaxLoggedKeyBytes.
 void AppendAddRecord(std::string_view filter, std::string_view key, std::string* out);
 
 // Appends one create record for (filter, entry) to *out. Requires
-// 1 <= filter.size() <= kMaxLoggedFilterBytes and
+// filter.size() <= kMaxLoggedFilterBytes and
 // 1 <= entry.size() <= kMaxLoggedEntryBytes.
 void AppendCreateRecord(std::string_view filter, std::string_view entry, std::string* out);
 
 struct AddRecordView {
   RecordKind kind = RecordKind::kAdd;
-  std::string_view filter;  // both kinds: 1..kMaxLoggedFilterBytes bytes
+  std::string_view filter;  // both kinds: 0..kMaxLoggedFilterBytes bytes
   std::string_view key;     // kAdd only
   std::string_view entry;   // kCreate only: 1..kMaxLoggedEntryBytes bytes
 };

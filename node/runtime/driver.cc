@@ -1,5 +1,7 @@
 #include "node/runtime/driver.h"
 
+#include "node/core/printable_name.h"
+
 #include <future>
 
 #include <boost/asio/post.hpp>
@@ -91,7 +93,7 @@ void Driver::AfterNodeCall(node::Time now) {
     if (persistence_ != nullptr &&
         (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded)) {
       absl::Status s = persistence_->LogCreate(node_, e.subject, false);
-      if (!s.ok() && !absl::IsNotFound(s)) spdlog::error("add log: create record for {}: {}", e.subject, s.message());
+      if (!s.ok() && !absl::IsNotFound(s)) spdlog::error("add log: create record for {}: {}", node::PrintableName(e.subject), s.message());
     }
   }
   ArmTimer(now);
@@ -144,18 +146,19 @@ void Driver::CheckReady(node::Time now) {
 
 void Driver::LogEvent(const node::Event& e, node::Time now) {
   using K = node::Event::Kind;
+  const std::string subject = node::PrintableName(e.subject);  // filter names are binary-safe
   switch (e.kind) {
-    case K::kMemberJoined: spdlog::info("member joined: {} {}", e.subject, e.detail); break;
-    case K::kMemberSuspect: spdlog::warn("member suspect: {} {}", e.subject, e.detail); break;
-    case K::kMemberDead: spdlog::warn("member dead: {} {}", e.subject, e.detail); break;
-    case K::kMemberLeft: spdlog::info("member left: {} {}", e.subject, e.detail); break;
-    case K::kMemberAlive: spdlog::info("member alive: {} {}", e.subject, e.detail); break;
-    case K::kEpochAdvanced: spdlog::info("filter {}: epoch advanced {}", e.subject, e.detail); break;
-    case K::kFilterCreated: spdlog::info("filter created: {} {}", e.subject, e.detail); break;
-    case K::kFilterDiscarded: spdlog::warn("filter discarded: {} {}", e.subject, e.detail); break;
-    case K::kMergeRefused: spdlog::error("merge refused (parameter mismatch): {} {}", e.subject, e.detail); break;
+    case K::kMemberJoined: spdlog::info("member joined: {} {}", subject, e.detail); break;
+    case K::kMemberSuspect: spdlog::warn("member suspect: {} {}", subject, e.detail); break;
+    case K::kMemberDead: spdlog::warn("member dead: {} {}", subject, e.detail); break;
+    case K::kMemberLeft: spdlog::info("member left: {} {}", subject, e.detail); break;
+    case K::kMemberAlive: spdlog::info("member alive: {} {}", subject, e.detail); break;
+    case K::kEpochAdvanced: spdlog::info("filter {}: epoch advanced {}", subject, e.detail); break;
+    case K::kFilterCreated: spdlog::info("filter created: {} {}", subject, e.detail); break;
+    case K::kFilterDiscarded: spdlog::warn("filter discarded: {} {}", subject, e.detail); break;
+    case K::kMergeRefused: spdlog::error("merge refused (parameter mismatch): {} {}", subject, e.detail); break;
     case K::kAntiEntropyRepaired:
-      spdlog::info("anti-entropy with {}: {} ranges repaired {}", e.subject, e.count, e.detail);
+      spdlog::info("anti-entropy with {}: {} ranges repaired {}", subject, e.count, e.detail);
       break;
     case K::kFrameRejected: {
       if (now - reject_window_start_ >= std::chrono::seconds(1)) {

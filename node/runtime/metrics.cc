@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "node/core/printable_name.h"
 #include "node/runtime/sv.h"
 
 namespace pollen::runtime {
@@ -83,39 +84,39 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.Family("pollen_filter_fill_ratio", "gauge", "Fraction of the generation's bits that are set.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_fill_ratio", L2("filter", f.config.name, "generation", Cat(g.epoch)), g.fill_ratio);
+      w.Sample("pollen_filter_fill_ratio", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)), g.fill_ratio);
   w.Family("pollen_filter_estimated_items", "gauge", "Distinct keys estimated from the generation's fill.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_estimated_items", L2("filter", f.config.name, "generation", Cat(g.epoch)),
+      w.Sample("pollen_filter_estimated_items", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)),
                g.estimated_items);
   w.Family("pollen_filter_estimated_fpr_ratio", "gauge",
            "False-positive rate of the generation under the blocked-filter model at its current fill.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_estimated_fpr_ratio", L2("filter", f.config.name, "generation", Cat(g.epoch)),
+      w.Sample("pollen_filter_estimated_fpr_ratio", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)),
                g.estimated_fpr);
   w.Family("pollen_filter_set_bit_positions", "gauge", "Bits set in the generation.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_set_bit_positions", L2("filter", f.config.name, "generation", Cat(g.epoch)), g.set_bits);
+      w.Sample("pollen_filter_set_bit_positions", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)), g.set_bits);
 
   // Per filter.
   w.Family("pollen_filter_capacity_items", "gauge", "Design capacity of the filter (keys per generation).");
-  for (const auto& f : n.filters) w.Sample("pollen_filter_capacity_items", L("filter", f.config.name), f.config.capacity);
+  for (const auto& f : n.filters) w.Sample("pollen_filter_capacity_items", L("filter", node::PrintableName(f.config.name)), f.config.capacity);
   w.Family("pollen_filter_design_fpr_ratio", "gauge", "Configured false-positive rate at design capacity.");
-  for (const auto& f : n.filters) w.Sample("pollen_filter_design_fpr_ratio", L("filter", f.config.name), f.config.fpr);
+  for (const auto& f : n.filters) w.Sample("pollen_filter_design_fpr_ratio", L("filter", node::PrintableName(f.config.name)), f.config.fpr);
   w.Family("pollen_filter_memory_bytes", "gauge", "Memory held by the filter's live generations.");
-  for (const auto& f : n.filters) w.Sample("pollen_filter_memory_bytes", L("filter", f.config.name), f.memory_bytes);
+  for (const auto& f : n.filters) w.Sample("pollen_filter_memory_bytes", L("filter", node::PrintableName(f.config.name)), f.memory_bytes);
   w.Family("pollen_filter_epoch", "gauge", "The filter's current epoch (newest generation).");
-  for (const auto& f : n.filters) w.Sample("pollen_filter_epoch", L("filter", f.config.name), f.epoch);
+  for (const auto& f : n.filters) w.Sample("pollen_filter_epoch", L("filter", node::PrintableName(f.config.name)), f.epoch);
   w.Family("pollen_filter_generations", "gauge", "Live generations of the filter.");
   for (const auto& f : n.filters)
-    w.Sample("pollen_filter_generations", L("filter", f.config.name), static_cast<uint64_t>(f.generations.size()));
+    w.Sample("pollen_filter_generations", L("filter", node::PrintableName(f.config.name)), static_cast<uint64_t>(f.generations.size()));
   w.Family("pollen_filter_blocks", "gauge", "512-bit blocks per generation.");
-  for (const auto& f : n.filters) w.Sample("pollen_filter_blocks", L("filter", f.config.name), f.blocks);
+  for (const auto& f : n.filters) w.Sample("pollen_filter_blocks", L("filter", node::PrintableName(f.config.name)), f.blocks);
   w.Family("pollen_filter_hash_functions", "gauge", "Bits set per key (k).");
-  for (const auto& f : n.filters) w.Sample("pollen_filter_hash_functions", L("filter", f.config.name), uint64_t{f.k});
+  for (const auto& f : n.filters) w.Sample("pollen_filter_hash_functions", L("filter", node::PrintableName(f.config.name)), uint64_t{f.k});
 
   // Per node.
   w.One("pollen_adds_total", "counter", "Keys added by clients at this node.", c.adds);

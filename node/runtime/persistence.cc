@@ -1,5 +1,9 @@
 #include "node/runtime/persistence.h"
 
+#include <sodium.h>
+
+#include "node/core/printable_name.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -40,7 +44,7 @@ std::vector<std::string> ListSnapshotFiles(const std::string& dir) {
   if (d == nullptr) return names;
   while (dirent* e = ::readdir(d)) {
     std::string_view n = e->d_name;
-    if (n.size() > kSnapPrefix.size() + kSnapSuffix.size() && n.substr(0, kSnapPrefix.size()) == kSnapPrefix &&
+    if (n.size() >= kSnapPrefix.size() + kSnapSuffix.size() && n.substr(0, kSnapPrefix.size()) == kSnapPrefix &&
         n.substr(n.size() - kSnapSuffix.size()) == kSnapSuffix) {
       names.emplace_back(n);
     }
@@ -78,10 +82,19 @@ std::string EncodeFileName(std::string_view name) {
       out += kHex[u & 15];
     }
   }
+  if (out.size() <= kMaxEncodedNameBytes) return out;
+  unsigned char digest[16];
+  crypto_generichash(digest, sizeof(digest), reinterpret_cast<const unsigned char*>(name.data()), name.size(), nullptr, 0);
+  out = "~";
+  for (unsigned char b : digest) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
   return out;
 }
 
 absl::StatusOr<std::string> DecodeFileName(std::string_view enc) {
+  if (!enc.empty() && enc[0] == '~') return absl::InvalidArgumentError("hashed name: the snapshot holds it");
   std::string out;
   for (size_t i = 0; i < enc.size(); ++i) {
     if (enc[i] != '%') {
@@ -159,7 +172,9 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
         spdlog::info("persistence: loaded snapshot {}", path);
         const std::string_view encoded =
             std::string_view(name).substr(kSnapPrefix.size(), name.size() - kSnapPrefix.size() - kSnapSuffix.size());
-        if (auto filter = DecodeFileName(encoded); filter.ok()) MarkCovered(*filter);
+        absl::StatusOr<std::string> filter = DecodeFileName(encoded);
+        if (!filter.ok()) filter = node::Node::SnapshotFilterName(*bytes);
+        if (filter.ok()) MarkCovered(*filter);
       } else {
         failures[name] = std::string(s.message());
         retry.push_back(name);
@@ -198,7 +213,7 @@ void Persistence::ReplayCreates(node::Node* node, node::Time now, const std::vec
         MarkCovered(rec.filter);
       } else {
         ++refused;
-        spdlog::warn("persistence: {}: create record for filter '{}' refused: {}", path, rec.filter, SV(s.message()));
+        spdlog::warn("persistence: {}: create record for filter '{}' refused: {}", path, node::PrintableName(rec.filter), SV(s.message()));
       }
     });
     stats->creates_refused += refused;
@@ -227,7 +242,7 @@ void Persistence::ReplayAdds(node::Node* node, node::Time now, const node::Filte
         if (node->Reserve(fc, now).ok()) {
           ++stats->default_creates;
           spdlog::warn("persistence: {}: filter '{}' has no create record; re-created with default parameters",
-                       path, rec.filter);
+                       path, node::PrintableName(rec.filter));
         }
         added = node->Add(rec.filter, rec.key);
       }

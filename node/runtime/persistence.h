@@ -129,7 +129,12 @@ class Persistence {
   std::set<std::string, std::less<>> covered_;  // filters with a create record or snapshot
 };
 
-// "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back.
+// "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back. A name
+// whose encoding would pass kMaxEncodedNameBytes (file names are limited to
+// 255 bytes; filter names are binary-safe up to 64 KiB) becomes "~" and 32 hex
+// digits of its BLAKE2b-128 hash instead, which DecodeFileName cannot reverse:
+// recovery reads such a filter's name from the snapshot itself.
+inline constexpr size_t kMaxEncodedNameBytes = 200;
 std::string EncodeFileName(std::string_view name);
 absl::StatusOr<std::string> DecodeFileName(std::string_view encoded);
 

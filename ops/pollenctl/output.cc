@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "node/core/printable_name.h"
+
 namespace pollen::ctl {
 namespace {
 
@@ -16,9 +18,24 @@ bool LooksNumeric(std::string_view s) {
 
 }  // namespace
 
+// Valid UTF-8 passes through; a byte that is not part of valid UTF-8 (filter
+// names are binary-safe) is written as the code point of the same value,
+// \u0080..\u00ff, so the output is always valid JSON.
 std::string JsonString(std::string_view s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      if (const size_t n = node::Utf8SequenceLength(s, i); n > 0) {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

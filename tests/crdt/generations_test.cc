@@ -20,8 +20,10 @@ std::unique_ptr<GenerationSet> MakeSet(uint32_t generations, uint64_t epoch = 0)
 }
 
 TEST(Generations, RejectsInvalidParams) {
-  EXPECT_FALSE(MakeParams("", 100, 0.01, 2, kSecret).ok());
-  EXPECT_FALSE(MakeParams("has space", 100, 0.01, 2, kSecret).ok());
+  // Names are binary-safe up to the limit, like Redis keys.
+  EXPECT_TRUE(MakeParams("", 100, 0.01, 2, kSecret).ok());
+  EXPECT_TRUE(MakeParams(std::string("has space\0\xff\r\n", 13), 100, 0.01, 2, kSecret).ok());
+  EXPECT_TRUE(MakeParams(std::string(kMaxFilterNameBytes, 'x'), 100, 0.01, 2, kSecret).ok());
   EXPECT_FALSE(MakeParams(std::string(kMaxFilterNameBytes + 1, 'x'), 100, 0.01, 2, kSecret).ok());
   EXPECT_FALSE(MakeParams("f", 100, 0.01, 0, kSecret).ok());
   EXPECT_FALSE(MakeParams("f", 100, 0.01, kMaxGenerations + 1, kSecret).ok());

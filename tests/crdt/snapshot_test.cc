@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -48,6 +49,37 @@ TEST(Snapshot, RoundTrips) {
   EXPECT_TRUE(SameState(*set, **back));
   EXPECT_TRUE((*back)->MightContain("before"));
   EXPECT_TRUE((*back)->MightContain("after"));
+}
+
+// Binary-safe names of every size class, across the u16 name length's 0xFFFF
+// escape (a name of 0xFFFF bytes or more takes its length from the header).
+TEST(Snapshot, RoundTripsBinaryNamesUpToTheLimit) {
+  for (size_t len : {size_t{0}, size_t{1}, size_t{0xFFFE}, size_t{0xFFFF}, kMaxFilterNameBytes}) {
+    std::string name(len, '\xff');
+    if (len > 2) name[1] = '\0', name[2] = ' ';
+    absl::StatusOr<FilterParams> p = MakeParams(name, 100, 0.01, 2, kSecret);
+    ASSERT_TRUE(p.ok()) << len;
+    auto set = *GenerationSet::Create(*p, kSecret, 0);
+    set->Add("k");
+    const std::string bytes = EncodeSnapshot(*set);
+    auto back = DecodeSnapshot(bytes, kSecret, &set->params());
+    ASSERT_TRUE(back.ok()) << len << ": " << back.status();
+    EXPECT_EQ((*back)->params().name, name);
+    EXPECT_TRUE((*back)->MightContain("k"));
+    // One byte cut from the name's end (and the checksum redone) is refused.
+    if (len >= 0xFFFF) {
+      std::string cut = bytes.substr(0, bytes.size() - 32);
+      cut.erase(8 + 4 + 4 + 2 + len - 1, 1);
+      uint32_t header_len = 0;
+      std::memcpy(&header_len, cut.data() + 12, 4);
+      header_len -= 1;
+      std::memcpy(cut.data() + 12, &header_len, 4);
+      std::string sum(32, '\0');
+      crypto_generichash(reinterpret_cast<uint8_t*>(sum.data()), 32, reinterpret_cast<const uint8_t*>(cut.data()),
+                         cut.size(), nullptr, 0);
+      EXPECT_FALSE(DecodeSnapshot(cut + sum, kSecret, nullptr).ok()) << len;
+    }
+  }
 }
 
 TEST(Snapshot, RoundTripsLargerFilters) {

@@ -66,22 +66,31 @@ TEST_F(DispatcherTest, BfAddCreatesMissingFilterWithPollenDefaults) {
 
 TEST_F(DispatcherTest, BfReserveValidatesLikeRedisBloom) {
   EXPECT_EQ(Run({"BF.RESERVE", "r", "abc", "100"}), "-ERR bad error rate\r\n");
-  EXPECT_EQ(Run({"BF.RESERVE", "r", "0", "100"}), "-ERR (0 < error rate range < 1)\r\n");
-  EXPECT_EQ(Run({"BF.RESERVE", "r", "1", "100"}), "-ERR (0 < error rate range < 1)\r\n");
-  EXPECT_EQ(Run({"BF.RESERVE", "r", "-0.01", "100"}), "-ERR (0 < error rate range < 1)\r\n");
+  // RedisBloom 2.4's strings, byte for byte (the trailing space included).
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0", "100"}), "-ERR (0 < error rate range < 1) \r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "1", "100"}), "-ERR (0 < error rate range < 1) \r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "-0.01", "100"}), "-ERR (0 < error rate range < 1) \r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "inf", "100"}), "-ERR (0 < error rate range < 1) \r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "nan", "100"}), "-ERR bad error rate\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "0100"}), "-ERR bad capacity\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "a"}), "-ERR bad capacity\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "0"}), "-ERR (capacity should be larger than 0)\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "-5"}), "-ERR (capacity should be larger than 0)\r\n");
-  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "EXPANSION", "0"}), "-ERR bad expansion\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "EXPANSION", "x"}), "-ERR bad expansion\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "EXPANSION"}), "-ERR no expansion\r\n");
-  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "BOGUS"}), "-ERR unknown argument received\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "EXPANSION", "2", "NONSCALING"}),
+            "-Nonscaling filters cannot expand\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "100", "a", "b", "c", "d"}),
+            "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
   EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01"}), "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
   // Over the memory limit (1 GiB by default): refused, not allocated.
   const std::string big = Run({"BF.RESERVE", "huge", "0.0000001", "4000000000"});
   EXPECT_EQ(big.rfind("-ERR ", 0), 0u) << big;
   EXPECT_EQ(Run({"BF.EXISTS", "huge", "x"}), ":0\r\n");
-  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.001", "500", "EXPANSION", "4", "NONSCALING"}), "+OK\r\n");
+  // Unknown words are ignored, and EXPANSION 0 passes, as in RedisBloom.
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.001", "500", "EXPANSION", "0", "BOGUS"}), "+OK\r\n");
   EXPECT_EQ(Run({"BF.INFO", "r", "CAPACITY"}), "*1\r\n:500\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "r", "BOGUS"}), "-Invalid information value\r\n");
 }
 
 TEST_F(DispatcherTest, NonscalingMeansNoAutomaticRotation) {
@@ -104,10 +113,17 @@ TEST_F(DispatcherTest, BfInsertOptions) {
   EXPECT_EQ(Run({"BF.INFO", "i", "CAPACITY"}), "*1\r\n:300\r\n");
   EXPECT_EQ(Run({"BF.INSERT", "i", "NOCREATE", "ITEMS", "c"}), "*1\r\n:1\r\n");
   EXPECT_EQ(Run({"BF.INSERT", "i", "ITEMS"}), "-ERR wrong number of arguments for 'bf.insert' command\r\n");
-  EXPECT_EQ(Run({"BF.INSERT", "i", "CAPACITY", "10", "a"}), "-ERR unknown argument received\r\n");
-  EXPECT_EQ(Run({"BF.INSERT", "j", "ERROR", "2", "ITEMS", "a"}), "-ERR (0 < error rate range < 1)\r\n");
-  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "x", "ITEMS", "a"}), "-ERR bad capacity\r\n");
-  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "-1", "ITEMS", "a"}), "-ERR bad expansion\r\n");
+  // RedisBloom 2.4's BF.INSERT errors carry no "ERR", and keywords go by
+  // their first letters.
+  EXPECT_EQ(Run({"BF.INSERT", "i", "CAPACITY", "10", "a"}), "-Unknown argument received\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "ERROR", "2", "ITEMS", "a"}), "-Bad argument received\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "x", "ITEMS", "a"}), "-Bad capacity\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "ERROR", "x", "ITEMS", "a"}), "-Bad error rate\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "x", "ITEMS", "a"}), "-Bad expansion\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "EXPANSION", "-1", "ITEMS", "a"}), "-Bad argument received\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "0", "ERROR", "x", "ITEMS", "a"}), "-Bad error rate\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "j2", "cap", "400", "E", "3", "itm", "a"}), "*1\r\n:1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "j2", "CAPACITY"}), "*1\r\n:400\r\n");
   EXPECT_EQ(Run({"BF.INSERT", "j", "NONSCALING", "EXPANSION", "2", "ITEMS", "a"}), "*1\r\n:1\r\n");
 }
 
@@ -133,7 +149,7 @@ TEST_F(DispatcherTest, BfInfoAndCard) {
   const Reply card = RunParsed({"BF.CARD", "f"});
   EXPECT_NEAR(card.integer, 500, 50);
   EXPECT_EQ(Run({"BF.INFO", "f", "EXPANSION"}), "*1\r\n$-1\r\n");
-  EXPECT_EQ(Run({"BF.INFO", "f", "bogus"}), "-ERR Invalid information value\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "bogus"}), "-Invalid information value\r\n");
   EXPECT_EQ(Run({"BF.INFO", "f", "ITEMS", "x"}), "-ERR wrong number of arguments for 'bf.info' command\r\n");
 }
 

@@ -83,5 +83,51 @@ TEST(RespServerConcurrency, StopWhileClientsAreBusy) {
   EXPECT_EQ(s.server->client_count(), 0u);
 }
 
+// EXEC runs alone across RESP threads (exec_gate.h): a reader on the other io
+// thread sees each transaction's 40 adds all or none, never half of them.
+// (A false positive could break "none"; at capacity 1e6 and error 1e-6 with
+// 2,000 items the chance is below 1e-8 per item.)
+TEST(RespServerConcurrency, ExecIsAtomicAcrossIoThreads) {
+  ServerFixture s;
+  constexpr int kRounds = 50, kItems = 40;
+  RawClient writer(s.port()), reader(s.port());  // round-robin: two io threads
+  ASSERT_TRUE(writer.connected() && reader.connected());
+  ASSERT_TRUE(writer.Send(Multibulk({"BF.RESERVE", "atomic", "0.000001", "1000000"})));
+  ASSERT_EQ(writer.Read()->str, "OK");
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0}, reads{0};
+  std::thread read_thread([&] {
+    std::vector<std::string> check = {"BF.MEXISTS", "atomic"};
+    for (int r = 0; r < kRounds; ++r) {
+      for (int i = 0; i < kItems; ++i) check.push_back(std::to_string(r) + ":" + std::to_string(i));
+    }
+    while (!done.load()) {
+      if (!reader.Send(Multibulk(check))) return;
+      auto reply = reader.Read();
+      if (!reply || reply->elements.size() != check.size() - 2) return;
+      for (int r = 0; r < kRounds; ++r) {
+        int present = 0;
+        for (int i = 0; i < kItems; ++i) present += reply->elements[r * kItems + i].integer == 1;
+        if (present != 0 && present != kItems) ++torn;
+      }
+      ++reads;
+    }
+  });
+  for (int r = 0; r < kRounds; ++r) {
+    std::string batch = Multibulk({"MULTI"});
+    for (int i = 0; i < kItems; ++i) batch += Multibulk({"BF.ADD", "atomic", std::to_string(r) + ":" + std::to_string(i)});
+    batch += Multibulk({"EXEC"});
+    ASSERT_TRUE(writer.Send(batch));
+    for (int i = 0; i < kItems + 1; ++i) ASSERT_TRUE(writer.Read().has_value());
+    auto exec = writer.Read();
+    ASSERT_TRUE(exec.has_value());
+    ASSERT_EQ(exec->elements.size(), static_cast<size_t>(kItems));
+  }
+  done = true;
+  read_thread.join();
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(torn.load(), 0);
+}
+
 }  // namespace
 }  // namespace pollen::resp

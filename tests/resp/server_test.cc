@@ -219,7 +219,7 @@ TEST(RespServer, RedisCliDrivesBloomCommands) {
   EXPECT_EQ(Cli(p, "BF.EXISTS nofilter x"), "0\n");
   EXPECT_EQ(Cli(p, "BF.MADD crawl:seen u1 u2 https://a.example/"), "1\n1\n0\n");
   EXPECT_EQ(Cli(p, "BF.INSERT other NOCREATE ITEMS x"), "ERR not found\n\n");
-  EXPECT_EQ(Cli(p, "BF.RESERVE bad 1.5 10"), "ERR (0 < error rate range < 1)\n\n");
+  EXPECT_EQ(Cli(p, "BF.RESERVE bad 1.5 10"), "ERR (0 < error rate range < 1) \n\n");
   EXPECT_EQ(Cli(p, "BF.ADD onlykey"), "ERR wrong number of arguments for 'bf.add' command\n\n");
   EXPECT_EQ(Cli(p, "BF.INFO crawl:seen CAPACITY"), "1000\n");
   EXPECT_EQ(Cli(p, "SELECT 1"), "ERR DB index is out of range\n\n");
@@ -292,7 +292,7 @@ try:
     r.execute_command("BF.RESERVE", "bad", "0", "10")
     raise SystemExit("expected error rate error")
 except redis.ResponseError as e:
-    assert str(e) == "(0 < error rate range < 1)", str(e)
+    assert str(e) == "(0 < error rate range < 1) ", str(e)
 p = r.pipeline(transaction=False)
 for i in range(1000):
     p.execute_command("BF.ADD", "pyp", "k%d" % i)

@@ -75,6 +75,13 @@ const Recs kMixed = {
     {RecordKind::kCreate, std::string(255, 'n'), std::string(kMaxLoggedEntryBytes, '\xee')},
     {RecordKind::kAdd, "f", ""},
     {RecordKind::kCreate, "f", "x"},
+    // Binary-safe names: empty, binary, and longer than the short forms hold.
+    {RecordKind::kAdd, "", "key of the empty name"},
+    {RecordKind::kCreate, "", "entry"},
+    {RecordKind::kAdd, std::string("sp ace\0\xff\r\n", 11), "k"},
+    {RecordKind::kAdd, std::string(256, 'L'), "k256"},
+    {RecordKind::kCreate, std::string(kMaxLoggedFilterBytes, 'M'), "entry-max"},
+    {RecordKind::kAdd, std::string(kMaxLoggedFilterBytes, 'M'), std::string(1000, 'k')},
 };
 
 TEST(AddLogCreateTest, RoundTripMixedWithAdds) {
@@ -122,7 +129,10 @@ TEST(AddLogCreateTest, MalformedCreateRecordsWithAGoodChecksumAreCorruption) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"marker only", std::string("\0", 1)},
       {"kind only", std::string("\0\x01", 2)},
-      {"unknown kind", std::string("\0\x02\x01" "fentry", 9)},
+      {"unknown kind", std::string("\0\x07\x01" "fentry", 9)},
+      {"long name past the end", std::string("\0\x02\x09\x00\x00\x00" "fkey", 10)},
+      {"long name over the limit", std::string("\0\x03\x01\x00\x01\x00", 6) + std::string(70000, 'n') + "entry"},
+      {"long create without entry", std::string("\0\x03\x01\x00\x00\x00" "f", 7)},
       {"empty filter name", std::string("\0\x01\x00" "entry", 8)},
       {"filter name past the end", std::string("\0\x01\x09" "fentry", 9)},
       {"empty entry", std::string("\0\x01\x01" "f", 4)},
@@ -172,8 +182,7 @@ TEST(AddLogCreateTest, AppendCreateRefusesBadSizes) {
   const std::string dir = FreshDir("sizes");
   auto log = AddLog::Open(dir, 1, AppendFsync::kNone);
   ASSERT_TRUE(log.ok());
-  EXPECT_FALSE((*log)->AppendCreate("", "entry", false).ok());
-  EXPECT_FALSE((*log)->AppendCreate(std::string(256, 'f'), "entry", false).ok());
+  EXPECT_FALSE((*log)->AppendCreate(std::string(kMaxLoggedFilterBytes + 1, 'f'), "entry", false).ok());
   EXPECT_FALSE((*log)->AppendCreate("f", "", false).ok());
   EXPECT_FALSE((*log)->AppendCreate("f", std::string(kMaxLoggedEntryBytes + 1, 'e'), false).ok());
   EXPECT_TRUE((*log)->AppendCreate("f", std::string(kMaxLoggedEntryBytes, 'e'), false).ok());

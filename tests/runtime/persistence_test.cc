@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "crdt/generations.h"
 #include "node/runtime/add_log.h"
 #include "tests/runtime/dir_util.h"
 
@@ -142,6 +143,45 @@ TEST(PersistenceTest, LogOnlyFilterIsRecreatedOnReplay) {
   EXPECT_TRUE(Has(*node, "made:at-runtime", "x"));
 }
 
+// Binary-safe names (empty, with spaces and control bytes, 64 KiB) survive a
+// snapshot, the add log after it, and recovery.
+TEST(PersistenceTest, BinaryNamesRoundTrip) {
+  const std::string dir = FreshDir("binary_names");
+  const std::vector<std::string> names = {"", std::string("sp ace\0\r\n\xff", 10),
+                                          std::string(crdt::kMaxFilterNameBytes, '\x80')};
+  {
+    auto node = MakeNode();
+    auto p = Persistence::Open(dir, AppendFsync::kAlways);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+    for (const std::string& name : names) {
+      node::FilterConfig f;
+      f.name = name;
+      f.capacity = 1000;
+      ASSERT_TRUE(node->Reserve(f, node::Time(0)).ok());
+      AddAndLog(*node, **p, name, {"in-snapshot"});
+    }
+    auto job = (*p)->BeginSnapshot(*node);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());
+    for (const std::string& name : names) AddAndLog(*node, **p, name, {"in-log"});
+    ASSERT_TRUE((*p)->Close().ok());
+  }
+  for (const std::string& file : ListDir(dir)) EXPECT_LE(file.size(), 255u) << file;
+  auto node = MakeNode();
+  auto p = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_TRUE(p.ok());
+  auto stats = (*p)->Recover(node.get(), node::Time(0), node::FilterConfig{});
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->snapshots_loaded, names.size() + 1);  // and crawl:seen
+  EXPECT_EQ(stats->files_moved_aside, 0u);
+  for (const std::string& name : names) {
+    EXPECT_TRUE(Has(*node, name, "in-snapshot")) << name.size();
+    EXPECT_TRUE(Has(*node, name, "in-log")) << name.size();
+    EXPECT_EQ(node->Info(name)->config.capacity, 1000u);
+  }
+}
+
 TEST(FileNameTest, EncodeDecode) {
   for (const std::string& name : std::vector<std::string>{"crawl:seen", "a/b", "..", "%", "plain-name_1.x", std::string("\x01\xff", 2)}) {
     const std::string enc = EncodeFileName(name);
@@ -152,6 +192,17 @@ TEST(FileNameTest, EncodeDecode) {
   }
   EXPECT_FALSE(DecodeFileName("%4").ok());
   EXPECT_FALSE(DecodeFileName("%zz").ok());
+  // Long names get a fixed-size hashed file name (file names are limited to
+  // 255 bytes), distinct per name; recovery reads the name from the snapshot.
+  const std::string long_a(70, '\xff'), long_b(kMaxEncodedNameBytes + 1, 'b');
+  for (const std::string& name : {long_a, long_b}) {
+    const std::string enc = EncodeFileName(name);
+    EXPECT_EQ(enc.size(), 33u);
+    EXPECT_EQ(enc[0], '~');
+    EXPECT_FALSE(DecodeFileName(enc).ok());
+  }
+  EXPECT_NE(EncodeFileName(long_a), EncodeFileName(long_b));
+  EXPECT_EQ(EncodeFileName(""), "");
 }
 
 }  // namespace

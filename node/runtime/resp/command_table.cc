@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -12,17 +14,20 @@
 namespace pollen::resp {
 namespace {
 
-// Sorted by name (checked by a test through AllCommands()).
+// Sorted by name (checked by a test through AllCommands()). The BF.* entries
+// copy what RedisBloom registers (arity -1, its flags): their handlers check
+// their own arity, so inside MULTI a BF command with the wrong arity is queued
+// and fails in EXEC's reply, as with RedisBloom, instead of aborting EXEC.
 constexpr CommandSpec kCommands[] = {
     {"auth", -2, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Authenticates the connection.", true, CmdAuth},
-    {"bf.add", 3, "write denyoom fast", 1, 1, 1, "bf", "Adds an item to a Bloom filter (creating it if missing).", false, CmdBfAdd},
-    {"bf.card", 2, "readonly fast", 1, 1, 1, "bf", "Estimated number of items in a Bloom filter.", false, CmdBfCard},
-    {"bf.exists", 3, "readonly fast", 1, 1, 1, "bf", "Whether an item may be in a Bloom filter.", false, CmdBfExists},
-    {"bf.info", -2, "readonly fast", 1, 1, 1, "bf", "Information about a Bloom filter.", false, CmdBfInfo},
-    {"bf.insert", -4, "write denyoom", 1, 1, 1, "bf", "Adds items, creating the filter with the given parameters if missing.", false, CmdBfInsert},
-    {"bf.madd", -3, "write denyoom fast", 1, 1, 1, "bf", "Adds items to a Bloom filter (creating it if missing).", false, CmdBfMadd},
-    {"bf.mexists", -3, "readonly fast", 1, 1, 1, "bf", "Whether items may be in a Bloom filter.", false, CmdBfMexists},
-    {"bf.reserve", -4, "write denyoom", 1, 1, 1, "bf", "Creates a Bloom filter with a capacity and error rate.", false, CmdBfReserve},
+    {"bf.add", -1, "write denyoom module", 1, 1, 1, "bf", "Adds an item to a Bloom filter (creating it if missing).", false, CmdBfAdd},
+    {"bf.card", -1, "readonly module fast", 1, 1, 1, "bf", "Estimated number of items in a Bloom filter.", false, CmdBfCard},
+    {"bf.exists", -1, "readonly module fast", 1, 1, 1, "bf", "Whether an item may be in a Bloom filter.", false, CmdBfExists},
+    {"bf.info", -1, "readonly module fast", 1, 1, 1, "bf", "Information about a Bloom filter.", false, CmdBfInfo},
+    {"bf.insert", -1, "write denyoom module", 1, 1, 1, "bf", "Adds items, creating the filter with the given parameters if missing.", false, CmdBfInsert},
+    {"bf.madd", -1, "write denyoom module", 1, 1, 1, "bf", "Adds items to a Bloom filter (creating it if missing).", false, CmdBfMadd},
+    {"bf.mexists", -1, "readonly module fast", 1, 1, 1, "bf", "Whether items may be in a Bloom filter.", false, CmdBfMexists},
+    {"bf.reserve", -1, "write denyoom module", 1, 1, 1, "bf", "Creates a Bloom filter with a capacity and error rate.", false, CmdBfReserve},
     {"client", -2, "admin noscript loading stale", 0, 0, 0, "connection", "Connection management: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, HELP.", false, CmdClient},
     {"command", -1, "loading stale", 0, 0, 0, "server", "Details about the commands.", false, CmdCommand},
     {"config", -2, "admin noscript loading stale", 0, 0, 0, "server", "CONFIG GET: only save and appendonly (both off).", false, CmdConfig},
@@ -32,6 +37,7 @@ constexpr CommandSpec kCommands[] = {
     {"exec", 1, "noscript loading stale skip_slowlog", 0, 0, 0, "transactions", "Executes a transaction.", false, CmdExec},
     {"exists", -2, "readonly fast", 1, -1, 1, "keyspace", "Number of the given keys (filters) that exist.", false, CmdExists},
     {"get", 2, "readonly fast", 1, 1, 1, "string", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
+    {"getrange", 4, "readonly", 1, 1, 1, "string", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"hello", -1, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Handshake: RESP2 or RESP3, AUTH, SETNAME.", true, CmdHello},
     {"hexists", 3, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"hget", 3, "readonly fast", 1, 1, 1, "hash", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
@@ -50,6 +56,7 @@ constexpr CommandSpec kCommands[] = {
     {"module", -2, "admin noscript", 0, 0, 0, "server", "MODULE LIST: the built-in bf module.", false, CmdModule},
     {"multi", 1, "noscript loading stale fast allow_busy", 0, 0, 0, "transactions", "Starts a transaction.", false, CmdMulti},
     {"object", -2, "readonly", 2, 2, 1, "keyspace", "OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key.", false, CmdObject},
+    {"pfcount", -2, "readonly", 1, -1, 1, "hyperloglog", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"ping", -1, "fast", 0, 0, 0, "connection", "Returns PONG or the given message.", false, CmdPing},
     {"pollen.filters", 1, "readonly", 0, 0, 0, "pollen", "The filters of the cluster catalog and their state.", false, CmdPollenFilters},
     {"pollen.keyring", -2, "admin", 0, 0, 0, "pollen", "INSTALL <base64 key> | USE <id> | REMOVE <id> | LIST.", false, CmdPollenKeyring},
@@ -105,22 +112,38 @@ std::vector<std::string_view> SplitSkipEmpty(std::string_view s, char sep) {
 
 std::string ToStd(absl::string_view s) { return std::string(s.data(), s.size()); }
 
+// Redis' string2ll: an optional '-', then digits without leading zeros ("0"
+// itself is fine, "-0", "007", "+1" and " 1" are not), within int64.
 bool ParseInt64(std::string_view s, int64_t* out) {
-  if (s.empty()) return false;
+  if (s.empty() || s.size() > 20) return false;
+  if (s == "0") {
+    *out = 0;
+    return true;
+  }
+  const size_t digits = s[0] == '-' ? 1 : 0;
+  if (digits >= s.size() || s[digits] < '1' || s[digits] > '9') return false;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// Redis' string2d (strtod): decimal, hex and "inf" forms; not empty, no
+// leading space, nothing after the number, not NaN, no overflow or underflow.
+bool ParseRedisDouble(std::string_view s, double* out) {
+  if (s.empty() || s.size() > 256 || std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  const std::string copy(s);  // strtod needs a terminator
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size() || std::isnan(v)) return false;
+  if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || v == 0)) return false;
+  *out = v;
+  return true;
 }
 
 bool ParseUint64(std::string_view s, uint64_t* out) {
   if (s.empty() || s[0] == '-' || s[0] == '+') return false;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size();
-}
-
-bool ParseFiniteDouble(std::string_view s, double* out) {
-  if (s.empty() || s.size() > 64) return false;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
 }
 
 bool IEquals(std::string_view a, std::string_view b) {

@@ -76,7 +76,7 @@ std::string ToStd(absl::string_view s);
 // Argument helpers (strict: the whole string must parse).
 bool ParseInt64(std::string_view s, int64_t* out);
 bool ParseUint64(std::string_view s, uint64_t* out);
-bool ParseFiniteDouble(std::string_view s, double* out);
+bool ParseRedisDouble(std::string_view s, double* out);  // Redis' strtod rules (inf allowed, NaN not)
 bool IEquals(std::string_view a, std::string_view b);
 std::string Lower(std::string_view s);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "crdt/sizing.h"
 #include "node/runtime/resp/commands.h"
@@ -21,40 +22,35 @@ struct CreateOptions {
   bool nonscaling = false;
 };
 
-// Parses an error rate; appends the RedisBloom error and returns false when bad.
-bool ParseErrorRate(std::string_view s, double* rate, std::string* out) {
-  if (!ParseFiniteDouble(s, rate)) {
-    AppendError(out, "ERR bad error rate");
-    return false;
+// RedisBloom's replies are exact, byte for byte: BF.RESERVE's errors carry
+// "ERR " (and the error-rate one a trailing space), BF.INSERT's and BF.INFO's
+// do not.
+constexpr std::string_view kRateRange = "ERR (0 < error rate range < 1) ";
+constexpr std::string_view kCapacityRange = "ERR (capacity should be larger than 0)";
+
+// BF.RESERVE's optional words are looked up anywhere after the command name,
+// by exact (case-insensitive) match, as RedisBloom does; other words are
+// ignored. Returns the index, or 0 when absent.
+size_t FindWord(std::span<const std::string_view> args, std::string_view word) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (IEquals(args[i], word)) return i;
   }
-  if (!(*rate > 0 && *rate < 1)) {
-    AppendError(out, "ERR (0 < error rate range < 1)");
-    return false;
-  }
-  return true;
+  return 0;
 }
 
-bool ParseCapacity(std::string_view s, uint64_t* capacity, std::string* out) {
-  int64_t v = 0;
-  if (!ParseInt64(s, &v)) {
-    AppendError(out, "ERR bad capacity");
-    return false;
+// BF.INSERT's keywords are told apart by their first letters, as RedisBloom
+// does: I... ITEMS, C... CAPACITY, ER... ERROR, other E... EXPANSION,
+// N?C... NOCREATE, other N... NONSCALING.
+enum class InsertWord { kItems, kCapacity, kError, kExpansion, kNoCreate, kNonScaling, kUnknown };
+InsertWord ClassifyInsertWord(std::string_view w) {
+  auto at = [&](size_t i) { return i < w.size() ? absl::ascii_tolower(static_cast<unsigned char>(w[i])) : '\0'; };
+  switch (at(0)) {
+    case 'i': return InsertWord::kItems;
+    case 'c': return InsertWord::kCapacity;
+    case 'e': return at(1) == 'r' ? InsertWord::kError : InsertWord::kExpansion;
+    case 'n': return at(2) == 'c' ? InsertWord::kNoCreate : InsertWord::kNonScaling;
+    default: return InsertWord::kUnknown;
   }
-  if (v <= 0) {
-    AppendError(out, "ERR (capacity should be larger than 0)");
-    return false;
-  }
-  *capacity = static_cast<uint64_t>(v);
-  return true;
-}
-
-bool ParseExpansion(std::string_view s, std::string* out) {
-  int64_t v = 0;
-  if (!ParseInt64(s, &v) || v < 1 || v > INT32_MAX) {
-    AppendError(out, "ERR bad expansion");
-    return false;
-  }
-  return true;
 }
 
 node::FilterConfig MakeConfig(const ServerContext& ctx, std::string_view name, const CreateOptions& o) {
@@ -111,6 +107,7 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
     return;
   }
   ctx.counters.keys_added.fetch_add(items.size(), std::memory_order_relaxed);
+  ctx.touches.Touch(filter);
   if (ctx.log_adds) {
     absl::Status logged = ctx.log_adds(filter, items);
     if (!logged.ok()) {
@@ -157,66 +154,83 @@ node::FilterConfig DefaultConfig(const ServerContext& ctx, std::string_view name
 
 void CmdBfReserve(CommandCall& call) {
   const auto& a = call.args;
-  if (a.size() > 7) return ReplyWrongArity(call);
+  if (a.size() < 4 || a.size() > 7) return ReplyWrongArity(call);
   CreateOptions o;
-  if (!ParseErrorRate(a[2], &o.fpr, call.out)) return;
-  if (!ParseCapacity(a[3], &o.capacity, call.out)) return;
-  for (size_t i = 4; i < a.size(); ++i) {
-    if (IEquals(a[i], "EXPANSION")) {
-      if (i + 1 >= a.size()) return AppendError(call.out, "ERR no expansion");
-      if (!ParseExpansion(a[++i], call.out)) return;
-    } else if (IEquals(a[i], "NONSCALING")) {
-      o.nonscaling = true;
-    } else {
-      return AppendError(call.out, "ERR unknown argument received");
-    }
+  if (!ParseRedisDouble(a[2], &o.fpr)) return AppendError(call.out, "ERR bad error rate");
+  if (!(o.fpr > 0 && o.fpr < 1)) return AppendError(call.out, kRateRange);
+  int64_t capacity = 0;
+  if (!ParseInt64(a[3], &capacity)) return AppendError(call.out, "ERR bad capacity");
+  if (capacity <= 0) return AppendError(call.out, kCapacityRange);
+  o.capacity = static_cast<uint64_t>(capacity);
+  o.nonscaling = FindWord(a, "NONSCALING") != 0;
+  if (const size_t e = FindWord(a, "EXPANSION"); e != 0) {
+    if (e + 1 >= a.size()) return AppendError(call.out, "ERR no expansion");
+    if (o.nonscaling) return AppendErrorVerbatim(call.out, "Nonscaling filters cannot expand");
+    int64_t expansion = 0;
+    if (!ParseInt64(a[e + 1], &expansion)) return AppendError(call.out, "ERR bad expansion");
+    // Validated, then ignored: Pollen filters never grow (README, "Differences").
   }
   const absl::Status s = CreateFilter(call.ctx, MakeConfig(call.ctx, a[1], o));
   if (!s.ok()) return ReplyStatus(call.out, s);
+  call.ctx.touches.Touch(a[1]);
   AppendSimple(call.out, "OK");
 }
 
 void CmdBfAdd(CommandCall& call) {
+  if (call.args.size() != 3) return ReplyWrongArity(call);
   AddItems(call, call.args[1], call.args.subspan(2),
            [&call]() -> std::optional<node::FilterConfig> { return DefaultConfig(call.ctx, call.args[1]); }, false);
 }
 
 void CmdBfMadd(CommandCall& call) {
+  if (call.args.size() < 3) return ReplyWrongArity(call);
   AddItems(call, call.args[1], call.args.subspan(2),
            [&call]() -> std::optional<node::FilterConfig> { return DefaultConfig(call.ctx, call.args[1]); }, true);
 }
 
+// RedisBloom's order: parse every option (a malformed value or an unknown word
+// answers at once), then require ITEMS with at least one item, then check the
+// ranges ("Bad argument received"), then create or add.
 void CmdBfInsert(CommandCall& call) {
   const auto& a = call.args;
+  if (a.size() < 4) return ReplyWrongArity(call);
   CreateOptions o;
   o.capacity = call.ctx.default_filter.capacity;
   o.fpr = call.ctx.default_filter.fpr;
+  int64_t capacity = static_cast<int64_t>(o.capacity), expansion = 2;
   bool create = true;
   size_t items = 0;
   for (size_t i = 2; i < a.size() && items == 0;) {
-    if (IEquals(a[i], "ITEMS")) {
+    const InsertWord word = ClassifyInsertWord(a[i]);
+    if (word == InsertWord::kUnknown) return AppendErrorVerbatim(call.out, "Unknown argument received");
+    if (word == InsertWord::kItems) {
       items = i + 1;
-    } else if (IEquals(a[i], "CAPACITY") || IEquals(a[i], "ERROR") || IEquals(a[i], "EXPANSION")) {
-      if (i + 1 >= a.size()) return ReplyWrongArity(call);
-      if (IEquals(a[i], "CAPACITY")) {
-        if (!ParseCapacity(a[i + 1], &o.capacity, call.out)) return;
-      } else if (IEquals(a[i], "ERROR")) {
-        if (!ParseErrorRate(a[i + 1], &o.fpr, call.out)) return;
-      } else if (!ParseExpansion(a[i + 1], call.out)) {
-        return;
-      }
-      i += 2;
-    } else if (IEquals(a[i], "NOCREATE")) {
+    } else if (word == InsertWord::kNoCreate) {
       create = false;
       ++i;
-    } else if (IEquals(a[i], "NONSCALING")) {
+    } else if (word == InsertWord::kNonScaling) {
       o.nonscaling = true;
       ++i;
     } else {
-      return AppendError(call.out, "ERR unknown argument received");
+      if (i + 1 >= a.size()) return ReplyWrongArity(call);
+      const std::string_view value = a[i + 1];
+      if (word == InsertWord::kCapacity && !ParseInt64(value, &capacity)) {
+        return AppendErrorVerbatim(call.out, "Bad capacity");
+      }
+      if (word == InsertWord::kError && !ParseRedisDouble(value, &o.fpr)) {
+        return AppendErrorVerbatim(call.out, "Bad error rate");
+      }
+      if (word == InsertWord::kExpansion && !ParseInt64(value, &expansion)) {
+        return AppendErrorVerbatim(call.out, "Bad expansion");
+      }
+      i += 2;
     }
   }
   if (items == 0 || items >= a.size()) return ReplyWrongArity(call);
+  if (capacity <= 0 || !(o.fpr > 0 && o.fpr < 1) || expansion < 1) {
+    return AppendErrorVerbatim(call.out, "Bad argument received");
+  }
+  o.capacity = static_cast<uint64_t>(capacity);
   std::optional<node::FilterConfig> config;
   if (create) {
     config = MakeConfig(call.ctx, a[1], o);
@@ -232,7 +246,7 @@ void CmdBfInsert(CommandCall& call) {
 // which is most of BF.EXISTS's own cost at pipeline depth 1.
 void CmdBfExists(CommandCall& call) {
   ServerContext& ctx = call.ctx;
-  assert(call.args.size() == 3);
+  if (call.args.size() != 3) return ReplyWrongArity(call);
   ctx.counters.keys_queried.fetch_add(1, std::memory_order_relaxed);
   absl::StatusOr<bool> found = ctx.node->Exists(call.args[1], call.args[2]);
   if (absl::IsNotFound(found.status())) {
@@ -244,9 +258,13 @@ void CmdBfExists(CommandCall& call) {
   AppendInteger(call.out, *found ? 1 : 0);
 }
 
-void CmdBfMexists(CommandCall& call) { CheckItems(call, call.args[1], call.args.subspan(2), true); }
+void CmdBfMexists(CommandCall& call) {
+  if (call.args.size() < 3) return ReplyWrongArity(call);
+  CheckItems(call, call.args[1], call.args.subspan(2), true);
+}
 
 void CmdBfCard(CommandCall& call) {
+  if (call.args.size() != 2) return ReplyWrongArity(call);
   absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(call.args[1]);
   if (absl::IsNotFound(info.status())) return AppendInteger(call.out, 0);
   if (!info.ok()) return ReplyStatus(call.out, info.status());
@@ -255,7 +273,7 @@ void CmdBfCard(CommandCall& call) {
 
 void CmdBfInfo(CommandCall& call) {
   const auto& a = call.args;
-  if (a.size() > 3) return ReplyWrongArity(call);
+  if (a.size() < 2 || a.size() > 3) return ReplyWrongArity(call);
   absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(a[1]);
   if (!info.ok()) return ReplyStatus(call.out, info.status());
   const int64_t capacity = static_cast<int64_t>(std::min<uint64_t>(info->config.capacity, INT64_MAX));
@@ -273,9 +291,9 @@ void CmdBfInfo(CommandCall& call) {
     } else if (IEquals(a[2], "ITEMS")) {
       AppendArrayHeader(out, 1), AppendInteger(out, items);
     } else if (IEquals(a[2], "EXPANSION")) {
-      AppendArrayHeader(out, 1), AppendNullBulk(out);  // Pollen filters never grow
+      AppendArrayHeader(out, 1), AppendNull(out, call.session.proto);  // Pollen filters never grow
     } else {
-      AppendError(out, "ERR Invalid information value");
+      AppendErrorVerbatim(out, "Invalid information value");
     }
     return;
   }
@@ -289,7 +307,7 @@ void CmdBfInfo(CommandCall& call) {
   AppendSimple(call.out, "Number of items inserted");
   AppendInteger(call.out, items);
   AppendSimple(call.out, "Expansion rate");
-  AppendNullBulk(call.out);
+  AppendNull(call.out, call.session.proto);
 }
 
 }  // namespace pollen::resp

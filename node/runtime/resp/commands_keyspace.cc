@@ -5,8 +5,10 @@
 // reply on a missing key).
 //
 // SCAN's cursor is a position in a fixed order of names, not an index: the
-// names sorted by h(name) = FilterIdForName(name) | 1, and the cursor is the h
-// of the next name to return (0: start, and end). So a name present for the
+// names sorted by h(name) = (FilterIdForName(name) >> 12) | 1, and the cursor
+// is the h of the next name to return (0: start, and end). h has 52 bits so a
+// cursor survives clients that hold it in a double (node-redis parses it with
+// Number(): a 64-bit cursor came back rounded and the scan skipped names). So a name present for the
 // whole iteration is returned exactly once however the set changes around it,
 // which is Redis' guarantee (at least once) and more. Names with equal h are
 // never split across calls.
@@ -22,7 +24,7 @@ namespace {
 
 constexpr std::string_view kBloomType = "MBbloom--";
 
-uint64_t ScanOrder(std::string_view name) { return crdt::FilterIdForName(name) | 1; }
+uint64_t ScanOrder(std::string_view name) { return (crdt::FilterIdForName(name) >> 12) | 1; }
 
 bool Exists(const CommandCall& call, std::string_view name) { return call.ctx.node->Version(name).has_value(); }
 
@@ -138,6 +140,10 @@ void CmdMemory(CommandCall& call) {
   if (a.size() != 3 && !(a.size() == 5 && IEquals(a[3], "SAMPLES"))) {
     return AppendError(call.out, a.size() < 3 ? WrongArityMessage("memory|usage") : "ERR syntax error");
   }
+  int64_t samples = 0;
+  if (a.size() == 5 && !ParseInt64(a[4], &samples)) {
+    return AppendError(call.out, "ERR value is not an integer or out of range");
+  }
   absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(a[2], node::InfoParts::kEpochsOnly);
   if (!info.ok()) return AppendNull(call.out, call.session.proto);
   AppendInteger(call.out, static_cast<int64_t>(info->memory_bytes + a[2].size()));
@@ -150,23 +156,28 @@ void CmdMemory(CommandCall& call) {
 void CmdOtherType(CommandCall& call) {
   const std::string cmd = Lower(call.args[0]);
   int64_t unused = 0;
-  if (cmd == "lrange" && (!ParseInt64(call.args[2], &unused) || !ParseInt64(call.args[3], &unused))) {
+  if ((cmd == "lrange" || cmd == "getrange") &&
+      (!ParseInt64(call.args[2], &unused) || !ParseInt64(call.args[3], &unused))) {
     return AppendError(call.out, "ERR value is not an integer or out of range");  // checked before the key
   }
-  if (Exists(call, call.args[1])) {
-    return AppendError(call.out, "WRONGTYPE Operation against a key holding the wrong kind of value");
+  const size_t last_key = cmd == "pfcount" ? call.args.size() - 1 : 1;  // PFCOUNT takes keys only
+  for (size_t i = 1; i <= last_key; ++i) {
+    if (Exists(call, call.args[i])) {
+      return AppendError(call.out, "WRONGTYPE Operation against a key holding the wrong kind of value");
+    }
   }
   const Proto proto = call.session.proto;
   if (cmd == "get" || cmd == "hget" || cmd == "lindex" || cmd == "zscore") return AppendNull(call.out, proto);
   if (cmd == "hgetall") return AppendMapHeader(call.out, 0, proto);
   if (cmd == "smembers") return AppendSetHeader(call.out, 0, proto);
   if (cmd == "lrange" || cmd == "hkeys" || cmd == "hvals") return AppendArrayHeader(call.out, 0);
+  if (cmd == "getrange") return AppendBulk(call.out, "");
   if (cmd == "hmget") {
     AppendArrayHeader(call.out, call.args.size() - 2);
     for (size_t i = 2; i < call.args.size(); ++i) AppendNull(call.out, proto);
     return;
   }
-  AppendInteger(call.out, 0);  // strlen hlen hexists llen scard sismember zcard xlen
+  AppendInteger(call.out, 0);  // strlen hlen hexists llen scard sismember zcard xlen pfcount
 }
 
 }  // namespace pollen::resp

@@ -9,7 +9,9 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "node/core/printable_name.h"
 #include "node/runtime/resp/commands.h"
+#include "node/runtime/resp/glob.h"
 #include "node/runtime/resp/reply_writer.h"
 
 namespace pollen::resp {
@@ -59,7 +61,27 @@ void AppendModuleList(std::string* out, Proto p) {
   AppendBulk(out, "args"), AppendArrayHeader(out, 0);
 }
 
-void AppendCommandInfo(std::string* out, const CommandSpec& c) {
+// The key spec Redis derives for a module command with one key at index 1 (what
+// COMMAND INFO shows for RedisBloom's commands).
+void AppendModuleKeySpec(std::string* out, Proto p) {
+  AppendArrayHeader(out, 1);
+  AppendMapHeader(out, 3, p);
+  AppendBulk(out, "flags");
+  AppendArrayHeader(out, 3), AppendSimple(out, "RW"), AppendSimple(out, "access"), AppendSimple(out, "update");
+  AppendBulk(out, "begin_search");
+  AppendMapHeader(out, 2, p);
+  AppendBulk(out, "type"), AppendBulk(out, "index");
+  AppendBulk(out, "spec"), AppendMapHeader(out, 1, p), AppendBulk(out, "index"), AppendInteger(out, 1);
+  AppendBulk(out, "find_keys");
+  AppendMapHeader(out, 2, p);
+  AppendBulk(out, "type"), AppendBulk(out, "range");
+  AppendBulk(out, "spec"), AppendMapHeader(out, 3, p);
+  AppendBulk(out, "lastkey"), AppendInteger(out, 0);
+  AppendBulk(out, "keystep"), AppendInteger(out, 1);
+  AppendBulk(out, "limit"), AppendInteger(out, 0);
+}
+
+void AppendCommandInfo(std::string* out, const CommandSpec& c, Proto p) {
   AppendArrayHeader(out, 10);
   AppendBulk(out, c.name);
   AppendInteger(out, c.arity);
@@ -71,7 +93,11 @@ void AppendCommandInfo(std::string* out, const CommandSpec& c) {
   AppendInteger(out, c.key_step);
   AppendArrayHeader(out, 0);  // ACL categories
   AppendArrayHeader(out, 0);  // tips
-  AppendArrayHeader(out, 0);  // key specs
+  if (c.flags.find("module") != std::string_view::npos) {
+    AppendModuleKeySpec(out, p);
+  } else {
+    AppendArrayHeader(out, 0);  // key specs
+  }
   AppendArrayHeader(out, 0);  // subcommands
 }
 
@@ -242,9 +268,11 @@ std::string InfoSection(CommandCall& call, std::string_view section, const absl:
     const std::vector<node::FilterInfo>& filters = view->filters;
     CatAppend(&s, "filters:", filters.size(), "\r\n");
     for (const node::FilterInfo& f : filters) {
-      std::string name = f.config.name;
+      // INFO's "key:value" lines: the name printable (node/core/printable_name.h),
+      // with ':' and ',' (the line's separators) as '_'.
+      std::string name = node::PrintableName(f.config.name);
       for (char& c : name) {
-        if (c == '\r' || c == '\n' || c == ':' || c == ',') c = '_';
+        if (c == ':' || c == ',') c = '_';
       }
       double items = 0, fill = 0;
       for (const auto& g : f.generations) items += g.estimated_items;
@@ -276,6 +304,9 @@ void CmdQuit(CommandCall& call) {
 void CmdSelect(CommandCall& call) {
   int64_t db = 0;
   if (!ParseInt64(call.args[1], &db)) return AppendError(call.out, "ERR value is not an integer or out of range");
+  if (db < INT32_MIN || db > INT32_MAX) {
+    return AppendError(call.out, "ERR value is out of range, value must between -2147483648 and 2147483647");
+  }
   if (db != 0) return AppendError(call.out, "ERR DB index is out of range");
   AppendSimple(call.out, "OK");
 }
@@ -346,10 +377,16 @@ void CmdConfig(CommandCall& call) {
     // Pollen has no Redis configuration; redis-benchmark asks for these two,
     // and Redis' own RDB/AOF persistence is indeed off.
     static constexpr std::pair<std::string_view, std::string_view> kParams[] = {{"appendonly", "no"}, {"save", ""}};
+    // Redis 7 echoes a name asked for exactly as typed, and gives a pattern's
+    // matches their own names.
     std::vector<std::pair<std::string_view, std::string_view>> hits;
     for (const auto& p : kParams) {
       for (size_t i = 2; i < call.args.size(); ++i) {
-        if (call.args[i] == "*" || IEquals(call.args[i], p.first)) {
+        if (IEquals(call.args[i], p.first)) {
+          hits.emplace_back(call.args[i], p.second);
+          break;
+        }
+        if (GlobMatch(Lower(call.args[i]), p.first)) {
           hits.push_back(p);
           break;
         }
@@ -397,12 +434,15 @@ void CmdCommand(CommandCall& call) {
   const auto all = AllCommands();
   if (a.size() == 1) {
     AppendArrayHeader(call.out, all.size());
-    for (const CommandSpec& c : all) AppendCommandInfo(call.out, c);
+    for (const CommandSpec& c : all) AppendCommandInfo(call.out, c, call.session.proto);
     return;
   }
   const std::string_view sub = a[1];
-  if (IEquals(sub, "COUNT") && a.size() == 2) return AppendInteger(call.out, static_cast<int64_t>(all.size()));
-  if (IEquals(sub, "LIST") && a.size() == 2) {
+  if ((IEquals(sub, "COUNT") || IEquals(sub, "LIST")) && a.size() != 2) {
+    return AppendError(call.out, WrongArityMessage(Cat("command|", sub)));
+  }
+  if (IEquals(sub, "COUNT")) return AppendInteger(call.out, static_cast<int64_t>(all.size()));
+  if (IEquals(sub, "LIST")) {
     AppendArrayHeader(call.out, all.size());
     for (const CommandSpec& c : all) AppendBulk(call.out, c.name);
     return;
@@ -410,22 +450,22 @@ void CmdCommand(CommandCall& call) {
   if (IEquals(sub, "INFO")) {
     if (a.size() == 2) {
       AppendArrayHeader(call.out, all.size());
-      for (const CommandSpec& c : all) AppendCommandInfo(call.out, c);
+      for (const CommandSpec& c : all) AppendCommandInfo(call.out, c, call.session.proto);
       return;
     }
     AppendArrayHeader(call.out, a.size() - 2);
     for (size_t i = 2; i < a.size(); ++i) {
       const CommandSpec* c = FindCommand(a[i]);
       if (c == nullptr) {
-        AppendNullBulk(call.out);
+        AppendNull(call.out, call.session.proto);
       } else {
-        AppendCommandInfo(call.out, *c);
+        AppendCommandInfo(call.out, *c, call.session.proto);
       }
     }
     return;
   }
   if (IEquals(sub, "GETKEYS")) {
-    if (a.size() < 3) return AppendError(call.out, WrongArityMessage("command|getkeys"));
+    if (a.size() < 4) return AppendError(call.out, WrongArityMessage("command|getkeys"));
     const CommandSpec* c = FindCommand(a[2]);
     if (c == nullptr) return AppendError(call.out, "ERR Invalid command specified");
     const size_t argc = a.size() - 2;
@@ -455,8 +495,7 @@ void CmdCommand(CommandCall& call) {
     for (const CommandSpec* c : picked) AppendCommandDocs(call.out, *c, call.session.proto);
     return;
   }
-  AppendError(call.out, Cat("ERR unknown subcommand or wrong number of arguments for '", sub.substr(0, 128),
-                                     "'. Try COMMAND HELP."));
+  AppendError(call.out, Cat("ERR unknown subcommand '", sub.substr(0, 128), "'. Try COMMAND HELP."));
 }
 
 void CmdTime(CommandCall& call) {

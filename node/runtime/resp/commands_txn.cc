@@ -10,26 +10,15 @@
 //     set by any client or by replication, a rotation, a creation or a
 //     replacement: node::FilterVersion), a null array and nothing runs;
 //   - EXEC and DISCARD forget the WATCHes.
-// Where Pollen differs: an add of items that were all present changes no
-// bit, so it does not invalidate a WATCH (in RedisBloom any BF.ADD does).
+// A write command counts as a change even when it sets no bit (watch.h).
 #include "node/runtime/resp/commands.h"
 #include "node/runtime/resp/reply_writer.h"
 
 namespace pollen::resp {
-namespace {
-
-bool WatchedUnchanged(const ServerContext& ctx, const Session& session) {
-  for (const auto& [name, version] : session.watched) {
-    if (ctx.node->Version(name) != version) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 void DiscardTransaction(Session& session) {
   session.txn = Transaction{};
-  session.watched.clear();
+  session.watched.Clear();
 }
 
 void CmdMulti(CommandCall& call) {
@@ -54,7 +43,7 @@ void CmdExec(CommandCall& call) {
   Transaction txn = std::move(session.txn);
   session.txn = Transaction{};
   call.ctx.exec_gate.RunExclusive(session.gate_stripe, [&] {
-    if (!WatchedUnchanged(call.ctx, session)) return AppendNullArray(call.out, session.proto);
+    if (!session.watched.Unchanged(*call.ctx.node)) return AppendNullArray(call.out, session.proto);
     AppendArrayHeader(call.out, txn.queued.size());
     std::vector<std::string_view> args;
     for (const std::vector<std::string>& command : txn.queued) {
@@ -62,21 +51,17 @@ void CmdExec(CommandCall& call) {
       Dispatch(call.ctx, session, args, call.out);
     }
   });
-  session.watched.clear();
+  session.watched.Clear();
 }
 
 void CmdWatch(CommandCall& call) {
   if (call.session.txn.active) return AppendError(call.out, "ERR WATCH inside MULTI is not allowed");
-  for (size_t i = 1; i < call.args.size(); ++i) {
-    const std::string_view name = call.args[i];
-    if (call.session.watched.find(name) != call.session.watched.end()) continue;  // keeps the first version
-    call.session.watched.emplace(std::string(name), call.ctx.node->Version(name));
-  }
+  for (size_t i = 1; i < call.args.size(); ++i) call.session.watched.Add(call.ctx.touches, *call.ctx.node, call.args[i]);
   AppendSimple(call.out, "OK");
 }
 
 void CmdUnwatch(CommandCall& call) {
-  call.session.watched.clear();
+  call.session.watched.Clear();
   AppendSimple(call.out, "OK");
 }
 

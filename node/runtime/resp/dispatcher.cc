@@ -9,17 +9,18 @@
 namespace pollen::resp {
 namespace {
 
-// "ERR unknown command 'x', with args beginning with: 'a' 'b' " (Redis' form;
-// at most 128 bytes of the name and of the arguments).
+// Up to the first NUL byte: Redis formats these with %s.
+std::string_view CString(std::string_view s) { return s.substr(0, s.find('\0')); }
+
+// "ERR unknown command 'x', with args beginning with: 'a' 'b' ", exactly as
+// Redis 7 builds it: the name cut at 128 bytes; arguments quoted and added
+// while the quoted list is under 128 bytes, each cut to what is left of 128.
 std::string UnknownCommandMessage(std::span<const std::string_view> args) {
-  std::string msg = Cat("ERR unknown command '", args[0].substr(0, 128), "', with args beginning with: ");
-  size_t budget = 128;
-  for (size_t i = 1; i < args.size() && budget > 0; ++i) {
-    const std::string_view a = args[i].substr(0, budget);
-    CatAppend(&msg, "'", a, "' ");
-    budget -= a.size();
+  std::string list;
+  for (size_t i = 1; i < args.size() && list.size() < 128; ++i) {
+    CatAppend(&list, "'", CString(args[i]).substr(0, 128 - list.size()), "' ");
   }
-  return msg;
+  return Cat("ERR unknown command '", CString(args[0]).substr(0, 128), "', with args beginning with: ", list);
 }
 
 bool ArityOk(int arity, size_t argc) {
@@ -27,9 +28,10 @@ bool ArityOk(int arity, size_t argc) {
 }
 
 // Redis' rejectCommand: an error reply, and inside MULTI the transaction is
-// flagged (EXEC will answer EXECABORT); a rejected EXEC itself aborts at once.
+// flagged (EXEC will answer EXECABORT); a rejected EXEC answers EXECABORT with
+// the reason at once (inside MULTI or not) and ends any transaction.
 void Reject(Session& session, const CommandSpec* spec, std::string_view error, std::string* out) {
-  if (session.txn.active && spec != nullptr && spec->handler == CmdExec) {
+  if (spec != nullptr && spec->handler == CmdExec) {
     std::string_view reason = error;
     if (reason.rfind("ERR ", 0) == 0) reason.remove_prefix(4);
     AppendError(out, Cat("EXECABORT Transaction discarded because of: ", reason));

@@ -28,6 +28,7 @@
 #include "node/core/node.h"
 #include "node/runtime/resp/reply_writer.h"
 #include "node/runtime/resp/server_context.h"
+#include "node/runtime/resp/watch.h"
 
 namespace pollen::resp {
 
@@ -49,8 +50,7 @@ struct Session {
   Proto proto = Proto::kResp2;  // HELLO 2|3
   bool authenticated = false;
   Transaction txn;
-  // WATCHed filters and their versions when watched (nullopt: absent then).
-  std::map<std::string, std::optional<node::FilterVersion>, std::less<>> watched;
+  WatchSet watched;  // WATCHed filters
   // The ExecGate stripe this session's batch holds (its RESP thread), or -1
   // when the caller holds no shared side (unit tests, fuzzers).
   int gate_stripe = -1;

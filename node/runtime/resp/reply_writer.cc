@@ -32,6 +32,12 @@ void AppendError(std::string* out, std::string_view msg) {
   out->append("\r\n");
 }
 
+void AppendErrorVerbatim(std::string* out, std::string_view msg) {
+  out->push_back('-');
+  AppendLineSafe(out, msg);
+  out->append("\r\n");
+}
+
 void AppendInteger(std::string* out, int64_t v) { absl::StrAppend(out, ":", v, "\r\n"); }
 
 void AppendBulk(std::string* out, std::string_view s) {

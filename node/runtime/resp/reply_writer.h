@@ -16,6 +16,7 @@ namespace pollen::resp {
 
 void AppendSimple(std::string* out, std::string_view s);   // +s
 void AppendError(std::string* out, std::string_view msg);  // -msg
+void AppendErrorVerbatim(std::string* out, std::string_view msg);  // -msg, no "ERR " added (RedisBloom's bare errors)
 void AppendInteger(std::string* out, int64_t v);           // :v
 void AppendBulk(std::string* out, std::string_view s);     // $len s
 void AppendNullBulk(std::string* out);                     // $-1

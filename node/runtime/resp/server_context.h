@@ -29,6 +29,7 @@
 #include "node/core/node.h"
 #include "node/runtime/resp/client_table.h"
 #include "node/runtime/resp/exec_gate.h"
+#include "node/runtime/resp/watch.h"
 #include "node/core/types.h"
 
 namespace pollen::resp {
@@ -105,8 +106,10 @@ struct ServerContext {
 
   ServerCounters counters;
 
-  // EXEC's atomicity across RESP threads (exec_gate.h).
+  // EXEC's atomicity across RESP threads (exec_gate.h), and the writes WATCH
+  // sees (watch.h).
   ExecGate exec_gate;
+  TouchLog touches;
 
   // The RESP port, for INFO's tcp_port (set by RespServer::Start).
   std::atomic<uint16_t> tcp_port{0};

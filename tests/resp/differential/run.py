@@ -224,6 +224,8 @@ def main():
     opts = ap.parse_args()
     if opts.anchor and not opts.server:
         ap.error("--anchor needs --server")
+    if opts.pollend:
+        opts.pollend = os.path.abspath(opts.pollend)  # each pollend runs in its own temp directory
     files = opts.files or sorted(glob.glob(os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "*.cases")))
     if not files:
@@ -238,7 +240,7 @@ def main():
         if not host or not port.isdigit():
             ap.error("--server wants HOST:PORT")
         port = int(port)
-    elif not os.access(opts.pollend, os.X_OK):
+    elif not os.access(opts.pollend, os.X_OK) or not os.path.isfile(opts.pollend):
         ap.error("not an executable: %s" % opts.pollend)
 
     total_pass = total_fail = 0
