@@ -50,7 +50,10 @@ constexpr const char* kTokens[] = {
     "POLLEN.FILTERS", "POLLEN.ROTATE", "POLLEN.WHOHAS", "POLLEN.KEYRING", "POLLEN.SNAPSHOT", "f", "g", "*", "f,g",
     "0.01", "0", "1", "-1", "1e9", "nan", "100", "2", "3", "CAPACITY", "ERROR", "EXPANSION", "NOCREATE",
     "NONSCALING", "ITEMS", "SIZE", "FILTERS", "COUNT", "DOCS", "LIST", "INSTALL", "USE", "REMOVE", "SETNAME",
-    "GETNAME", "ID", "default", "pw", "x", "", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "18446744073709551615"};
+    "GETNAME", "ID", "default", "pw", "x", "", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "18446744073709551615",
+    "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "RESET", "EXISTS", "TYPE", "DBSIZE", "KEYS", "SCAN", "MATCH",
+    "OBJECT", "ENCODING", "MEMORY", "USAGE", "TIME", "ROLE", "LASTSAVE", "MODULE", "GETKEYS", "GET", "LRANGE",
+    "PFCOUNT", "NO-EVICT", "on", "[a-", "f*", "\\", "inf", "0x10", "-0"};
 
 void RunOne(World& w, pollen::resp::Session& session, std::span<const std::string_view> args) {
   std::string out;

@@ -2,6 +2,7 @@
 // commands, AUTH gating, POLLEN.* commands.
 #include "node/runtime/resp/dispatcher.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -358,6 +359,102 @@ TEST_F(DispatcherTest, DriverlessContextAnswersWithAnError) {
   EXPECT_EQ(Run({"BF.RESERVE", "f", "0.01", "100"}), "-ERR driver unavailable\r\n");
   EXPECT_EQ(Run({"POLLEN.MEMBERS"}), "-ERR driver unavailable\r\n");
   EXPECT_EQ(Run({"BF.EXISTS", "f", "x"}), ":0\r\n");  // reads never need the driver
+}
+
+// MULTI/EXEC with Redis' rules; WATCH sees another client's writes, present
+// items included, and replication-free changes like a creation.
+TEST_F(DispatcherTest, TransactionsQueueExecAndWatch) {
+  Session other;
+  auto RunOther = [&](std::vector<std::string_view> args) {
+    std::string out;
+    Dispatch(f_.ctx, other, args, &out);
+    return out;
+  };
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "t", "a"}), "+QUEUED\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "t"}), "+QUEUED\r\n");  // BF arity errors show in EXEC, as in RedisBloom
+  EXPECT_EQ(Run({"MULTI"}), "-ERR MULTI calls can not be nested\r\n");
+  EXPECT_EQ(RunOther({"BF.EXISTS", "t", "a"}), ":0\r\n");  // nothing ran yet
+  EXPECT_EQ(Run({"EXEC"}), "*2\r\n:1\r\n-ERR wrong number of arguments for 'bf.add' command\r\n");
+  EXPECT_EQ(Run({"EXEC"}), "-ERR EXEC without MULTI\r\n");
+  // A queuing error aborts the whole transaction.
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "t", "b"}), "+QUEUED\r\n");
+  EXPECT_EQ(Run({"NOSUCH"}), "-ERR unknown command 'NOSUCH', with args beginning with: \r\n");
+  EXPECT_EQ(Run({"EXEC"}), "-EXECABORT Transaction discarded because of previous errors.\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "t", "b"}), ":0\r\n");
+  // WATCH: another client's add of a present item still counts as a write.
+  EXPECT_EQ(Run({"WATCH", "t"}), "+OK\r\n");
+  EXPECT_EQ(Run({"WATCH", "t"}), "+OK\r\n");  // watching twice keeps the first state
+  EXPECT_EQ(RunOther({"BF.ADD", "t", "a"}), ":0\r\n");
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"WATCH", "t"}), "-ERR WATCH inside MULTI is not allowed\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "t", "c"}), "+QUEUED\r\n");
+  EXPECT_EQ(Run({"EXEC"}), "*-1\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "t", "c"}), ":0\r\n");
+  // A watched missing filter that gets created aborts too; an untouched watch commits.
+  EXPECT_EQ(Run({"WATCH", "later"}), "+OK\r\n");
+  EXPECT_EQ(RunOther({"BF.RESERVE", "later", "0.01", "100"}), "+OK\r\n");
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"PING"}), "+QUEUED\r\n");
+  EXPECT_EQ(Run({"EXEC"}), "*-1\r\n");
+  EXPECT_EQ(Run({"WATCH", "t", "later"}), "+OK\r\n");
+  EXPECT_EQ(RunOther({"BF.EXISTS", "t", "a"}), ":1\r\n");  // reads are not writes
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "t", "c"}), "+QUEUED\r\n");
+  EXPECT_EQ(Run({"EXEC"}), "*1\r\n:1\r\n");
+  // DISCARD, RESET and arity errors of EXEC itself.
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"DISCARD"}), "+OK\r\n");
+  EXPECT_EQ(Run({"DISCARD"}), "-ERR DISCARD without MULTI\r\n");
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"EXEC", "x"}),
+            "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n");
+  EXPECT_EQ(Run({"EXEC"}), "-ERR EXEC without MULTI\r\n");
+  EXPECT_EQ(Run({"HELLO", "3"}).substr(0, 3), "%7\r");
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"RESET"}), "+RESET\r\n");
+  EXPECT_EQ(session_.proto, Proto::kResp2);
+  EXPECT_EQ(Run({"EXEC"}), "-ERR EXEC without MULTI\r\n");
+}
+
+// Every filter is a key of type MBbloom--; SCAN returns each exactly once.
+TEST_F(DispatcherTest, KeyspaceOverFilters) {
+  const size_t declared = f_.node->FilterNames().size();
+  std::set<std::string> made;
+  for (int i = 0; i < 30; ++i) {
+    const std::string name = (i % 2 ? "odd:" : "even:") + std::to_string(i);
+    ASSERT_EQ(Run({"BF.RESERVE", name, "0.01", "100"}), "+OK\r\n");
+    made.insert(name);
+  }
+  ASSERT_EQ(Run({"BF.RESERVE", std::string("bin\0 ary", 8), "0.01", "100"}), "+OK\r\n");
+  EXPECT_EQ(Run({"DBSIZE"}), ":" + std::to_string(declared + 31) + "\r\n");
+  EXPECT_EQ(Run({"EXISTS", "odd:1", "odd:1", "nope", "even:0"}), ":3\r\n");
+  EXPECT_EQ(Run({"TYPE", "odd:1"}), "+MBbloom--\r\n");
+  EXPECT_EQ(Run({"TYPE", "nope"}), "+none\r\n");
+  EXPECT_EQ(Run({"TYPE", std::string("bin\0 ary", 8)}), "+MBbloom--\r\n");
+  EXPECT_EQ(RunParsed({"KEYS", "odd:*"}).elements.size(), 15u);
+  EXPECT_EQ(RunParsed({"KEYS", "even:[0-1]?"}).elements.size(), 5u);  // 10 12 14 16 18
+  EXPECT_EQ(Run({"GET", "odd:1"}), "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  EXPECT_EQ(Run({"GET", "nope"}), "$-1\r\n");
+  EXPECT_EQ(Run({"OBJECT", "ENCODING", "odd:1"}), "$3\r\nraw\r\n");
+  // SCAN with COUNT 1, MATCH and TYPE: every match exactly once, cursor back to 0.
+  std::multiset<std::string> seen;
+  std::string cursor = "0";
+  int calls = 0;
+  do {
+    const Reply r = RunParsed({"SCAN", cursor, "MATCH", "odd:*", "COUNT", "1", "TYPE", "mbbloom--"});
+    ASSERT_EQ(r.elements.size(), 2u);
+    cursor = r.elements[0].str;
+    ASSERT_LT(std::stoull(cursor), uint64_t{1} << 53);  // safe in a double (JS clients)
+    for (const Reply& k : r.elements[1].elements) seen.insert(k.str);
+    ASSERT_LT(++calls, 100);
+  } while (cursor != "0");
+  EXPECT_EQ(seen.size(), 15u);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 15u);
+  EXPECT_EQ(RunParsed({"SCAN", "0", "COUNT", "1000", "TYPE", "string"}).elements[1].elements.size(), 0u);
+  EXPECT_EQ(Run({"SCAN", "x"}), "-ERR invalid cursor\r\n");
+  EXPECT_EQ(Run({"SCAN", "0", "COUNT", "0"}), "-ERR syntax error\r\n");
 }
 
 }  // namespace
