@@ -1,5 +1,7 @@
 #include "crdt/snapshot.h"
 
+#include <cassert>
+
 #include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
@@ -86,9 +88,13 @@ absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
 
 }  // namespace
 
-std::string EncodeSnapshot(const GenerationSet& set) {
+namespace {
+
+// The format above, with `write_generations(out)` appending gen_count
+// generations (epoch u64, then the words).
+template <typename WriteGenerations>
+std::string Encode(const FilterParams& p, size_t gen_count, WriteGenerations&& write_generations) {
   EnsureSodiumInitialized();
-  const FilterParams& p = set.params();
   std::string header;
   // name_len is a u16; a name of 0xFFFF bytes or more (binary-safe names go
   // to kMaxFilterNameBytes = 64 KiB) writes 0xFFFF and its length is what the
@@ -101,24 +107,42 @@ std::string EncodeSnapshot(const GenerationSet& set) {
   PutU32(header, p.generations);
   PutU32(header, p.hash_scheme);
   PutU64(header, p.key_id);
-
-  std::vector<std::shared_ptr<const Generation>> gens;
-  for (uint64_t epoch : set.epochs()) {
-    if (auto gen = set.Find(epoch)) gens.push_back(std::move(gen));
-  }
-  PutU32(header, static_cast<uint32_t>(gens.size()));
+  PutU32(header, static_cast<uint32_t>(gen_count));
 
   std::string out(kMagic, sizeof kMagic);
   PutU32(out, kSnapshotVersion);
   PutU32(out, static_cast<uint32_t>(header.size()));
   out += header;
-  out.reserve(out.size() + gens.size() * (8 + p.shape.bytes()) + kChecksumBytes);
-  for (const auto& gen : gens) {
-    PutU64(out, gen->epoch);
-    for (uint64_t i = 0; i < gen->filter->word_count(); ++i) PutU64(out, gen->filter->LoadWord(i));
-  }
+  out.reserve(out.size() + gen_count * (8 + p.shape.bytes()) + kChecksumBytes);
+  write_generations(out);
   out += Checksum(out);
   return out;
+}
+
+}  // namespace
+
+std::string EncodeSnapshot(const GenerationSet& set) {
+  std::vector<std::shared_ptr<const Generation>> gens;
+  for (uint64_t epoch : set.epochs()) {
+    if (auto gen = set.Find(epoch)) gens.push_back(std::move(gen));
+  }
+  return Encode(set.params(), gens.size(), [&](std::string& out) {
+    for (const auto& gen : gens) {
+      PutU64(out, gen->epoch);
+      for (uint64_t i = 0; i < gen->filter->word_count(); ++i) PutU64(out, gen->filter->LoadWord(i));
+    }
+  });
+}
+
+std::string EncodeSnapshotWords(const FilterParams& p,
+                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> gens) {
+  return Encode(p, gens.size(), [&](std::string& out) {
+    for (const auto& [epoch, words] : gens) {
+      assert(words.size() == p.shape.blocks * kWordsPerBlock);
+      PutU64(out, epoch);
+      for (uint64_t w : words) PutU64(out, w);
+    }
+  });
 }
 
 absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes, const ClusterSecret& secret,

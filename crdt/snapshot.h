@@ -17,7 +17,9 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "crdt/generations.h"
@@ -28,6 +30,13 @@ inline constexpr uint32_t kSnapshotVersion = 1;
 
 // Serializes to bytes / parses bytes (the file functions wrap these).
 std::string EncodeSnapshot(const GenerationSet& set);
+
+// The same bytes from raw contents: `generations` are (epoch, words) in
+// ascending epoch order, each with params.shape.blocks * kWordsPerBlock words
+// (asserted). For assembling a filter that is not live (BF.LOADCHUNK); needs
+// no secret, as a snapshot holds no key.
+std::string EncodeSnapshotWords(const FilterParams& params,
+                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> generations);
 // `expected` (if non-null) must equal the file's parameters.
 absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes,
                                                               const ClusterSecret& secret,

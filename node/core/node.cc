@@ -292,13 +292,7 @@ std::map<std::string, std::string> Node::ExportSnapshots() const {
   for (const auto& [name, state] : impl_->filters) {
     wire::CatalogEntry entry;
     ToWire(state->entry, state->set->epoch(), &entry);
-    const std::string catalog = entry.SerializeAsString();
-    std::string bytes(kSnapshotMagic, 8);
-    const uint32_t len = static_cast<uint32_t>(catalog.size());
-    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
-    bytes += catalog;
-    bytes += crdt::EncodeSnapshot(*state->set);
-    out[name] = std::move(bytes);
+    out[name] = SnapshotValue(entry.SerializeAsString(), crdt::EncodeSnapshot(*state->set));
   }
   return out;
 }
@@ -322,6 +316,27 @@ absl::StatusOr<wire::CatalogEntry> SnapshotEntry(std::string_view bytes, uint32_
 }
 
 }  // namespace
+
+std::string Node::SnapshotValue(std::string_view catalog_entry, std::string_view crdt_snapshot) {
+  std::string bytes(kSnapshotMagic, 8);
+  const uint32_t len = static_cast<uint32_t>(catalog_entry.size());
+  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
+  bytes.append(catalog_entry);
+  bytes.append(crdt_snapshot);
+  return bytes;
+}
+
+absl::Status Node::ExportWords(std::string_view filter, uint64_t epoch, uint64_t first,
+                               std::span<uint64_t> out) const {
+  std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
+  if (state == nullptr) return absl::NotFoundError("ERR not found");
+  std::shared_ptr<const crdt::Generation> gen = state->set->Find(epoch);
+  if (gen == nullptr) return absl::NotFoundError("ERR generation not live");
+  const uint64_t words = gen->filter->word_count();
+  if (first > words || out.size() > words - first) return absl::OutOfRangeError("ERR words out of range");
+  for (size_t i = 0; i < out.size(); ++i) out[i] = gen->filter->LoadWord(first + i);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::string> Node::SnapshotFilterName(std::string_view bytes) {
   uint32_t len = 0;

@@ -184,6 +184,13 @@ class Node {
   // The filter name inside such a value (validated as ImportSnapshot would
   // parse its catalog entry); any thread.
   static absl::StatusOr<std::string> SnapshotFilterName(std::string_view bytes);
+  // Such a value from a serialized wire::CatalogEntry and crdt snapshot bytes.
+  static std::string SnapshotValue(std::string_view catalog_entry, std::string_view crdt_snapshot);
+
+  // Thread-safe: copies words [first, first + out.size()) of `filter`'s
+  // generation `epoch` (BF.SCANDUMP). NotFound if the filter or the epoch is
+  // not live, OutOfRange past the generation's end.
+  absl::Status ExportWords(std::string_view filter, uint64_t epoch, uint64_t first, std::span<uint64_t> out) const;
   // The add log's creation records (driver thread). ExportCatalogEntry: the
   // filter's catalog entry (stamp and creator included) as a serialized
   // wire::CatalogEntry carrying the current epoch; NotFound if unknown.

@@ -533,6 +533,30 @@ def info_sections():
 
 
 @check
+def bf_scandump_loadchunk():
+    # redis-py's bf().scandump()/loadchunk(): the iterator contract (start at
+    # 0, stop when it comes back 0), bytes chunks, and RedisBloom's refusal to
+    # load a dump over an existing filter. (A restore into a fresh node is in
+    # the dispatcher tests: this suite has one server.)
+    bf = BF
+    k = key("dump")
+    bf.create(k, 0.01, 1000)
+    bf.madd(k, "a", "b", "c")
+    chunks, it = [], 0
+    for _ in range(10000):
+        it, data = bf.scandump(k, it)
+        if it == 0:
+            break
+        expect(isinstance(data, bytes) and len(data) > 0, f"chunk {it} is non-empty bytes")
+        chunks.append((it, data))
+    expect_eq(it, 0, "the scan ends with iterator 0")
+    expect(len(chunks) >= 2, f"a header and data chunks: {len(chunks)}")
+    expect_error(lambda: bf.loadchunk(k, chunks[0][0], chunks[0][1]), "received bad data",
+                 "BF.LOADCHUNK over an existing filter")
+    expect_error(lambda: bf.scandump(key("no-such-filter"), 0), "not found", "BF.SCANDUMP of a missing filter")
+
+
+@check
 def module_list_shows_bf():
     if not hasattr(R, "module_list"):
         print(f"  NOTE: redis-py {redis.__version__} has no module_list(); using MODULE LIST directly")

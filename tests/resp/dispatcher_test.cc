@@ -457,5 +457,85 @@ TEST_F(DispatcherTest, KeyspaceOverFilters) {
   EXPECT_EQ(Run({"SCAN", "0", "COUNT", "0"}), "-ERR syntax error\r\n");
 }
 
+std::string Do(testing::NodeFixture& f, Session& session, std::vector<std::string> args) {
+  std::vector<std::string_view> views(args.begin(), args.end());
+  std::string out;
+  Dispatch(f.ctx, session, views, &out);
+  return out;
+}
+
+Reply Parse(const std::string& wire) {
+  Reply r;
+  size_t consumed = 0;
+  EXPECT_TRUE(ParseReply(wire, &r, &consumed).ok()) << wire;
+  return r;
+}
+
+// BF.SCANDUMP on one node, BF.LOADCHUNK on a fresh node of the same cluster:
+// all generations, the epoch and the parameters come back; the target changes
+// only when the last chunk arrives; bad chunks are refused and change nothing.
+TEST_F(DispatcherTest, ScandumpLoadchunkRestoreAFilterOnAnotherNode) {
+  f_.ctx.limits.dump_chunk_bytes = 4096;  // many chunks from a small filter
+  ASSERT_EQ(Run({"BF.RESERVE", "d", "0.001", "5000"}), "+OK\r\n");
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(Run({"BF.ADD", "d", "old" + std::to_string(i)}), ":1\r\n");
+  ASSERT_EQ(Run({"POLLEN.ROTATE", "d"}), "+OK\r\n");
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(Run({"BF.ADD", "d", "new" + std::to_string(i)}), ":1\r\n");
+  std::vector<std::pair<std::string, std::string>> chunks;  // (iterator, data)
+  std::string iterator = "0";
+  for (int guard = 0; guard < 1000; ++guard) {
+    const Reply r = RunParsed({"BF.SCANDUMP", "d", iterator});
+    ASSERT_EQ(r.elements.size(), 2u);
+    iterator = std::to_string(r.elements[0].integer);
+    if (iterator == "0") break;
+    chunks.emplace_back(iterator, r.elements[1].str);
+  }
+  ASSERT_GT(chunks.size(), 4u);  // the header and several data chunks
+  for (const auto& [it, data] : chunks) EXPECT_LE(data.size(), 4096u + 64) << it;
+  EXPECT_EQ(Run({"BF.SCANDUMP", "nope", "0"}), "-ERR not found\r\n");
+  EXPECT_EQ(Run({"BF.SCANDUMP", "d", "x"}), "-Second argument must be numeric\r\n");
+
+  testing::NodeFixture target;
+  Session s;
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[1].first, chunks[1].second}), "-ERR not found\r\n");
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "other", "1", chunks[0].second}).rfind("-ERR received bad data", 0), 0u);
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", "1", "garbage"}).rfind("-ERR received bad data", 0), 0u);
+  ASSERT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[0].first, chunks[0].second}), "+OK\r\n");
+  // Out of order, corrupt: refused, and the load goes on from where it was.
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[2].first, chunks[2].second}),
+            "-ERR received bad data: chunk out of order: expected iterator 2\r\n");
+  std::string corrupt = chunks[1].second;
+  corrupt[corrupt.size() / 2] ^= 1;
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[1].first, corrupt}),
+            "-ERR received bad data: checksum mismatch\r\n");
+  for (size_t i = 1; i + 1 < chunks.size(); ++i) {
+    ASSERT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[i].first, chunks[i].second}), "+OK\r\n") << i;
+  }
+  EXPECT_EQ(Do(target, s, {"TYPE", "d"}), "+none\r\n");  // nothing until the last chunk
+  ASSERT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks.back().first, chunks.back().second}), "+OK\r\n");
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(Do(target, s, {"BF.EXISTS", "d", "old" + std::to_string(i)}), ":1\r\n");
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(Do(target, s, {"BF.EXISTS", "d", "new" + std::to_string(i)}), ":1\r\n");
+  auto source = f_.node->Info("d"), restored = target.node->Info("d");
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored->epoch, source->epoch);
+  EXPECT_EQ(restored->config.capacity, 5000u);
+  ASSERT_EQ(restored->generations.size(), source->generations.size());
+  for (size_t g = 0; g < source->generations.size(); ++g) {
+    EXPECT_EQ(restored->generations[g].digest, source->generations[g].digest);
+  }
+  // As in RedisBloom, a dump does not load over an existing filter.
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[0].first, chunks[0].second}),
+            "-ERR received bad data: the filter exists\r\n");
+  // A node of another cluster (another secret) refuses the finished dump.
+  testing::NodeFixture stranger(9);
+  Session t;
+  for (size_t i = 0; i + 1 < chunks.size(); ++i) {
+    ASSERT_EQ(Do(stranger, t, {"BF.LOADCHUNK", "d", chunks[i].first, chunks[i].second}), "+OK\r\n");
+  }
+  EXPECT_EQ(Do(stranger, t, {"BF.LOADCHUNK", "d", chunks.back().first, chunks.back().second})
+                .rfind("-ERR received bad data: snapshot: other cluster secret", 0),
+            0u);
+  EXPECT_EQ(Do(stranger, t, {"TYPE", "d"}), "+none\r\n");
+}
+
 }  // namespace
 }  // namespace pollen::resp

@@ -78,11 +78,13 @@ class TestDriver {
   std::thread thread_;
 };
 
-inline std::unique_ptr<node::Node> MakeNode(const std::string& name = "node-a") {
+inline std::unique_ptr<node::Node> MakeNode(const std::string& name = "node-a", uint8_t secret_seed = 1) {
   node::NodeConfig config;
   config.name = name;
   config.advertise = "127.0.0.1:7946";
-  for (size_t i = 0; i < config.secret.bytes.size(); ++i) config.secret.bytes[i] = static_cast<uint8_t>(i * 7 + 1);
+  for (size_t i = 0; i < config.secret.bytes.size(); ++i) {
+    config.secret.bytes[i] = static_cast<uint8_t>(i * 7 + secret_seed);
+  }
   config.cluster_label = "test";
   auto node = node::Node::Create(std::move(config));
   EXPECT_TRUE(node.ok()) << node.status();
@@ -91,11 +93,11 @@ inline std::unique_ptr<node::Node> MakeNode(const std::string& name = "node-a") 
 
 // A node, its driver and a context wired to both.
 struct NodeFixture {
-  std::unique_ptr<node::Node> node = MakeNode();
-  TestDriver driver{node.get()};
+  std::unique_ptr<node::Node> node;
+  TestDriver driver;
   ServerContext ctx;
 
-  NodeFixture() {
+  explicit NodeFixture(uint8_t secret_seed = 1) : node(MakeNode("node-a", secret_seed)), driver(node.get()) {
     ctx.node = node.get();
     ctx.run_on_driver = [this](std::function<absl::Status(node::Time)> fn) { return driver.Run(std::move(fn)); };
     ctx.default_filter.capacity = 10'000;  // keep test filters small

@@ -117,6 +117,8 @@ void CmdBfExists(CommandCall& call);
 void CmdBfMexists(CommandCall& call);
 void CmdBfCard(CommandCall& call);
 void CmdBfInfo(CommandCall& call);
+void CmdBfScandump(CommandCall& call);
+void CmdBfLoadchunk(CommandCall& call);
 
 void CmdPing(CommandCall& call);
 void CmdEcho(CommandCall& call);

@@ -27,6 +27,7 @@
 
 #include "node/core/node.h"
 #include "node/runtime/resp/reply_writer.h"
+#include "node/runtime/resp/bloom_dump.h"
 #include "node/runtime/resp/server_context.h"
 #include "node/runtime/resp/watch.h"
 
@@ -51,6 +52,8 @@ struct Session {
   bool authenticated = false;
   Transaction txn;
   WatchSet watched;  // WATCHed filters
+  // BF.LOADCHUNK loads in progress, by filter name (bounded; bloom_dump.h).
+  std::map<std::string, std::unique_ptr<PendingRestore>, std::less<>> restores;
   // The ExecGate stripe this session's batch holds (its RESP thread), or -1
   // when the caller holds no shared side (unit tests, fuzzers).
   int gate_stripe = -1;

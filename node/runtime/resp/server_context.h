@@ -49,6 +49,8 @@ struct ServerLimits {
   // would need more memory than this, and more than max_filters filters.
   uint64_t max_filter_bytes = uint64_t{1} << 30;
   size_t max_filters = 4096;
+  // BF.SCANDUMP's data chunks carry at most this many bytes of filter words.
+  uint64_t dump_chunk_bytes = 16u << 20;
 };
 
 // Monotonic counters (and two gauges) for /metrics. Relaxed atomics.

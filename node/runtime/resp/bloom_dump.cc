@@ -1,0 +1,186 @@
+#include "node/runtime/resp/bloom_dump.h"
+
+#include <sodium.h>
+
+#include <cassert>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "crdt/snapshot.h"
+#include "node/core/catalog.h"
+#include "node/core/node.h"
+#include "protocol/wire.pb.h"
+
+namespace pollen::resp {
+namespace {
+
+constexpr std::string_view kHeaderMagic = "PLNDUMP1";
+constexpr std::string_view kChunkMagic = "PLNDCHK1";
+constexpr size_t kSumBytes = 16;
+constexpr uint64_t kMaxChunkWords = uint64_t{1} << 21;  // 16 MiB of words
+
+void PutU32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::string Sum(std::string_view bytes) {
+  std::string out(kSumBytes, '\0');
+  crypto_generichash(reinterpret_cast<unsigned char*>(out.data()), out.size(),
+                     reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), nullptr, 0);
+  return out;
+}
+
+void Seal(std::string& out) { out += Sum(out); }
+
+absl::Status Bad(absl::string_view why) { return absl::InvalidArgumentError(absl::StrCat("received bad data: ", why)); }
+
+// Checks magic and checksum; returns the body between them.
+absl::StatusOr<std::string_view> Open(std::string_view bytes, std::string_view magic) {
+  if (bytes.size() < magic.size() + kSumBytes || bytes.substr(0, magic.size()) != magic) {
+    return Bad("not a Pollen dump chunk");
+  }
+  const std::string_view body = bytes.substr(0, bytes.size() - kSumBytes);
+  if (Sum(body) != bytes.substr(body.size())) return Bad("checksum mismatch");
+  return body.substr(magic.size());
+}
+
+// Little-endian reads from a shrinking view.
+struct Reader {
+  std::string_view in;
+  bool U32(uint32_t& v) { return Uint(v, 4); }
+  bool U64(uint64_t& v) { return Uint(v, 8); }
+  bool Bytes(size_t n, std::string_view& v) {
+    if (in.size() < n) return false;
+    v = in.substr(0, n);
+    in.remove_prefix(n);
+    return true;
+  }
+  template <typename T>
+  bool Uint(T& v, int bytes) {
+    if (in.size() < static_cast<size_t>(bytes)) return false;
+    v = 0;
+    for (int i = 0; i < bytes; ++i) v |= static_cast<T>(static_cast<uint8_t>(in[i])) << (8 * i);
+    in.remove_prefix(static_cast<size_t>(bytes));
+    return true;
+  }
+};
+
+}  // namespace
+
+ChunkPlace PlaceOfChunk(const DumpHeader& h, uint64_t c) {
+  assert(c >= 1 && c <= h.data_chunks());
+  const uint64_t per = h.chunks_per_generation();
+  ChunkPlace p;
+  p.generation = static_cast<size_t>((c - 1) / per);
+  p.first_word = ((c - 1) % per) * h.chunk_words;
+  p.words = std::min(h.chunk_words, h.words_per_generation - p.first_word);
+  return p;
+}
+
+std::string EncodeDumpHeader(const DumpHeader& h) {
+  std::string out(kHeaderMagic);
+  PutU32(out, static_cast<uint32_t>(h.entry.size()));
+  out += h.entry;
+  PutU32(out, static_cast<uint32_t>(h.epochs.size()));
+  for (uint64_t e : h.epochs) PutU64(out, e);
+  PutU64(out, h.words_per_generation);
+  PutU64(out, h.chunk_words);
+  Seal(out);
+  return out;
+}
+
+std::string EncodeDumpChunk(uint64_t epoch, uint64_t first_word, std::span<const uint64_t> words) {
+  std::string out(kChunkMagic);
+  out.reserve(out.size() + 20 + 8 * words.size() + kSumBytes);
+  PutU64(out, epoch);
+  PutU64(out, first_word);
+  PutU32(out, static_cast<uint32_t>(words.size()));
+  for (uint64_t w : words) PutU64(out, w);
+  Seal(out);
+  return out;
+}
+
+absl::StatusOr<DumpHeader> DecodeDumpHeader(std::string_view bytes) {
+  absl::StatusOr<std::string_view> body = Open(bytes, kHeaderMagic);
+  if (!body.ok()) return body.status();
+  Reader r{*body};
+  DumpHeader h;
+  uint32_t entry_len = 0, gen_count = 0;
+  std::string_view entry;
+  if (!r.U32(entry_len) || !r.Bytes(entry_len, entry) || !r.U32(gen_count)) return Bad("truncated header");
+  wire::CatalogEntry w;
+  if (!w.ParseFromArray(entry.data(), static_cast<int>(entry.size()))) return Bad("catalog entry does not parse");
+  absl::StatusOr<node::CatalogEntry> parsed = node::FromWire(w);
+  if (!parsed.ok()) return Bad(parsed.status().message());
+  h.entry = std::string(entry);
+  h.params = parsed->params;
+  if (gen_count < 1 || gen_count > h.params.generations) return Bad("generation count out of range");
+  for (uint32_t i = 0; i < gen_count; ++i) {
+    uint64_t e = 0;
+    if (!r.U64(e)) return Bad("truncated header");
+    if (!h.epochs.empty() && e <= h.epochs.back()) return Bad("epochs not ascending");
+    h.epochs.push_back(e);
+  }
+  if (h.epochs.back() != w.epoch() || h.epochs.back() - h.epochs.front() >= h.params.generations) {
+    return Bad("epochs outside the filter's window");
+  }
+  if (!r.U64(h.words_per_generation) || !r.U64(h.chunk_words) || !r.in.empty()) return Bad("malformed header");
+  if (h.words_per_generation != h.params.shape.blocks * crdt::kWordsPerBlock) return Bad("size does not match the parameters");
+  if (h.chunk_words < 1 || h.chunk_words > kMaxChunkWords) return Bad("chunk size out of range");
+  return h;
+}
+
+absl::StatusOr<DumpChunk> DecodeDumpChunk(std::string_view bytes) {
+  absl::StatusOr<std::string_view> body = Open(bytes, kChunkMagic);
+  if (!body.ok()) return body.status();
+  Reader r{*body};
+  DumpChunk c;
+  uint32_t n = 0;
+  if (!r.U64(c.epoch) || !r.U64(c.first_word) || !r.U32(n) || n > kMaxChunkWords || r.in.size() != uint64_t{n} * 8) {
+    return Bad("malformed data chunk");
+  }
+  c.words.resize(n);
+  for (uint64_t& w : c.words) r.U64(w);
+  return c;
+}
+
+PendingRestore::PendingRestore(DumpHeader header) : header_(std::move(header)) {}
+
+absl::StatusOr<std::unique_ptr<PendingRestore>> PendingRestore::Begin(std::string_view key, std::string_view header,
+                                                                      uint64_t max_bytes) {
+  absl::StatusOr<DumpHeader> h = DecodeDumpHeader(header);
+  if (!h.ok()) return h.status();
+  if (h->params.name != key) {
+    return Bad("the dump is of another filter (its hash keys derive from its name, so it loads only under that name)");
+  }
+  const uint64_t bytes = h->words_per_generation * 8;
+  if (bytes > max_bytes / h->epochs.size()) return Bad(absl::StrCat("the filter would need more than ", max_bytes, " bytes"));
+  std::unique_ptr<PendingRestore> p(new PendingRestore(*std::move(h)));
+  p->contents_.assign(p->header_.epochs.size(), std::vector<uint64_t>(p->header_.words_per_generation, 0));
+  return p;
+}
+
+absl::Status PendingRestore::Add(uint64_t iterator, std::string_view bytes) {
+  if (complete()) return Bad("the dump is already complete");
+  if (iterator != next_chunk_ + 1) return Bad(absl::StrCat("chunk out of order: expected iterator ", next_chunk_ + 1));
+  absl::StatusOr<DumpChunk> c = DecodeDumpChunk(bytes);
+  if (!c.ok()) return c.status();
+  const ChunkPlace place = PlaceOfChunk(header_, next_chunk_);
+  if (c->epoch != header_.epochs[place.generation]) return Bad("the filter rotated during the dump: dump it again");
+  if (c->first_word != place.first_word || c->words.size() != place.words) return Bad("chunk does not fit the dump");
+  std::memcpy(contents_[place.generation].data() + place.first_word, c->words.data(), place.words * 8);
+  ++next_chunk_;
+  return absl::OkStatus();
+}
+
+std::string PendingRestore::SnapshotValue() const {
+  assert(complete());
+  std::vector<std::pair<uint64_t, std::span<const uint64_t>>> gens;
+  for (size_t i = 0; i < contents_.size(); ++i) gens.emplace_back(header_.epochs[i], contents_[i]);
+  return node::Node::SnapshotValue(header_.entry, crdt::EncodeSnapshotWords(header_.params, gens));
+}
+
+}  // namespace pollen::resp

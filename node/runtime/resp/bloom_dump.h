@@ -1,0 +1,92 @@
+// BF.SCANDUMP / BF.LOADCHUNK: a filter's dump, in bounded chunks, with
+// RedisBloom's iterator contract (SCANDUMP key 0 starts; each reply is
+// [iterator, data]; LOADCHUNK key iterator data loads it; iterator 0 ends).
+//
+// The data is Pollen's own (a RedisBloom dump cannot carry Pollen's pinned
+// parameters and epochs, nor the reverse):
+//   iterator 1, the header:
+//     "PLNDUMP1" | entry_len u32 | entry (wire::CatalogEntry, epoch included) |
+//     gen_count u32 | epochs u64 x gen_count (ascending) |
+//     words_per_generation u64 | chunk_words u64 | BLAKE2b-128 of the above
+//   iterator c + 1 (c = 1..chunks), a data chunk:
+//     "PLNDCHK1" | epoch u64 | first_word u64 | n u32 | words u64 x n |
+//     BLAKE2b-128 of the above
+// Data chunk c covers generation (c - 1) / per_generation, words from
+// ((c - 1) % per_generation) * chunk_words, at most chunk_words of them (16 MiB
+// by default), so a 1 GiB filter streams in 64 chunks per generation.
+//
+// SCANDUMP reads each chunk from the live filter when asked, so adds between
+// calls may or may not be in the dump (they are in the source); a rotation
+// between calls makes the loader refuse the dump (the chunk's epoch is not the
+// header's): dump again. LOADCHUNK assembles the whole dump on the side and
+// changes the node only when the last chunk has arrived and everything checked
+// out (Node::ImportSnapshot, which also checks the cluster secret's key id).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "crdt/generations.h"
+
+namespace pollen::resp {
+
+struct DumpHeader {
+  std::string entry;  // serialized wire::CatalogEntry
+  crdt::FilterParams params;  // from the entry (decoded headers only)
+  std::vector<uint64_t> epochs;  // ascending
+  uint64_t words_per_generation = 0;
+  uint64_t chunk_words = 0;
+
+  uint64_t chunks_per_generation() const { return (words_per_generation + chunk_words - 1) / chunk_words; }
+  uint64_t data_chunks() const { return epochs.size() * chunks_per_generation(); }
+};
+
+struct DumpChunk {
+  uint64_t epoch = 0;
+  uint64_t first_word = 0;
+  std::vector<uint64_t> words;
+};
+
+// Where data chunk c (1-based) of `h` lies.
+struct ChunkPlace {
+  size_t generation = 0;  // index into epochs
+  uint64_t first_word = 0;
+  uint64_t words = 0;
+};
+ChunkPlace PlaceOfChunk(const DumpHeader& h, uint64_t c);
+
+std::string EncodeDumpHeader(const DumpHeader& h);
+std::string EncodeDumpChunk(uint64_t epoch, uint64_t first_word, std::span<const uint64_t> words);
+// Decoders validate everything (lengths, checksum, the entry, the epochs'
+// order and window, sizes against the parameters) before returning.
+absl::StatusOr<DumpHeader> DecodeDumpHeader(std::string_view bytes);
+absl::StatusOr<DumpChunk> DecodeDumpChunk(std::string_view bytes);
+
+// One filter being loaded by LOADCHUNK: its header and contents so far.
+class PendingRestore {
+ public:
+  // From the header chunk for `key` (which must be the dumped filter's name:
+  // its hash keys derive from it); refuses a filter whose generations would
+  // need more than `max_bytes`.
+  static absl::StatusOr<std::unique_ptr<PendingRestore>> Begin(std::string_view key, std::string_view header,
+                                                               uint64_t max_bytes);
+  // The chunk LOADCHUNK got with `iterator`: it must be the next one, in order
+  // (else an error and nothing changes).
+  absl::Status Add(uint64_t iterator, std::string_view bytes);
+  bool complete() const { return next_chunk_ > header_.data_chunks(); }
+  // The node snapshot value of the whole dump (Node::ImportSnapshot); once complete.
+  std::string SnapshotValue() const;
+
+ private:
+  explicit PendingRestore(DumpHeader header);
+  DumpHeader header_;
+  std::vector<std::vector<uint64_t>> contents_;  // per generation
+  uint64_t next_chunk_ = 1;
+};
+
+}  // namespace pollen::resp
