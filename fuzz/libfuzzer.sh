@@ -7,7 +7,7 @@
 #
 # Environment: BUILD_DIR (build-fuzz), CORPUS_DIR (build-fuzz/corpus, kept
 # between runs), JOBS (targets fuzzed at once; default the core count).
-# Prints one line per target (executions, corpus size, crashes) and exits 1 if
+# Prints one line per target (executions, coverage edges, corpus size, crashes) and exits 1 if
 # any target crashed; each crash input is kept as CORPUS_DIR/<target>/crash-*
 # and replays alone: `BUILD_DIR/fuzz/<dir>/<target> CRASH_FILE`. Every harness
 # builds its state from the input, so no earlier input is needed.
@@ -49,11 +49,12 @@ fuzz_one() {
   before=$(find "$corpus" -maxdepth 1 -name 'crash-*' | wc -l)
   "$binary" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=25 -rss_limit_mb=4096 \
     -artifact_prefix="$corpus/" "$corpus" >"$log" 2>&1 || true
-  local execs size crashes
+  local execs edges size crashes
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  edges=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
   size=$(find "$corpus" -maxdepth 1 -type f ! -name 'crash-*' ! -name 'timeout-*' ! -name 'oom-*' | wc -l)
   crashes=$(( $(find "$corpus" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l) - before ))
-  printf '%-36s %12s execs %7s corpus %3s crashes\n' "$target" "${execs:-?}" "$size" "$crashes"
+  printf '%-36s %12s execs %6s edges %7s corpus %3s crashes\n' "$target" "${execs:-?}" "${edges:-?}" "$size" "$crashes"
   [ "$crashes" -eq 0 ]
 }
 
