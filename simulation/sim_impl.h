@@ -62,6 +62,7 @@ inline std::string EventKindName(node::Event::Kind kind) {
     case K::kEpochAdvanced: return "epoch_advanced";
     case K::kFilterCreated: return "filter_created";
     case K::kFilterDiscarded: return "filter_discarded";
+    case K::kFilterDeleted: return "filter_deleted";
     case K::kFrameRejected: return "frame_rejected";
     case K::kMergeRefused: return "merge_refused";
     case K::kAntiEntropyRepaired: return "anti_entropy_repaired";

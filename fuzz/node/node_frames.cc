@@ -16,7 +16,9 @@
 // counted as rejected changed no digest; and invariant 5 as docs/design.md
 // words it: within one incarnation of a filter its epoch never goes down, and
 // a new incarnation comes only with a kFilterDiscarded event and a
-// filters_replaced count.
+// filters_replaced count; and invariant 6: the filter disappears only with a
+// kFilterDeleted event and a tombstone, and no live entry is one a tombstone
+// covers.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -93,6 +95,16 @@ std::vector<std::string> Templates() {
   {
     wire::Envelope env;
     node::ToWire(*entry, 2, env.mutable_catalog()->add_entries());
+    finish(env);
+  }
+  {  // a deletion of f, then an entry of f created after it (stamp 1000)
+    wire::Envelope env;
+    wire::Tombstone* t = env.mutable_catalog()->add_tombstones();
+    t->set_name("f");
+    t->set_deleted_through(0);
+    auto later = node::MakeCatalogEntry(Filter(), Secret(), 1000, "fuzzer");
+    if (!later.ok()) std::abort();
+    node::ToWire(*later, 1, env.mutable_catalog()->add_entries());
     finish(env);
   }
   {
@@ -173,9 +185,9 @@ std::vector<uint64_t> Digests(node::Node& n) {
   return out;
 }
 
-uint64_t Discarded(const std::vector<node::Event>& events) {
+uint64_t CountOf(const std::vector<node::Event>& events, node::Event::Kind kind) {
   uint64_t n = 0;
-  for (const node::Event& e : events) n += e.kind == node::Event::Kind::kFilterDiscarded && e.subject == "f";
+  for (const node::Event& e : events) n += e.kind == kind && e.subject == "f";
   return n;
 }
 
@@ -189,6 +201,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto info = target->Info("f");
   if (!info.ok()) std::abort();
   uint64_t incarnation = info->incarnation, max_epoch = info->epoch;
+  bool present = true;
   size_t at = 0;
   for (size_t step = 0; step < kMaxSteps && at + 2 <= size; ++step) {
     const uint8_t mode = data[at];
@@ -208,10 +221,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       target->HandleDatagram("addr-fuzz", MakeFrame(ring, counter, mode, payload), now);
     }
     if (Rejected(target->Counters()) != rejected && Digests(*target) != before) std::abort();  // rejected yet changed
-    const uint64_t discarded = Discarded(target->TakeEvents());
+    const std::vector<node::Event> events = target->TakeEvents();
+    const uint64_t discarded = CountOf(events, node::Event::Kind::kFilterDiscarded);
+    const uint64_t deleted = CountOf(events, node::Event::Kind::kFilterDeleted);
     (void)target->TakeOutgoing();
+    const auto tombstones = target->Tombstones();
     info = target->Info("f", node::InfoParts::kEpochsOnly);
-    if (!info.ok()) std::abort();  // a declared filter never disappears
+    if (!info.ok()) {
+      // Only a tombstone removes a filter, and says so (invariant 6).
+      if (present && (deleted == 0 || tombstones.count("f") == 0)) std::abort();
+      present = false;
+      continue;
+    }
+    if (tombstones.count("f") > 0 && info->stamp <= tombstones.at("f")) std::abort();  // a deleted entry is live
+    if (!present || deleted > 0) {  // created again after a deletion: a new filter, tracked afresh
+      if (info->incarnation == incarnation) std::abort();  // a deletion leaves no incarnation behind
+      present = true;
+      incarnation = info->incarnation;
+      max_epoch = info->epoch;
+      continue;
+    }
     if (info->incarnation == incarnation) {
       if (info->epoch < max_epoch) std::abort();  // within an incarnation, epochs never go back
     } else if (discarded == 0 || target->Counters().filters_replaced == replaced) {

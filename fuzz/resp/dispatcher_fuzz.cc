@@ -51,7 +51,7 @@ constexpr const char* kTokens[] = {
     "0.01", "0", "1", "-1", "1e9", "nan", "100", "2", "3", "CAPACITY", "ERROR", "EXPANSION", "NOCREATE",
     "NONSCALING", "ITEMS", "SIZE", "FILTERS", "COUNT", "DOCS", "LIST", "INSTALL", "USE", "REMOVE", "SETNAME",
     "GETNAME", "ID", "default", "pw", "x", "", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "18446744073709551615",
-    "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "RESET", "EXISTS", "TYPE", "DBSIZE", "KEYS", "SCAN", "MATCH",
+    "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "RESET", "EXISTS", "DEL", "UNLINK", "WAIT", "TYPE", "DBSIZE", "KEYS", "SCAN", "MATCH",
     "OBJECT", "ENCODING", "MEMORY", "USAGE", "TIME", "ROLE", "LASTSAVE", "MODULE", "GETKEYS", "GET", "LRANGE",
     "PFCOUNT", "NO-EVICT", "on", "[a-", "f*", "\\", "inf", "0x10", "-0"};
 

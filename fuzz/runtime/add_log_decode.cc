@@ -2,7 +2,7 @@
 // bounds, every record it reports is well-formed for its kind, and re-encoding
 // the records reproduces the valid prefix byte for byte. Half the inputs are
 // cut into payloads that get a correct header and checksum, so the payload
-// checks (kinds, filter and entry lengths of create records) are reached and
+// checks (kinds, filter and entry lengths of create records, delete tails) are reached and
 // not only the checksum.
 #include <cstddef>
 #include <cstdint>
@@ -56,6 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
     if (rec.kind == RecordKind::kAdd && !rec.entry.empty()) std::abort();
+    if (rec.kind == RecordKind::kDelete && (!rec.entry.empty() || !rec.key.empty())) std::abort();
     ++seen;
   });
   if (r.valid_bytes > bytes.size() || r.records != seen) std::abort();
@@ -66,6 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ScanAddLogBytes(bytes, [&](const AddRecordView& rec) {
       if (rec.kind == RecordKind::kAdd) {
         AppendAddRecord(rec.filter, rec.key, &again);
+      } else if (rec.kind == RecordKind::kDelete) {
+        AppendDeleteRecord(rec.filter, rec.deleted_through, &again);
       } else {
         AppendCreateRecord(rec.filter, rec.entry, &again);
       }

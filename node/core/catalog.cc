@@ -156,4 +156,14 @@ absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& w) {
   return e;
 }
 
+void ToWire(const Tombstone& t, wire::Tombstone* out) {
+  out->set_name(t.name);
+  out->set_deleted_through(t.deleted_through);
+}
+
+absl::StatusOr<Tombstone> FromWire(const wire::Tombstone& w) {
+  if (w.name().size() > crdt::kMaxFilterNameBytes) return absl::InvalidArgumentError("tombstone name too long");
+  return Tombstone{w.name(), w.deleted_through()};
+}
+
 }  // namespace pollen::node

@@ -8,6 +8,19 @@
 // descriptors (everything but stamp and creator) differ; the winner is the
 // smaller (stamp, descriptor, creator), a total order every node evaluates the
 // same way, so every node keeps the same winner whatever the arrival order.
+//
+// Deletion (DEL/UNLINK) adds a tombstone: (name, deleted_through), where
+// deleted_through is the stamp of the entry the deleting node held. Every
+// entry for that name with stamp <= deleted_through is dead: it is removed
+// where it is live and refused wherever it arrives later, so a deleted filter
+// never comes back. Tombstones merge as a max-register per name. A creation
+// after the delete gets a stamp above deleted_through (Node::Reserve takes
+// max(now, deleted_through + 1)), so it is a new filter that the tombstone
+// does not touch. A creation concurrent with the delete (on a node that had
+// not seen the deleted entry) survives if its stamp is above deleted_through:
+// the delete removes what its node saw, not what it never saw. Per name the
+// state is therefore (highest tombstone, winner among entries above it), and
+// both parts merge order-independently.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +35,11 @@ namespace pollen::node {
 
 inline constexpr size_t kMaxOwnerBytes = 255;
 inline constexpr size_t kMaxFilters = 1024;  // catalog size bound
+// Tombstones kept per node. Beyond it the one with the lowest deleted_through
+// (the oldest deletion) is forgotten and counted (tombstones_dropped); an
+// entry it covered could then come back only from a node that still held it
+// after all that time. The bound keeps memory finite under churn of names.
+inline constexpr size_t kMaxTombstones = 4096;
 
 struct CatalogEntry {
   FilterConfig config;
@@ -50,5 +68,17 @@ void ToWire(const crdt::FilterParams& params, wire::FilterRef* out);
 absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref);
 void ToWire(const CatalogEntry& entry, uint64_t epoch, wire::CatalogEntry* out);
 absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& entry);
+
+struct Tombstone {
+  std::string name;
+  uint64_t deleted_through = 0;
+  friend bool operator==(const Tombstone&, const Tombstone&) = default;
+};
+// True if `entry` is dead under `tombstone` (same name assumed).
+inline bool Covers(const Tombstone& tombstone, const CatalogEntry& entry) {
+  return entry.stamp <= tombstone.deleted_through;
+}
+void ToWire(const Tombstone& tombstone, wire::Tombstone* out);
+absl::StatusOr<Tombstone> FromWire(const wire::Tombstone& tombstone);
 
 }  // namespace pollen::node

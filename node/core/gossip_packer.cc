@@ -42,6 +42,11 @@ void GossipPacker::AddCatalog(wire::CatalogEntry&& entry) {
   *current_.add_catalog() = std::move(entry);
 }
 
+void GossipPacker::AddTombstone(wire::Tombstone&& tombstone) {
+  MakeRoom(FieldBytes(tombstone.ByteSizeLong()));
+  *current_.add_tombstones() = std::move(tombstone);
+}
+
 std::vector<wire::Gossip> GossipPacker::Take() {
   if (current_bytes_ > 0) {
     bodies_.push_back(std::move(current_));

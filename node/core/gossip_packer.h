@@ -1,5 +1,5 @@
 // GossipPacker: one gossip round's dissemination parts (deltas, epoch
-// announcements, catalog entries) packed into as few wire::Gossip bodies as
+// announcements, catalog entries, tombstones) packed into as few wire::Gossip bodies as
 // fit a byte budget, so a busy node sends one frame per peer per round rather
 // than one per (filter, generation) and announcement kind.
 //
@@ -26,6 +26,7 @@ class GossipPacker {
   void AddDelta(wire::Delta&& delta);
   void AddEpoch(wire::FilterEpoch&& epoch);
   void AddCatalog(wire::CatalogEntry&& entry);
+  void AddTombstone(wire::Tombstone&& tombstone);
 
   bool empty() const { return bodies_.empty() && current_bytes_ == 0; }
   // The packed bodies; leaves the packer empty.

@@ -125,9 +125,10 @@ absl::Status Node::Reserve(const FilterConfig& filter, Time now) {
   if (absl::Status s = ValidateFilterConfig(filter); !s.ok()) return s;
   if (impl.DriverLookup(filter.name) != nullptr) return absl::AlreadyExistsError("ERR item exists");
   if (impl.filters.size() >= kMaxFilters) return absl::ResourceExhaustedError("ERR too many filters");
-  absl::StatusOr<CatalogEntry> entry =
-      MakeCatalogEntry(filter, impl.config.secret, static_cast<uint64_t>(std::max<int64_t>(0, now.count())), impl.config.name);
+  const uint64_t stamp = impl.FreshStamp(filter.name);
+  absl::StatusOr<CatalogEntry> entry = MakeCatalogEntry(filter, impl.config.secret, stamp, impl.config.name);
   if (!entry.ok()) return entry.status();
+  if (impl.IsDeleted(*entry)) return absl::FailedPreconditionError("ERR filter name deleted for good (tombstone at the last stamp)");
   absl::StatusOr<std::shared_ptr<const FilterState>> state = impl.NewState(*entry, 0);
   if (!state.ok()) return state.status();
   impl.Install(*std::move(state), false);
@@ -347,7 +348,7 @@ absl::StatusOr<std::string> Node::SnapshotFilterName(std::string_view bytes) {
   return entry->config.name;
 }
 
-absl::Status Node::ImportSnapshot(std::string_view bytes) {
+absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at) {
   Impl& impl = *impl_;
   uint32_t len = 0;
   absl::StatusOr<wire::CatalogEntry> wentry = SnapshotEntry(bytes, &len);
@@ -358,6 +359,13 @@ absl::Status Node::ImportSnapshot(std::string_view bytes) {
   absl::StatusOr<std::unique_ptr<crdt::GenerationSet>> set =
       crdt::DecodeSnapshot(bytes.substr(12 + len), impl.config.secret, &entry->params);
   if (!set.ok()) return set.status();
+  if (impl.IsDeleted(*entry)) {
+    if (!restamp_at.has_value()) return absl::AbortedError("ERR snapshot: the filter was deleted after it was taken");
+    impl.now = *restamp_at;
+    entry->stamp = impl.FreshStamp(entry->config.name);
+    entry->creator = impl.config.name;
+    if (impl.IsDeleted(*entry)) return absl::FailedPreconditionError("ERR snapshot: filter name deleted for good");
+  }
   std::shared_ptr<const FilterState> local = impl.DriverLookup(entry->config.name);
   if (local == nullptr || (!(local->entry.params == entry->params) && Precedes(*entry, local->entry))) {
     if (local == nullptr && impl.filters.size() >= kMaxFilters) return absl::ResourceExhaustedError("ERR too many filters");
@@ -406,6 +414,7 @@ absl::Status Node::ImportCatalogEntry(std::string_view bytes, Time now) {
   if (w.epoch() > kMaxEpoch) return absl::InvalidArgumentError("ERR catalog entry: epoch out of range");
   if (entry->params.key_id != impl.key_id) return absl::InvalidArgumentError("ERR catalog entry: other cluster secret");
   impl.now = now;
+  if (impl.IsDeleted(*entry)) return absl::OkStatus();  // a deleted filter's entry: dead, as the rule says
   impl.ApplyCatalogEntry(*entry, w.epoch());
   if (impl.DriverLookup(entry->config.name) == nullptr) return absl::ResourceExhaustedError("ERR catalog entry refused");
   return absl::OkStatus();

@@ -75,6 +75,10 @@ struct FilterInfo {
   // replacement emits kFilterDiscarded and counts in filters_replaced.
   uint64_t incarnation = 0;
   uint64_t epoch = 0;
+  // The catalog entry's identity (catalog.h): creation stamp (0 for filters
+  // declared in config) and the creating node ("" for config).
+  uint64_t stamp = 0;
+  std::string creator;
   std::vector<GenerationInfo> generations;  // ascending epochs
 };
 
@@ -108,6 +112,8 @@ struct NodeCounters {
   uint64_t anti_entropy_runs = 0, ranges_repaired = 0;
   uint64_t epochs_advanced = 0;
   uint64_t filters_replaced = 0;  // local state discarded for a winning catalog entry (FilterInfo::incarnation)
+  uint64_t filters_deleted = 0;   // live filters removed by a tombstone (DEL here or on a peer)
+  uint64_t tombstones_dropped = 0;  // oldest tombstones forgotten at kMaxTombstones
   uint64_t delta_overflows = 0;  // dissemination buffers dropped (anti-entropy repairs)
   uint64_t stale_deltas = 0;     // deltas for epochs that left the window: dropped
   uint64_t unknown_filter = 0;   // deltas/epochs for filters not (yet) in the catalog
@@ -143,6 +149,16 @@ class Node {
   std::vector<Event> TakeEvents();
 
   absl::Status Reserve(const FilterConfig& filter, Time now);  // "ERR item exists" -> AlreadyExists
+  // Deletes `filter` cluster-wide (DEL): a tombstone covering the entry this
+  // node holds (catalog.h), applied here at once and gossiped. False if this
+  // node has no such filter (nothing changes). A later Reserve of the name
+  // creates a new filter.
+  absl::StatusOr<bool> Delete(std::string_view filter, Time now);
+  // Every tombstone this node holds: name -> deleted_through. Driver thread.
+  std::map<std::string, uint64_t> Tombstones() const;
+  // Merges a tombstone as if a peer had announced it (persistence replay).
+  // InvalidArgument for a name over the limit. Driver thread.
+  absl::Status ImportTombstone(std::string_view filter, uint64_t deleted_through, Time now);
   absl::Status Rotate(std::string_view filter, Time now);      // operator-proposed epoch+1
 
   // Client operations: thread-safe. NotFound for an unknown filter.
@@ -179,8 +195,12 @@ class Node {
   // Each value is self-contained: "PLNNODE1" | u32 LE length | the filter's
   // catalog entry (wire::CatalogEntry) | crdt::EncodeSnapshot bytes, so values
   // can be imported in any order. Importing a filter that exists merges it in.
+  // A value whose entry a tombstone covers is refused with Aborted and
+  // changes nothing, unless `restamp_at` is given (a restore, BF.LOADCHUNK):
+  // then the entry gets a fresh stamp above the tombstone and this node as
+  // its creator, so the restore is a new filter.
   std::map<std::string, std::string> ExportSnapshots() const;
-  absl::Status ImportSnapshot(std::string_view bytes);
+  absl::Status ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at = std::nullopt);
   // The filter name inside such a value (validated as ImportSnapshot would
   // parse its catalog entry); any thread.
   static absl::StatusOr<std::string> SnapshotFilterName(std::string_view bytes);

@@ -7,6 +7,7 @@ void Node::Impl::StartAntiEntropy(const Address& peer) {
   if (peer.empty() || peer == config.advertise) return;
   DrainPending();  // mark the words of client adds in the summary cache
   Stats([](NodeCounters& s) { ++s.anti_entropy_runs; });
+  SendTombstones(peer);  // first, so the peer drops what they delete before comparing
   wire::Envelope env;
   wire::SyncRequest* req = env.mutable_sync_request();
   for (const auto& [name, state] : filters) ToWire(state->entry, state->set->epoch(), req->add_catalog());
@@ -67,6 +68,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
   // Validated: apply.
   DrainPending();  // mark the words of client adds in the summary cache
   ApplyCatalog(catalog);
+  SendTombstones(from);
   RangesWriter writer(this, from, true);
   writer.message().set_reply(true);
   for (const auto& [name, state] : filters) ToWire(state->entry, state->set->epoch(), writer.message().add_catalog());

@@ -40,6 +40,12 @@ bool Node::Impl::LearnEpoch(const std::string& name, uint64_t epoch) {
 
 void Node::Impl::ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch) {
   const std::string& name = e.config.name;
+  if (IsDeleted(e)) {
+    // A deleted filter's entry (from a node that has not heard of the
+    // deletion yet): refuse it and spread the tombstone towards its sender.
+    announce_tombstones.insert(name);
+    return;
+  }
   std::shared_ptr<const FilterState> local = DriverLookup(name);
   if (local == nullptr) {
     if (filters.size() >= kMaxFilters) {

@@ -16,7 +16,7 @@ void Node::Impl::GossipRound() {
     Stats([](NodeCounters& s) { ++s.delta_overflows; });
   }
   if (inflight.empty() && announce_epochs.empty() && announce_catalog.empty() && epoch_rounds.empty() &&
-      catalog_rounds.empty() && ae_queue.empty()) {
+      catalog_rounds.empty() && announce_tombstones.empty() && tombstone_rounds.empty() && ae_queue.empty()) {
     return;  // the common idle round: no O(N) peer list
   }
   const std::vector<Address>& live = LivePeers();  // not refreshed below: no membership calls
@@ -79,8 +79,19 @@ void Node::Impl::GossipRound() {
 void Node::Impl::Announce(uint32_t rounds, GossipPacker& packer) {
   for (const std::string& name : announce_epochs) epoch_rounds[name] = rounds;
   for (const std::string& name : announce_catalog) catalog_rounds[name] = rounds;
+  for (const std::string& name : announce_tombstones) tombstone_rounds[name] = rounds;
   announce_epochs.clear();
   announce_catalog.clear();
+  announce_tombstones.clear();
+  for (auto it = tombstone_rounds.begin(); it != tombstone_rounds.end();) {
+    auto t = tombstones.find(it->first);
+    if (t != tombstones.end()) {
+      wire::Tombstone w;
+      ToWire(Tombstone{t->first, t->second}, &w);
+      packer.AddTombstone(std::move(w));
+    }
+    it = (t == tombstones.end() || --it->second == 0) ? tombstone_rounds.erase(it) : std::next(it);
+  }
   for (auto it = catalog_rounds.begin(); it != catalog_rounds.end();) {
     std::shared_ptr<const FilterState> state = DriverLookup(it->first);
     if (state != nullptr) {

@@ -165,6 +165,11 @@ struct Node::Impl {
   DeltaBuffer deltas;
   std::set<std::string> announce_catalog, announce_epochs;  // driver only: new since the last round
   std::map<std::string, uint32_t> catalog_rounds, epoch_rounds;  // announcements still to repeat
+  // Deleted names -> deleted_through (catalog.h), at most kMaxTombstones.
+  // Driver only, like their announcements.
+  std::map<std::string, uint64_t, std::less<>> tombstones;
+  std::set<std::string> announce_tombstones;
+  std::map<std::string, uint32_t> tombstone_rounds;
   std::deque<std::pair<DeltaBuffer::Key, InFlight>> inflight;    // batches still to repeat
   size_t inflight_words = 0;
   std::deque<Address> ae_queue;  // members that (re)appeared, to sync with
@@ -244,6 +249,13 @@ struct Node::Impl {
   // the old one once no client lookup can still be reading it.
   void Publish(std::shared_ptr<const FilterState> state) {
     filters[state->entry.config.name] = std::move(state);
+    Republish();
+  }
+  void Unpublish(const std::string& name) {
+    filters.erase(name);
+    Republish();
+  }
+  void Republish() {
     ++filters_version;
     const FilterMap* old = published.exchange(new FilterMap(filters), std::memory_order_seq_cst);
     published_grace.Synchronize();
@@ -352,6 +364,29 @@ struct Node::Impl {
   // The catalog rule (catalog.h). Returns false if the entry was refused.
   void ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch);
 
+  // ---- deletion (node_tombstones.cc) ----
+  // True if a tombstone kills `e`.
+  bool IsDeleted(const CatalogEntry& e) const {
+    auto it = tombstones.find(e.config.name);
+    return it != tombstones.end() && Covers(Tombstone{it->first, it->second}, e);
+  }
+  // A creation stamp for `name` at `now`: above the name's tombstone, if any.
+  uint64_t FreshStamp(std::string_view name) const;
+  // Merges a tombstone (max-register per name), removes the live filter it
+  // covers, and announces it. True if it raised the name's tombstone.
+  bool ApplyTombstone(const Tombstone& t);
+  // Drops a live filter: no longer published, its announcements and
+  // bookkeeping forgotten; its memory goes with the last reader's reference.
+  // Emits kFilterDeleted with count = deleted_through.
+  void RemoveFilter(const std::string& name, uint64_t deleted_through);
+  void ApplyTombstones(const std::vector<Tombstone>& in) {
+    for (const Tombstone& t : in) ApplyTombstone(t);
+  }
+  // Validates tombstones without touching state.
+  static bool DecodeTombstones(const google::protobuf::RepeatedPtrField<wire::Tombstone>& in, std::vector<Tombstone>* out);
+  // Anti-entropy: every tombstone to `peer`, as CatalogUpdate stream frames.
+  void SendTombstones(const Address& peer);
+
   // Checks that an incoming reference matches our filter (invariant 4).
   std::shared_ptr<const FilterState> MatchFilter(const crdt::FilterParams& params);
 
@@ -386,7 +421,7 @@ struct Node::Impl {
     return config.max_datagram_bytes > overhead + 1 ? config.max_datagram_bytes - overhead : 1;
   }
 
-  // Epoch and catalog announcements, each repeated for `rounds` rounds.
+  // Epoch, catalog and tombstone announcements, each repeated for `rounds` rounds.
   void Announce(uint32_t rounds, GossipPacker& packer);
 
   void CheckRotations();

@@ -84,10 +84,11 @@ void Node::Impl::HandleEpochs(const Address& from, const wire::EpochAnnounce& ms
 
 void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
   std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
+  std::vector<Tombstone> dead;
   DecodedEpochs epochs;
   std::vector<DecodedDelta> decoded;
   bool ok = static_cast<size_t>(g.deltas_size()) <= kMaxGossipDeltas && DecodeCatalog(g.catalog(), &catalog) &&
-            DecodeEpochs(g.epochs(), &epochs);
+            DecodeTombstones(g.tombstones(), &dead) && DecodeEpochs(g.epochs(), &epochs);
   size_t budget = kMaxFramePositions;
   decoded.resize(ok ? static_cast<size_t>(g.deltas_size()) : 0);
   for (size_t i = 0; ok && i < decoded.size(); ++i) ok = DecodeDelta(g.deltas(static_cast<int>(i)), &budget, &decoded[i]);
@@ -95,6 +96,7 @@ void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
     Reject(from, "malformed");
     return;
   }
+  ApplyTombstones(dead);
   ApplyCatalog(catalog);
   for (const auto& [params, epoch] : epochs) {
     if (MatchFilter(params) != nullptr) LearnEpoch(params.name, epoch);
@@ -104,10 +106,12 @@ void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
 
 void Node::Impl::HandleCatalog(const Address& from, const wire::CatalogUpdate& msg) {
   std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
-  if (!DecodeCatalog(msg.entries(), &catalog)) {
+  std::vector<Tombstone> dead;
+  if (!DecodeCatalog(msg.entries(), &catalog) || !DecodeTombstones(msg.tombstones(), &dead)) {
     Reject(from, "malformed");
     return;
   }
+  ApplyTombstones(dead);
   ApplyCatalog(catalog);
 }
 
@@ -233,6 +237,8 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
   info.blocks = state.entry.params.shape.blocks;
   info.k = state.entry.params.shape.k;
   info.incarnation = state.uid;
+  info.stamp = state.entry.stamp;
+  info.creator = state.entry.creator;
   info.epoch = state.set->epoch();
   for (uint64_t e : state.set->epochs()) {
     std::shared_ptr<const crdt::Generation> gen = state.set->Find(e);

@@ -33,6 +33,10 @@ class SummaryCache {
   void MarkWord(uint64_t uid, uint64_t epoch, uint64_t word_index);
   // Changes were lost track of: recompute everything on the next Get.
   void InvalidateAll() { entries_.clear(); }
+  // The filter with this uid is gone: free its generations' summaries.
+  void Forget(uint64_t uid) {
+    entries_.erase(entries_.lower_bound({uid, 0}), entries_.upper_bound({uid, ~uint64_t{0}}));
+  }
 
  private:
   struct Entry {

@@ -61,6 +61,7 @@ struct Event {
   enum class Kind : uint8_t {
     kMemberJoined, kMemberSuspect, kMemberDead, kMemberLeft, kMemberAlive,
     kEpochAdvanced, kFilterCreated, kFilterDiscarded,
+    kFilterDeleted,        // a tombstone removed the live filter (DEL here or on a peer); count: deleted_through
     kFrameRejected,        // detail: the reason (counted in metrics too)
     kMergeRefused,         // parameter mismatch (DESIGN invariant 4)
     kAntiEntropyRepaired,  // count: ranges repaired

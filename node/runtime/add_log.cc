@@ -140,6 +140,11 @@ absl::Status AddLog::AppendCreate(std::string_view filter, std::string_view entr
   return Enqueue(1, wait, [&](std::string* out) { AppendCreateRecord(filter, entry, out); });
 }
 
+absl::Status AddLog::AppendDelete(std::string_view filter, uint64_t deleted_through, bool wait) {
+  if (filter.size() > kMaxLoggedFilterBytes) return absl::InvalidArgumentError("filter name too long for the add log");
+  return Enqueue(1, wait, [&](std::string* out) { AppendDeleteRecord(filter, deleted_through, out); });
+}
+
 absl::Status AddLog::WaitDurable() {
   if (mode_ != AppendFsync::kAlways) return absl::OkStatus();
   std::unique_lock lock(mu_);

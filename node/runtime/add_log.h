@@ -57,6 +57,8 @@ class AddLog {
   // only queues the record, and a later Append or WaitDurable makes it
   // durable (records reach the file in Append order). Bad sizes are refused.
   absl::Status AppendCreate(std::string_view filter, std::string_view entry, bool wait);
+  // Logs a delete record (a tombstone), queued or waited for like AppendCreate.
+  absl::Status AppendDelete(std::string_view filter, uint64_t deleted_through, bool wait);
 
   // Under kAlways: returns once every record appended before the call is
   // fsynced. Under kEverySec / kNone: returns at once (their promise holds).

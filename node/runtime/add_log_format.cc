@@ -23,6 +23,7 @@ uint32_t GetU32(const char* p) {
 constexpr char kCreateKind = 0x01;
 constexpr char kLongAddKind = 0x02;
 constexpr char kLongCreateKind = 0x03;
+constexpr char kDeleteKind = 0x04;
 
 // Fills in the header of the record that starts at `start` (its payload is
 // everything after the header).
@@ -80,6 +81,15 @@ void AppendCreateRecord(std::string_view filter, std::string_view entry, std::st
   SealRecord(start, out);
 }
 
+void AppendDeleteRecord(std::string_view filter, uint64_t deleted_through, std::string* out) {
+  assert(filter.size() <= kMaxLoggedFilterBytes);
+  const size_t start = out->size();
+  out->resize(start + kAddLogRecordHeaderBytes);
+  PutLongName(kDeleteKind, filter, out);
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((deleted_through >> (8 * i)) & 0xff));
+  SealRecord(start, out);
+}
+
 namespace {
 
 // The payload of an extended record (after its 0x00 marker): kind, filter
@@ -90,7 +100,7 @@ DecodeStatus DecodeExtended(std::string_view rest, AddRecordView* record, std::s
     return DecodeStatus::kCorrupt;
   }
   const char kind = rest[0];
-  if (kind != kCreateKind && kind != kLongAddKind && kind != kLongCreateKind) {
+  if (kind != kCreateKind && kind != kLongAddKind && kind != kLongCreateKind && kind != kDeleteKind) {
     *error = Cat("unknown record kind ", static_cast<unsigned>(static_cast<unsigned char>(kind)));
     return DecodeStatus::kCorrupt;
   }
@@ -116,6 +126,19 @@ DecodeStatus DecodeExtended(std::string_view rest, AddRecordView* record, std::s
     record->kind = RecordKind::kAdd;
     record->key = tail;
     record->entry = {};
+    return DecodeStatus::kRecord;
+  }
+  if (kind == kDeleteKind) {
+    if (tail.size() != 8) {
+      *error = Cat("delete record tail length ", tail.size(), " is not 8");
+      return DecodeStatus::kCorrupt;
+    }
+    uint64_t through = 0;
+    for (int i = 0; i < 8; ++i) through |= static_cast<uint64_t>(static_cast<unsigned char>(tail[i])) << (8 * i);
+    record->kind = RecordKind::kDelete;
+    record->key = {};
+    record->entry = {};
+    record->deleted_through = through;
     return DecodeStatus::kRecord;
   }
   if (tail.empty() || tail.size() > kMaxLoggedEntryBytes) {

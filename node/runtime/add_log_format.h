@@ -9,6 +9,8 @@
 //                entry (the rest, 1..kMaxLoggedEntryBytes bytes)
 //   long add     0x00 | kind u8 = 0x02 | filter_len u32 LE | filter | key
 //   long create  0x00 | kind u8 = 0x03 | filter_len u32 LE | filter | entry
+//   delete       0x00 | kind u8 = 0x04 | filter_len u32 LE | filter |
+//                deleted_through u64 LE (a tombstone, node/core/catalog.h)
 // The long forms carry any filter name (binary-safe names: empty, or up to
 // kMaxLoggedFilterBytes); writers use them only for names that the short
 // forms cannot hold, so logs of 1..255-byte names are what older readers
@@ -18,6 +20,9 @@
 // format treats it as opaque; the replay validates it (Node::ImportCatalogEntry).
 // Logs written before create records existed hold only add records and still
 // decode; a reader that predates them reports a create record as corruption.
+// A delete record is written before the deletion is applied (write-ahead), so
+// on replay every add logged after it may belong to a later filter of the same
+// name and every add before it belongs to a deleted one (Persistence).
 //
 // A record is written with one write(); a crash can leave the last record
 // short (a torn tail), which the reader drops. Any other inconsistency (bad
@@ -44,7 +49,7 @@ inline constexpr size_t kMaxLoggedEntryBytes = 128u << 10;  // a catalog entry h
 inline constexpr size_t kMaxAddLogPayloadBytes = 6 + kMaxLoggedFilterBytes + kMaxLoggedKeyBytes;
 static_assert(6 + kMaxLoggedFilterBytes + kMaxLoggedEntryBytes <= kMaxAddLogPayloadBytes);
 
-enum class RecordKind : uint8_t { kAdd, kCreate };
+enum class RecordKind : uint8_t { kAdd, kCreate, kDelete };
 
 // Appends one add record for (filter, key) to *out. Requires
 // filter.size() <= kMaxLoggedFilterBytes and key.size() <= kMaxLoggedKeyBytes.
@@ -55,11 +60,16 @@ void AppendAddRecord(std::string_view filter, std::string_view key, std::string*
 // 1 <= entry.size() <= kMaxLoggedEntryBytes.
 void AppendCreateRecord(std::string_view filter, std::string_view entry, std::string* out);
 
+// Appends one delete record for (filter, deleted_through) to *out. Requires
+// filter.size() <= kMaxLoggedFilterBytes.
+void AppendDeleteRecord(std::string_view filter, uint64_t deleted_through, std::string* out);
+
 struct AddRecordView {
   RecordKind kind = RecordKind::kAdd;
-  std::string_view filter;  // both kinds: 0..kMaxLoggedFilterBytes bytes
+  std::string_view filter;  // every kind: 0..kMaxLoggedFilterBytes bytes
   std::string_view key;     // kAdd only
   std::string_view entry;   // kCreate only: 1..kMaxLoggedEntryBytes bytes
+  uint64_t deleted_through = 0;  // kDelete only
 };
 
 enum class DecodeStatus : uint8_t {

@@ -146,11 +146,12 @@ int RunDaemon(int argc, char** argv) {
   auto ctx = std::make_unique<resp::ServerContext>();
   ctx->node = node.get();
   ctx->run_on_driver = [&driver, p = persistence.get()](std::function<absl::Status(node::Time)> fn) {
-    const uint64_t creates_before = p != nullptr ? p->create_records() : 0;
+    const uint64_t records_before = p != nullptr ? p->create_records() + p->delete_records() : 0;
     absl::Status s = driver.RunOnDriver(std::move(fn));
-    // The call created a filter (BF.RESERVE, auto-create): its create record
-    // is durable, under appendfsync always, before the client hears OK.
-    if (p != nullptr && p->create_records() != creates_before) {
+    // The call created a filter (BF.RESERVE, auto-create) or deleted one
+    // (DEL): its record is durable, under appendfsync always, before the
+    // client hears the reply.
+    if (p != nullptr && p->create_records() + p->delete_records() != records_before) {
       if (absl::Status d = p->WaitDurable(); !d.ok() && s.ok()) {
         return absl::InternalError(Cat("persistence: ", d.message()));
       }
@@ -170,6 +171,9 @@ int RunDaemon(int argc, char** argv) {
         if (!s.ok()) return s;
       }
       return p->LogAdds(filter, keys);
+    };
+    ctx->log_delete = [p](std::string_view filter, uint64_t deleted_through) {
+      return p->LogDelete(filter, deleted_through, false);
     };
     ctx->snapshot = [&driver]() { return driver.SnapshotNow(); };
   }

@@ -95,6 +95,11 @@ void Driver::AfterNodeCall(node::Time now) {
       absl::Status s = persistence_->LogCreate(node_, e.subject, false);
       if (!s.ok() && !absl::IsNotFound(s)) spdlog::error("add log: create record for {}: {}", node::PrintableName(e.subject), s.message());
     }
+    // A filter deleted by a peer's tombstone (a local DEL logged it already).
+    if (persistence_ != nullptr && e.kind == node::Event::Kind::kFilterDeleted) {
+      absl::Status s = persistence_->LogDelete(e.subject, e.count, false);
+      if (!s.ok()) spdlog::error("add log: delete record for {}: {}", node::PrintableName(e.subject), s.message());
+    }
   }
   ArmTimer(now);
 }
@@ -156,6 +161,7 @@ void Driver::LogEvent(const node::Event& e, node::Time now) {
     case K::kEpochAdvanced: spdlog::info("filter {}: epoch advanced {}", subject, e.detail); break;
     case K::kFilterCreated: spdlog::info("filter created: {} {}", subject, e.detail); break;
     case K::kFilterDiscarded: spdlog::warn("filter discarded: {} {}", subject, e.detail); break;
+    case K::kFilterDeleted: spdlog::info("filter deleted: {} {}", subject, e.detail); break;
     case K::kMergeRefused: spdlog::error("merge refused (parameter mismatch): {} {}", subject, e.detail); break;
     case K::kAntiEntropyRepaired:
       spdlog::info("anti-entropy with {}: {} ranges repaired {}", subject, e.count, e.detail);

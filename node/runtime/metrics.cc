@@ -141,6 +141,10 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_filters_replaced_total", "counter",
         "Filters whose local state was discarded for a winning catalog entry with other parameters.",
         c.filters_replaced);
+  w.One("pollen_filters_deleted_total", "counter",
+        "Live filters removed by a tombstone (DEL on this node or on a peer).", c.filters_deleted);
+  w.One("pollen_tombstones_dropped_total", "counter",
+        "Oldest tombstones forgotten because the node held the maximum (4096).", c.tombstones_dropped);
   w.One("pollen_delta_overflows_total", "counter",
         "Dissemination buffers dropped because they overflowed (anti-entropy repairs).", c.delta_overflows);
   w.One("pollen_stale_deltas_total", "counter", "Deltas for epochs outside the window, dropped.", c.stale_deltas);

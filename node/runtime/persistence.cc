@@ -22,6 +22,7 @@
 #include "absl/strings/strip.h"
 #include "crdt/snapshot.h"
 #include "node/runtime/add_log_reader.h"
+#include "node/runtime/tombstone_file.h"
 #include "spdlog/spdlog.h"
 #include "node/runtime/sv.h"
 
@@ -157,6 +158,23 @@ void Persistence::MoveAside(const std::string& path, std::string_view why) {
 absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time now,
                                                    const node::FilterConfig& default_filter) {
   RecoveryStats stats;
+  // Tombstones first: a snapshot or a create record of a deleted filter that
+  // is still on disk must not bring it back.
+  const std::string tomb_path = Cat(dir_, "/", kTombstoneFileName);
+  if (::access(tomb_path.c_str(), F_OK) == 0) {
+    auto bytes = ReadWholeFile(tomb_path);
+    auto tombs = bytes.ok() ? DecodeTombstones(*bytes) : absl::StatusOr<std::map<std::string, uint64_t>>(bytes.status());
+    if (tombs.ok()) {
+      for (const auto& [name, through] : *tombs) {
+        if (node->ImportTombstone(name, through, now).ok()) ++stats.tombstones_loaded;
+      }
+    } else {
+      // Deleted filters may come back from old files here, and from peers
+      // that still hold them; peers that remember the deletion remove them again.
+      MoveAside(tomb_path, SV(tombs.status().message()));
+      ++stats.files_moved_aside;
+    }
+  }
   // Snapshots: two passes, so an import that depends on another file (the
   // catalog, say) gets a second chance before the file is called corrupt.
   std::vector<std::string> pending = ListSnapshotFiles(dir_);
@@ -167,6 +185,13 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
       const std::string path = Cat(dir_, "/", name);
       auto bytes = ReadWholeFile(path);
       absl::Status s = bytes.ok() ? node->ImportSnapshot(*bytes) : bytes.status();
+      if (absl::IsAborted(s)) {
+        // The filter was deleted after this snapshot (its tombstone is newer):
+        // the next snapshot removes the file.
+        ++stats.deleted_snapshots_skipped;
+        spdlog::info("persistence: skipped snapshot {} of a deleted filter", path);
+        continue;
+      }
       if (s.ok()) {
         ++stats.snapshots_loaded;
         spdlog::info("persistence: loaded snapshot {}", path);
@@ -192,8 +217,9 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
   // log), then the adds.
   const std::vector<uint64_t> segments = ListAddLogSegments(dir_);
   const uint64_t next_id = segments.empty() ? 1 : segments.back() + 1;
-  ReplayCreates(node, now, segments, &stats);
-  ReplayAdds(node, now, default_filter, segments, &stats);
+  std::map<std::string, LogPosition, std::less<>> deletes;
+  ReplayCreates(node, now, segments, &stats, &deletes);
+  ReplayAdds(node, now, default_filter, segments, deletes, &stats);
   auto log = AddLog::Open(dir_, next_id, mode_);
   if (!log.ok()) return log.status();
   log_ = std::move(*log);
@@ -201,11 +227,21 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
 }
 
 void Persistence::ReplayCreates(node::Node* node, node::Time now, const std::vector<uint64_t>& segments,
-                                RecoveryStats* stats) {
+                                RecoveryStats* stats, std::map<std::string, LogPosition, std::less<>>* deletes) {
   for (uint64_t id : segments) {
     const std::string path = AddLogSegmentPath(dir_, id);
     uint64_t refused = 0;
+    uint64_t index = 0;
     auto scan = ScanAddLogFile(path, [&](const AddRecordView& rec) {
+      const LogPosition at{id, index++};
+      if (rec.kind == RecordKind::kDelete) {
+        // The tombstone is a max-register: replaying it in any order is the
+        // same. Its position splits the name's adds into deleted and later.
+        if (node->ImportTombstone(rec.filter, rec.deleted_through, now).ok()) ++stats->deletes_replayed;
+        (*deletes)[std::string(rec.filter)] = at;
+        NoteLoggedDelete(rec.filter, rec.deleted_through);
+        return;
+      }
       if (rec.kind != RecordKind::kCreate) return;
       const absl::Status s = node->ImportCatalogEntry(rec.entry, now);
       if (s.ok()) {
@@ -223,15 +259,31 @@ void Persistence::ReplayCreates(node::Node* node, node::Time now, const std::vec
 }
 
 void Persistence::ReplayAdds(node::Node* node, node::Time now, const node::FilterConfig& default_filter,
-                             const std::vector<uint64_t>& segments, RecoveryStats* stats) {
+                             const std::vector<uint64_t>& segments,
+                             const std::map<std::string, LogPosition, std::less<>>& deletes, RecoveryStats* stats) {
+  const std::map<std::string, uint64_t> tombstones = node->Tombstones();
   for (uint64_t id : segments) {
     const std::string path = AddLogSegmentPath(dir_, id);
     uint64_t failed_adds = 0;
     uint64_t records = 0;
+    uint64_t index = 0;
     auto scan = ScanAddLogFile(path, [&](const AddRecordView& rec) {
+      const LogPosition at{id, index++};
       if (rec.kind != RecordKind::kAdd) return;
       ++records;
+      // An add logged before the name's last delete record went to a filter
+      // that is deleted (the delete record is written before the deletion).
+      if (auto d = deletes.find(rec.filter); d != deletes.end() && at < d->second) {
+        ++stats->deleted_adds_skipped;
+        return;
+      }
       auto added = node->Add(rec.filter, rec.key);
+      if (added.status().code() == absl::StatusCode::kNotFound && tombstones.count(std::string(rec.filter)) > 0) {
+        // A late add of a deleted filter (logged just after the delete
+        // record): its filter is gone, so is the add.
+        ++stats->deleted_adds_skipped;
+        return;
+      }
       if (added.status().code() == absl::StatusCode::kNotFound) {
         // No snapshot and no create record knows this filter: a log from a
         // version without create records. Re-create it as BF.ADD would.
@@ -289,6 +341,28 @@ absl::Status Persistence::LogCreate(const node::Node& node, std::string_view fil
   return absl::OkStatus();
 }
 
+void Persistence::NoteLoggedDelete(std::string_view filter, uint64_t deleted_through) {
+  std::lock_guard lock(covered_mu_);
+  auto [it, inserted] = logged_deletes_.try_emplace(std::string(filter), deleted_through);
+  if (!inserted) it->second = std::max(it->second, deleted_through);
+}
+
+absl::Status Persistence::LogDelete(std::string_view filter, uint64_t deleted_through, bool wait) {
+  if (!log_) return absl::FailedPreconditionError("add log not open");
+  {
+    std::lock_guard lock(covered_mu_);
+    auto it = logged_deletes_.find(filter);
+    if (it != logged_deletes_.end() && it->second >= deleted_through) return absl::OkStatus();
+  }
+  if (absl::Status s = log_->AppendDelete(filter, deleted_through, wait); !s.ok()) return s;
+  delete_records_.fetch_add(1);
+  NoteLoggedDelete(filter, deleted_through);
+  // A later filter of this name needs its own create record.
+  std::lock_guard lock(covered_mu_);
+  if (auto it = covered_.find(filter); it != covered_.end()) covered_.erase(it);
+  return absl::OkStatus();
+}
+
 absl::Status Persistence::WaitDurable() {
   if (!log_) return absl::FailedPreconditionError("add log not open");
   return log_->WaitDurable();
@@ -306,6 +380,7 @@ absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
   if (!rotated.ok()) return rotated.status();
   job.rotated_segment = *rotated;
   job.files = node.ExportSnapshots();
+  job.tombstones = EncodeTombstones(node.Tombstones());
   return job;
 }
 
@@ -322,6 +397,14 @@ absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) 
     keep[file] = true;
     bytes += data.size();
   }
+  // The tombstones before anything is deleted: the segments about to go may
+  // hold the only delete records.
+  if (absl::Status s = crdt::WriteFileAtomically(Cat(dir_, "/", kTombstoneFileName), job.tombstones); !s.ok()) {
+    snapshot_failures_.fetch_add(1);
+    return absl::InternalError(Cat("snapshot ", dir_, "/", kTombstoneFileName, ": ", s.message()));
+  }
+  // Files of filters that no longer exist (deleted, or replaced under
+  // another file name): their memory is gone already, now their disk space.
   for (const std::string& file : ListSnapshotFiles(dir_)) {
     if (!keep.count(file)) ::unlink(Cat(dir_, "/", file).c_str());
   }

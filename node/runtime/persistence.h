@@ -4,9 +4,12 @@
 //   snap-<filter>.pln          one crdt snapshot per Node::ExportSnapshots entry
 //                              (name percent-encoded), replaced atomically
 //   adds-<id>.log              add-log segments (add_log.h), replayed in order
+//   tombstones.pln             deleted filter names (tombstone_file.h), replaced
+//                              atomically at every snapshot
 //   *.corrupt-<unix time>      files that failed to load, moved aside
 //
-// Recovery (driver thread, before Node::Start): import every snapshot, then
+// Recovery (driver thread, before Node::Start): load the tombstones (so no
+// file of a deleted filter brings it back), import every snapshot, then
 // replay the segments in two passes: first every create record (a filter's
 // catalog entry, applied under the catalog rule by Node::ImportCatalogEntry,
 // so a filter keeps its parameters, stamp and creator), then every add
@@ -58,11 +61,23 @@ struct RecoveryStats {
   uint64_t creates_replayed = 0;  // create records applied
   uint64_t creates_refused = 0;   // create records the node refused (other secret, catalog full, ...)
   uint64_t default_creates = 0;   // filters re-created with default parameters (no create record)
+  uint64_t tombstones_loaded = 0;  // from the tombstone file
+  uint64_t deletes_replayed = 0;   // delete records applied
+  uint64_t deleted_snapshots_skipped = 0;  // snapshot files of filters deleted since
+  uint64_t deleted_adds_skipped = 0;       // add records of deleted filters
+};
+
+// Where a record sits in the add log: (segment id, index in the segment).
+struct LogPosition {
+  uint64_t segment = 0;
+  uint64_t index = 0;
+  friend auto operator<=>(const LogPosition&, const LogPosition&) = default;
 };
 
 // What a snapshot needs after the driver-thread part.
 struct SnapshotJob {
   std::map<std::string, std::string> files;  // filter -> snapshot bytes
+  std::string tombstones;                    // the tombstone file (tombstone_file.h)
   uint64_t rotated_segment = 0;              // delete segments <= this after writing
 };
 
@@ -84,6 +99,11 @@ class Persistence {
   // (queued; `wait` as in AddLog::AppendCreate) and remembers that it did.
   // NotFound if the node does not know the filter.
   absl::Status LogCreate(const node::Node& node, std::string_view filter, bool wait);
+  // Driver thread: logs a delete record (a tombstone) unless one at least as
+  // high was logged already; `wait` as in AddLog::AppendCreate. DEL logs it
+  // before the node applies the deletion (write-ahead, add_log_format.h); the
+  // driver logs the tombstones peers bring (kFilterDeleted events) after.
+  absl::Status LogDelete(std::string_view filter, uint64_t deleted_through, bool wait);
   // Thread-safe: true while no create record has been logged for `filter` in
   // this process and no loaded snapshot or replayed record covers it.
   bool NeedsCreateRecord(std::string_view filter) const;
@@ -106,15 +126,21 @@ class Persistence {
   uint64_t log_records() const { return log_ ? log_->records_appended() : 0; }
   uint64_t log_fsyncs() const { return log_ ? log_->fsyncs() : 0; }
   uint64_t create_records() const { return create_records_.load(); }
+  uint64_t delete_records() const { return delete_records_.load(); }
 
  private:
   Persistence(std::string dir, AppendFsync mode) : dir_(std::move(dir)), mode_(mode) {}
   void MoveAside(const std::string& path, std::string_view why);
   void MarkCovered(std::string_view filter);
   // Replay passes over every segment (Recover).
-  void ReplayCreates(node::Node* node, node::Time now, const std::vector<uint64_t>& segments, RecoveryStats* stats);
+  // ReplayCreates also applies delete records and reports where the last one
+  // of each name is; ReplayAdds skips the adds before it.
+  void ReplayCreates(node::Node* node, node::Time now, const std::vector<uint64_t>& segments, RecoveryStats* stats,
+                     std::map<std::string, LogPosition, std::less<>>* deletes);
   void ReplayAdds(node::Node* node, node::Time now, const node::FilterConfig& default_filter,
-                  const std::vector<uint64_t>& segments, RecoveryStats* stats);
+                  const std::vector<uint64_t>& segments,
+                  const std::map<std::string, LogPosition, std::less<>>& deletes, RecoveryStats* stats);
+  void NoteLoggedDelete(std::string_view filter, uint64_t deleted_through);
 
   const std::string dir_;
   const AppendFsync mode_;
@@ -125,8 +151,10 @@ class Persistence {
   std::atomic<uint64_t> last_snapshot_unix_{0};
   std::atomic<uint64_t> files_moved_aside_{0};
   std::atomic<uint64_t> create_records_{0};
+  std::atomic<uint64_t> delete_records_{0};
   mutable std::mutex covered_mu_;
   std::set<std::string, std::less<>> covered_;  // filters with a create record or snapshot
+  std::map<std::string, uint64_t, std::less<>> logged_deletes_;  // highest delete record per name (covered_mu_)
 };
 
 // "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back. A name

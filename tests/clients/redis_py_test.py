@@ -491,6 +491,23 @@ def keyspace_scan_iter():
     expect(isinstance(cursor, int) and isinstance(batch, list), f"SCAN reply [cursor, keys]: {cursor!r} {batch!r}")
 
 
+@check
+def keyspace_delete_unlink():
+    ks = make_filters("del:a", "del:b", "del:c")
+    BF.add(ks[0], "old")
+    expect_eq(R.delete(ks[0], ks[1], key("del:missing")), 2, "DEL a b missing")
+    expect_eq(R.exists(ks[0], ks[1]), 0, "EXISTS after DEL")
+    expect_eq(R.unlink(ks[2], ks[2]), 1, "UNLINK c c")
+    expect_eq(R.delete(ks[0]), 0, "DEL of a deleted key")
+    BF.create(ks[0], 0.01, 100)  # a new, empty filter under the old name
+    expect_eq(BF.exists(ks[0], "old"), 0, "the re-created filter does not hold the deleted one's items")
+    with R.pipeline(transaction=True) as p:
+        p.execute_command("BF.ADD", key("del:tx"), "x")
+        p.delete(key("del:tx"))
+        p.exists(key("del:tx"))
+        expect_eq(p.execute(), [1, 1, 0], "BF.ADD, DEL, EXISTS in one transaction")
+
+
 # ---------------------------------------------------------------- INFO and MODULE LIST
 
 @check
@@ -553,6 +570,11 @@ def bf_scandump_loadchunk():
     expect(len(chunks) >= 2, f"a header and data chunks: {len(chunks)}")
     expect_error(lambda: bf.loadchunk(k, chunks[0][0], chunks[0][1]), "received bad data",
                  "BF.LOADCHUNK over an existing filter")
+    # The backup recipe: delete, then load the dump back under the same name.
+    expect_eq(R.delete(k), 1, "DEL of the dumped filter")
+    for it_, data in chunks:
+        bf.loadchunk(k, it_, data)
+    expect_eq(bf.mexists(k, "a", "b", "c"), [1, 1, 1], "the restored filter holds what was dumped")
     expect_error(lambda: bf.scandump(key("no-such-filter"), 0), "not found", "BF.SCANDUMP of a missing filter")
 
 

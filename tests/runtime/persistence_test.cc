@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "crdt/generations.h"
 #include "node/runtime/add_log.h"
+#include "node/runtime/tombstone_file.h"
 #include "tests/runtime/dir_util.h"
 
 namespace pollen::runtime {
@@ -180,6 +181,95 @@ TEST(PersistenceTest, BinaryNamesRoundTrip) {
     EXPECT_TRUE(Has(*node, name, "in-log")) << name.size();
     EXPECT_EQ(node->Info(name)->config.capacity, 1000u);
   }
+}
+
+// DEL as the RESP path does it: the delete record first, then the deletion.
+void DeleteAndLog(node::Node& n, Persistence& p, const std::string& filter, node::Time now) {
+  auto info = n.Info(filter, node::InfoParts::kEpochsOnly);
+  ASSERT_TRUE(info.ok());
+  ASSERT_TRUE(p.LogDelete(filter, info->stamp, true).ok());
+  auto gone = n.Delete(filter, now);
+  ASSERT_TRUE(gone.ok() && *gone);
+}
+
+// A deleted filter stays deleted across a restart, whether its tombstone is
+// in the log or (after a snapshot) in the tombstone file; the adds it had do
+// not leak into the filter created after it under the same name; its
+// snapshot file goes at the next snapshot.
+TEST(PersistenceTest, DeletedFilterStaysDeletedAndItsAddsStayWithIt) {
+  for (const bool snapshot_after_delete : {false, true}) {
+    SCOPED_TRACE(snapshot_after_delete);
+    const std::string dir = FreshDir(snapshot_after_delete ? "delete_snap" : "delete_log");
+    node::FilterConfig f;
+    f.name = "to:delete";
+    f.capacity = 1000;
+    {
+      auto node = MakeNode();
+      auto p = Persistence::Open(dir, AppendFsync::kAlways);
+      ASSERT_TRUE(p.ok());
+      ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+      ASSERT_TRUE(node->Reserve(f, node::Time(100)).ok());
+      ASSERT_TRUE((*p)->LogCreate(*node, f.name, true).ok());
+      AddAndLog(*node, **p, f.name, {"old-snap"});
+      auto job = (*p)->BeginSnapshot(*node);  // the old filter is in a snapshot file...
+      ASSERT_TRUE(job.ok());
+      ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());
+      AddAndLog(*node, **p, f.name, {"old-log"});  // ...and in the log
+      DeleteAndLog(*node, **p, f.name, node::Time(200));
+      AddAndLog(*node, **p, "crawl:seen", {"other"});
+      // "recreated" is created after the delete; "gone" stays deleted.
+      ASSERT_TRUE(node->Reserve(f, node::Time(50)).ok());  // a clock behind the stamp: still above it
+      EXPECT_GT(node->Info(f.name)->stamp, 100u);
+      ASSERT_TRUE((*p)->LogCreate(*node, f.name, true).ok());
+      AddAndLog(*node, **p, f.name, {"new"});
+      node::FilterConfig g = f;
+      g.name = "gone";
+      ASSERT_TRUE(node->Reserve(g, node::Time(300)).ok());
+      ASSERT_TRUE((*p)->LogCreate(*node, g.name, true).ok());
+      AddAndLog(*node, **p, g.name, {"g"});
+      DeleteAndLog(*node, **p, g.name, node::Time(400));
+      if (snapshot_after_delete) {
+        auto job2 = (*p)->BeginSnapshot(*node);
+        ASSERT_TRUE(job2.ok());
+        ASSERT_TRUE((*p)->FinishSnapshot(*job2).ok());
+        const auto files = ListDir(dir);
+        EXPECT_EQ(std::find(files.begin(), files.end(), "snap-gone.pln"), files.end());
+        EXPECT_NE(std::find(files.begin(), files.end(), "tombstones.pln"), files.end());
+      }
+      ASSERT_TRUE((*p)->Close().ok());
+    }
+    auto node = MakeNode();
+    auto p = Persistence::Open(dir, AppendFsync::kNone);
+    ASSERT_TRUE(p.ok());
+    auto stats = (*p)->Recover(node.get(), node::Time(0), node::FilterConfig{});
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    EXPECT_EQ(stats->files_moved_aside, 0u);
+    EXPECT_EQ(stats->default_creates, 0u);  // no deleted filter re-created by its adds
+    EXPECT_FALSE(node->Info("gone").ok());
+    ASSERT_TRUE(node->Info(f.name).ok());
+    EXPECT_GT(node->Info(f.name)->stamp, 100u);
+    EXPECT_TRUE(Has(*node, f.name, "new"));
+    EXPECT_FALSE(Has(*node, f.name, "old-snap"));
+    EXPECT_FALSE(Has(*node, f.name, "old-log"));
+    EXPECT_TRUE(Has(*node, "crawl:seen", "other"));
+    const auto tombs = node->Tombstones();
+    EXPECT_EQ(tombs.count("gone"), 1u);
+    EXPECT_EQ(tombs.count(f.name), 1u);
+  }
+}
+
+TEST(TombstoneFileTest, RoundTripAndCorruptionIsDetected) {
+  std::map<std::string, uint64_t> t = {{"", 0}, {"a", 5}, {std::string("\0\xff", 2), ~uint64_t{0}}};
+  const std::string bytes = EncodeTombstones(t);
+  auto back = DecodeTombstones(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, t);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] ^= 0x20;
+    EXPECT_FALSE(DecodeTombstones(bad).ok()) << i;
+  }
+  for (size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(DecodeTombstones(bytes.substr(0, n)).ok()) << n;
 }
 
 TEST(FileNameTest, EncodeDecode) {

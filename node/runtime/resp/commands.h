@@ -132,6 +132,7 @@ void CmdInfo(CommandCall& call);
 void CmdCommand(CommandCall& call);
 
 void CmdExists(CommandCall& call);
+void CmdDel(CommandCall& call);  // and UNLINK
 void CmdType(CommandCall& call);
 void CmdDbsize(CommandCall& call);
 void CmdKeys(CommandCall& call);
@@ -140,6 +141,7 @@ void CmdObject(CommandCall& call);
 void CmdMemory(CommandCall& call);
 void CmdOtherType(CommandCall& call);
 void CmdTime(CommandCall& call);
+void CmdWait(CommandCall& call);
 void CmdRole(CommandCall& call);
 void CmdLastsave(CommandCall& call);
 void CmdModule(CommandCall& call);

@@ -73,7 +73,8 @@ void CmdBfLoadchunk(CommandCall& call) {
   if (!it->second->complete()) return AppendSimple(call.out, "OK");
   const std::string value = it->second->SnapshotValue();
   restores.erase(it);
-  absl::Status s = RunOnDriver(call.ctx, [&](node::Time) { return call.ctx.node->ImportSnapshot(value); });
+  // Into a deleted name: a new filter (a fresh stamp above the tombstone).
+  absl::Status s = RunOnDriver(call.ctx, [&](node::Time now) { return call.ctx.node->ImportSnapshot(value, now); });
   if (!s.ok()) {
     std::string why = ToStd(s.message());
     if (why.rfind("ERR ", 0) == 0) why.erase(0, 4);

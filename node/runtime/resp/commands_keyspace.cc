@@ -1,6 +1,6 @@
 // The keyspace as Redis clients see it: every filter is a key of type
-// MBbloom-- (RedisBloom's type name) in database 0. EXISTS TYPE DBSIZE KEYS
-// SCAN OBJECT MEMORY, and the read commands of other data types, which answer
+// MBbloom-- (RedisBloom's type name) in database 0. DEL UNLINK EXISTS TYPE
+// DBSIZE KEYS SCAN OBJECT MEMORY, and the read commands of other data types, which answer
 // as a Redis holding only Bloom keys would (WRONGTYPE on a filter, the empty
 // reply on a missing key).
 //
@@ -43,6 +43,35 @@ void CmdExists(CommandCall& call) {
   int64_t n = 0;
   for (size_t i = 1; i < call.args.size(); ++i) n += Exists(call, call.args[i]);
   AppendInteger(call.out, n);
+}
+
+// DEL / UNLINK: deletes filters cluster-wide (a tombstone in the replicated
+// catalog, node/core/catalog.h) and answers how many existed here. The delete
+// record is logged before the node applies the deletion (write-ahead, so a
+// replay knows which adds went to the deleted filter) and is durable under
+// appendfsync always before the reply (the daemon's run_on_driver waits).
+// UNLINK is DEL: a filter's memory is released when its last reader is done,
+// off the command's path either way.
+void CmdDel(CommandCall& call) {
+  ServerContext& ctx = call.ctx;
+  int64_t deleted = 0;
+  const absl::Status s = RunOnDriver(ctx, [&](node::Time now) -> absl::Status {
+    for (size_t i = 1; i < call.args.size(); ++i) {
+      const std::string_view name = call.args[i];
+      absl::StatusOr<node::FilterInfo> info = ctx.node->Info(name, node::InfoParts::kEpochsOnly);
+      if (!info.ok()) continue;  // missing (or deleted by an earlier argument)
+      if (ctx.log_delete) {
+        if (absl::Status logged = ctx.log_delete(name, info->stamp); !logged.ok()) return logged;
+      }
+      absl::StatusOr<bool> gone = ctx.node->Delete(name, now);
+      if (!gone.ok()) return gone.status();
+      deleted += *gone ? 1 : 0;
+    }
+    return absl::OkStatus();
+  });
+  for (size_t i = 1; i < call.args.size(); ++i) ctx.touches.Touch(call.args[i]);
+  if (!s.ok()) return ReplyStatus(call.out, s);
+  AppendInteger(call.out, deleted);
 }
 
 void CmdType(CommandCall& call) { AppendSimple(call.out, Exists(call, call.args[1]) ? kBloomType : "none"); }

@@ -264,7 +264,8 @@ std::string InfoSection(CommandCall& call, std::string_view section, const absl:
                         "\r\nqueries:", nc.queries, "\r\nhits:", nc.hits, "\r\ndelta_bits_sent:", nc.delta_bits_sent,
                         "\r\ndelta_bits_received:", nc.delta_bits_received,
                         "\r\nanti_entropy_runs:", nc.anti_entropy_runs,
-                        "\r\nfilters_replaced:", nc.filters_replaced, "\r\n");
+                        "\r\nfilters_replaced:", nc.filters_replaced, "\r\nfilters_deleted:", nc.filters_deleted,
+                        "\r\ntombstones_dropped:", nc.tombstones_dropped, "\r\n");
     const std::vector<node::FilterInfo>& filters = view->filters;
     CatAppend(&s, "filters:", filters.size(), "\r\n");
     for (const node::FilterInfo& f : filters) {
@@ -504,6 +505,18 @@ void CmdTime(CommandCall& call) {
   AppendArrayHeader(call.out, 2);
   AppendBulk(call.out, std::to_string(us / 1'000'000));
   AppendBulk(call.out, std::to_string(us % 1'000'000));
+}
+
+// WAIT numreplicas timeout: what a Redis master without replicas answers,
+// at once. Pollen's peers take writes by gossip and acknowledge none, so no
+// write is ever "replicated to N" in WAIT's sense; blocking until the timeout
+// (forever for 0) would only stall the client. README, "Differences".
+void CmdWait(CommandCall& call) {
+  int64_t replicas = 0, timeout = 0;
+  if (!ParseInt64(call.args[1], &replicas)) return AppendError(call.out, "ERR value is not an integer or out of range");
+  if (!ParseInt64(call.args[2], &timeout)) return AppendError(call.out, "ERR timeout is not an integer or out of range");
+  if (timeout < 0) return AppendError(call.out, "ERR timeout is negative");
+  AppendInteger(call.out, 0);
 }
 
 // A master without replicas (Pollen's peers replicate by gossip, not as

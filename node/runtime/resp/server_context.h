@@ -84,6 +84,11 @@ struct ServerContext {
   // memory). May be empty.
   std::function<absl::Status(std::string_view filter, std::span<const std::string_view> keys)> log_adds;
 
+  // DEL/UNLINK: log a delete record (a tombstone) for `filter` before the
+  // node applies it. Called on the driver thread, inside run_on_driver; the
+  // record is durable when run_on_driver returns. May be empty.
+  std::function<absl::Status(std::string_view filter, uint64_t deleted_through)> log_delete;
+
   // POLLEN.SNAPSHOT: write a snapshot now; returns a one-line description
   // (e.g. the path). Empty: the command answers "ERR snapshot not available".
   std::function<absl::StatusOr<std::string>()> snapshot;
