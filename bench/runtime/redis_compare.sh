@@ -12,6 +12,8 @@
 #   bash bench/runtime/redis_compare.sh            # uses build/node/runtime/pollend
 #   BUILD_DIR=build-x N=200000 ROUNDS=3 RESP_THREADS=2 APPENDFSYNC=everysec bash bench/runtime/redis_compare.sh
 # APPENDFSYNC unset = pollend without a data dir (like redis --appendonly no).
+# POLLEND_FLAGS: extra pollend flags (e.g. "--resp-busy-poll-us 0"); CELLS:
+# the (pipeline:clients) cells to run, default "1:1 1:8 16:1 16:8".
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-build}
@@ -41,7 +43,7 @@ persist=()
 [ -n "${APPENDFSYNC:-}" ] && persist=(--data-dir "$WORK/data" --appendfsync "$APPENDFSYNC")
 POLLEN_SECRET=$(head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n') "$POLLEND" --node-name bench \
   --gossip-bind "127.0.0.1:$GOSSIP_PORT" --resp-bind "127.0.0.1:$RESP_PORT" --http-bind "127.0.0.1:$HTTP_PORT" \
-  --resp-threads "$RESP_THREADS" --log-level warn "${persist[@]}" > "$WORK/pollend.log" 2>&1 &
+  --resp-threads "$RESP_THREADS" --log-level warn "${persist[@]}" ${POLLEND_FLAGS:-} > "$WORK/pollend.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 300); do
   redis-cli -p "$REDIS_PORT" PING >/dev/null 2>&1 && redis-cli -p "$RESP_PORT" PING >/dev/null 2>&1 && break
@@ -66,9 +68,11 @@ fi
 echo "pollend $("$POLLEND" --version | awk '{print $2}') vs $peer; n=$N, random keys in [0,$RANGE), resp-threads=$RESP_THREADS, appendfsync=${APPENDFSYNC:-off}, $(nproc) cores, $ROUNDS round(s)"
 printf '%-5s %-3s %-3s | %12s %12s %7s | %12s %12s %7s\n' round P c "BF.ADD/s" "peer/s" ratio "BF.EXISTS/s" "peer/s" ratio
 declare -A add_ratios read_ratios
+CELLS=${CELLS:-"1:1 1:8 16:1 16:8"}
 for round in $(seq 1 "$ROUNDS"); do
-  for p in 1 16; do
-    for c in 1 8; do
+  for cell in $CELLS; do
+    p=${cell%%:*}; c=${cell##*:}
+    {
       add=$(rps "$RESP_PORT" $p $c BF.ADD crawl:seen key:__rand_int__)
       peer_a=$(rps "$REDIS_PORT" $p $c "${peer_add[@]}")
       exists=$(rps "$RESP_PORT" $p $c BF.EXISTS crawl:seen key:__rand_int__)
@@ -77,13 +81,12 @@ for round in $(seq 1 "$ROUNDS"); do
       rr=$(awk -v a="$exists" -v b="$peer_r" 'BEGIN{printf "%.2f", a/b}')
       add_ratios[$p,$c]+="$ra "; read_ratios[$p,$c]+="$rr "
       printf '%-5s %-3s %-3s | %12.0f %12.0f %7s | %12.0f %12.0f %7s\n' "$round" $p $c "$add" "$peer_a" "$ra" "$exists" "$peer_r" "$rr"
-    done
+    }
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 echo "median ratio pollend / peer (${names[0]} | ${names[1]}):"
-for p in 1 16; do
-  for c in 1 8; do
-    printf '  P%-3s c%-3s BF.ADD %s  BF.EXISTS %s\n' $p $c "$(echo "${add_ratios[$p,$c]}" | median)" "$(echo "${read_ratios[$p,$c]}" | median)"
-  done
+for cell in $CELLS; do
+  p=${cell%%:*}; c=${cell##*:}
+  printf '  P%-3s c%-3s BF.ADD %s  BF.EXISTS %s\n' $p $c "$(echo "${add_ratios[$p,$c]}" | median)" "$(echo "${read_ratios[$p,$c]}" | median)"
 done

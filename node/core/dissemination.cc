@@ -9,47 +9,29 @@
 
 namespace pollen::node {
 
-PendingAdds::~PendingAdds() {
-  for (Batch* b = top_.load(std::memory_order_acquire); b != nullptr;) delete std::exchange(b, b->next);
-}
-
 void PendingAdds::Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt::AddResult> results) {
   size_t n = 0;
   for (const crdt::AddResult& r : results) {
     for (uint64_t bits : r.new_bits) n += bits != 0;
   }
   if (n == 0) return;
-  // Reserve room first, so the bound holds however pushes interleave (and a
-  // dropped push allocates nothing).
-  if (queued_.fetch_add(n, std::memory_order_relaxed) + n > max_words_) {
-    queued_.fetch_sub(n, std::memory_order_relaxed);
-    dropped_.fetch_add(n, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  if (entries_.size() + n > max_words_) {
+    dropped_ += n;
     return;
   }
-  Batch* b = new Batch;
-  b->entries.reserve(n);
   for (const crdt::AddResult& r : results) {
     for (uint32_t w = 0; w < crdt::kWordsPerBlock; ++w) {
-      if (r.new_bits[w] != 0) b->entries.push_back({filter_uid, epoch, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
+      if (r.new_bits[w] != 0) entries_.push_back({filter_uid, epoch, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
     }
-  }
-  b->next = top_.load(std::memory_order_relaxed);
-  // release: the entries are visible to the Drain that takes this batch.
-  while (!top_.compare_exchange_weak(b->next, b, std::memory_order_release, std::memory_order_relaxed)) {
   }
 }
 
 std::vector<PendingAdds::Entry> PendingAdds::Drain(uint64_t* dropped) {
-  Batch* newest = top_.exchange(nullptr, std::memory_order_acquire);
-  std::vector<Batch*> batches;  // newest first
-  for (Batch* b = newest; b != nullptr; b = b->next) batches.push_back(b);
   std::vector<Entry> out;
-  for (auto it = batches.rbegin(); it != batches.rend(); ++it) {  // push order
-    out.insert(out.end(), (*it)->entries.begin(), (*it)->entries.end());
-    delete *it;
-  }
-  queued_.fetch_sub(out.size(), std::memory_order_relaxed);
-  *dropped = dropped_.exchange(0, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  out.swap(entries_);
+  *dropped = std::exchange(dropped_, 0);
   return out;
 }
 

@@ -7,7 +7,8 @@
 // lookup can hold it). A FilterState's entry and set pointer are immutable
 // once published; the set itself is lock-free (crdt::GenerationSet). Client
 // adds that set new bits hand them to the driver through PendingAdds (a
-// lock-free stack of batches), so no client path takes a lock. Counters live under `stats_mu_`; the client
+// vector behind a mutex held only for the copy: dissemination.h says why), the
+// one lock on the client path. Counters live under `stats_mu_`; the client
 // counters are atomics. Everything else is driver-thread only.
 #include "node/core/node_impl.h"
 

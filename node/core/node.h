@@ -11,9 +11,10 @@
 // that calls everything else (Handle*, Tick, Take*, Start, Leave, Reserve, Rotate,
 // state export/import). Only that driver thread may call the non-client methods.
 // Members(), Filters(), Counters() and name() are safe from any thread as well.
-// Client reads and adds (Add*, Exists*, WhoHas, Info, Filters) take no lock:
+// Client reads (Exists*, WhoHas, Info, Filters) take no lock, adds one short one:
 // filters are looked up in an immutable published map, the filter itself is
-// lock-free, and an add's new bits reach the driver through a lock-free queue.
+// lock-free, and an add's new bits reach the driver through a queue whose
+// mutex is held only to copy them in (PendingAdds, dissemination.h).
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// PendingAdds: the lock-free hand-off of newly set bits from client threads to
+// PendingAdds: the hand-off of newly set bits from client threads to
 // the driver (run under TSan in CI: label "concurrency").
 #include "node/core/dissemination.h"
 
