@@ -63,13 +63,31 @@ std::string ToJson(const resp::Reply& r) {
     case T::kSimple:
     case T::kBulk: return JsonString(r.str);
     case T::kError: return "{\"error\":" + JsonString(r.str) + "}";
-    case T::kArray: {
+    case T::kVerbatim: return JsonString(r.str);
+    case T::kBool: return r.integer != 0 ? "true" : "false";
+    // RESP3 doubles and big numbers as strings: exact, and valid JSON even
+    // for "inf", "nan" or 40 digits.
+    case T::kDouble:
+    case T::kBigNumber: return JsonString(r.str);
+    case T::kArray:
+    case T::kSet:
+    case T::kPush: {
       std::string s = "[";
       for (size_t i = 0; i < r.elements.size(); ++i) {
         if (i) s += ",";
         s += ToJson(r.elements[i]);
       }
       return s + "]";
+    }
+    case T::kMap: {  // elements alternate key, value; a key that is not a string is written as its JSON
+      std::string s = "{";
+      for (size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+        if (i) s += ",";
+        const resp::Reply& k = r.elements[i];
+        const bool text = k.type == T::kSimple || k.type == T::kBulk || k.type == T::kVerbatim;
+        s += JsonString(text ? k.str : ToJson(k)) + ":" + ToJson(r.elements[i + 1]);
+      }
+      return s + "}";
     }
   }
   return "null";

@@ -11,6 +11,12 @@
 namespace pollen::node::testing {
 namespace {
 
+ClusterOptions OneNode() {
+  ClusterOptions o;
+  o.nodes = 1;
+  return o;
+}
+
 FilterConfig Named(const std::string& name, uint64_t capacity = 1000) { return SharedFilter(name, capacity); }
 
 // The same catalog entry as the node holds (for Precedes in the model).
@@ -107,7 +113,7 @@ TEST(Delete, AConcurrentLaterCreationSurvives) {
 }
 
 TEST(Delete, SnapshotOfADeletedFilterIsRefusedUnlessRestamped) {
-  Cluster c(ClusterOptions{.nodes = 1});
+  Cluster c(OneNode());
   c.StartAll();
   ASSERT_TRUE(c.node(0).Reserve(Named("s"), c.now()).ok());
   ASSERT_TRUE(c.node(0).Add("s", "x").ok());
@@ -124,7 +130,7 @@ TEST(Delete, SnapshotOfADeletedFilterIsRefusedUnlessRestamped) {
 }
 
 TEST(Delete, TombstonesAreBoundedOldestFirst) {
-  Cluster c(ClusterOptions{.nodes = 1});
+  Cluster c(OneNode());
   c.StartAll();
   for (size_t i = 0; i < kMaxTombstones; ++i) {
     ASSERT_TRUE(c.node(0).ImportTombstone("t" + std::to_string(i), 1000 + i, c.now()).ok());
@@ -240,7 +246,9 @@ TEST(Delete, RandomDeleteReserveAddWithPartitionsConverges) {
       auto live = c.node(0).Info(name);
       if (!live.ok()) {
         for (const CatalogEntry& e : m.creates) {
-          if (above(e)) EXPECT_TRUE(lost(e)) << "live filter lost: stamp " << e.stamp << " by " << e.creator;
+          if (above(e)) {
+            EXPECT_TRUE(lost(e)) << "live filter lost: stamp " << e.stamp << " by " << e.creator;
+          }
         }
         continue;
       }
@@ -250,7 +258,9 @@ TEST(Delete, RandomDeleteReserveAddWithPartitionsConverges) {
         return e.stamp == l.stamp && e.creator == l.creator && Descriptor(e) == Descriptor(l);
       }));
       for (const CatalogEntry& e : m.creates) {
-        if (above(e) && Precedes(e, l)) EXPECT_TRUE(lost(e)) << "a better live filter was lost: " << e.stamp;
+        if (above(e) && Precedes(e, l)) {
+          EXPECT_TRUE(lost(e)) << "a better live filter was lost: " << e.stamp;
+        }
       }
       for (const auto& [stamp, creator, key] : m.adds) {
         if (stamp != l.stamp || creator != l.creator) continue;

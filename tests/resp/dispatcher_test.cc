@@ -464,13 +464,6 @@ std::string Do(testing::NodeFixture& f, Session& session, std::vector<std::strin
   return out;
 }
 
-Reply Parse(const std::string& wire) {
-  Reply r;
-  size_t consumed = 0;
-  EXPECT_TRUE(ParseReply(wire, &r, &consumed).ok()) << wire;
-  return r;
-}
-
 // BF.SCANDUMP on one node, BF.LOADCHUNK on a fresh node of the same cluster:
 // all generations, the epoch and the parameters come back; the target changes
 // only when the last chunk arrives; bad chunks are refused and change nothing.

@@ -37,6 +37,16 @@ void Encode(const Reply& r, std::string* out) {
     case Reply::Type::kArray:
       AppendArrayHeader(out, r.elements.size());
       for (const auto& e : r.elements) Encode(e, out);
+      break;
+    case Reply::Type::kMap:
+    case Reply::Type::kSet:
+    case Reply::Type::kPush:
+    case Reply::Type::kDouble:
+    case Reply::Type::kBool:
+    case Reply::Type::kVerbatim:
+    case Reply::Type::kBigNumber:
+      ADD_FAILURE() << "RandomReply makes RESP2 types only";
+      break;
   }
 }
 
