@@ -17,6 +17,15 @@ ClusterOptions OneNode() {
   return o;
 }
 
+// Three nodes; while *cut is true, node 2 neither sends nor receives.
+ClusterOptions CutOffNode2(const bool* cut) {
+  ClusterOptions o;
+  o.drop = [cut](size_t from, const Outgoing& out, const wire::Envelope&) {
+    return *cut && (from == 2 || out.to == AddressOf(2));
+  };
+  return o;
+}
+
 FilterConfig Named(const std::string& name, uint64_t capacity = 1000) { return SharedFilter(name, capacity); }
 
 // The same catalog entry as the node holds (for Precedes in the model).
@@ -65,11 +74,7 @@ TEST(Delete, SpreadsEverywhereAndALaterReserveIsANewEmptyFilter) {
 // the tombstone removes its copy.
 TEST(Delete, APartitionedCopyIsNotResurrected) {
   bool cut = false;
-  ClusterOptions o;
-  o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope&) {
-    return cut && (from == 2 || out.to == AddressOf(2));
-  };
-  Cluster c(o);
+  Cluster c(CutOffNode2(&cut));
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   ASSERT_TRUE(c.node(0).Reserve(Named("p"), c.now()).ok());
@@ -91,11 +96,7 @@ TEST(Delete, APartitionedCopyIsNotResurrected) {
 // deleted entry, with a later stamp) is another filter: it survives.
 TEST(Delete, AConcurrentLaterCreationSurvives) {
   bool cut = false;
-  ClusterOptions o;
-  o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope&) {
-    return cut && (from == 2 || out.to == AddressOf(2));
-  };
-  Cluster c(o);
+  Cluster c(CutOffNode2(&cut));
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   cut = true;
