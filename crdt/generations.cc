@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "crdt/siphash_many.h"
@@ -22,16 +23,32 @@ namespace {
 // double-buffered against 74 ns/key rolling, SipHash alone 21 ns.
 constexpr size_t kBatch = 16;
 
-// Calls probe(i, hash of keys[i]) for every i in order.
+// A layer's probe hash from the generation's SipHash of the key. Layer 0
+// uses the SipHash itself; layer L > 0 a bijective mix (the splitmix64
+// finalizer) of it XOR the layer's secret salt, so positions in different
+// layers are unrelated for a non-member, and a 14-layer stack costs one
+// SipHash per key, not 14 (bench/crdt/bench_scaling: probe cost per layer).
+inline uint64_t RemixForLayer(uint64_t hash, uint64_t salt) {
+  uint64_t x = hash ^ salt;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+inline uint64_t LayerHash(const SubFilter& sub, uint64_t sip) {
+  return sub.layer == 0 ? sip : RemixForLayer(sip, sub.salt);
+}
+
+// Calls probe(i, SipHash of keys[i]) for every i in order; the blocks of
+// `sub` are prefetched.
 template <class Probe>
-void Pipelined(const Generation& gen, std::span<const std::string_view> keys, Probe&& probe) {
-  const SipHasher hash(gen.key.bytes.data());
+void Pipelined(const SipKey& key, const SubFilter& sub, std::span<const std::string_view> keys, Probe&& probe) {
+  const SipHasher hash(key.bytes.data());
   const size_t n = keys.size();
   uint64_t hashes[2][kBatch];
   const auto hash_and_prefetch = [&](size_t start, uint64_t* out) {
     const size_t count = std::min(kBatch, n - start);
     SipHashMany(hash, keys.subspan(start, count), std::span<uint64_t>(out, count));
-    for (size_t i = 0; i < count; ++i) gen.filter->Prefetch(out[i]);
+    for (size_t i = 0; i < count; ++i) sub.filter->Prefetch(LayerHash(sub, out[i]));
   };
   if (n == 0) return;
   hash_and_prefetch(0, hashes[0]);
@@ -42,6 +59,19 @@ void Pipelined(const Generation& gen, std::span<const std::string_view> keys, Pr
   }
 }
 
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  if (a != 0 && b > UINT64_MAX / a) return UINT64_MAX;
+  return a * b;
+}
+
+// The sub-filters of generation `epoch` in `subs` (ascending slots): [first, last).
+std::pair<size_t, size_t> GenerationRange(const std::vector<std::shared_ptr<SubFilter>>& subs, uint64_t epoch) {
+  size_t first = 0;
+  while (first < subs.size() && subs[first]->epoch < epoch) ++first;
+  size_t last = first;
+  while (last < subs.size() && subs[last]->epoch == epoch) ++last;
+  return {first, last};
+}
 
 }  // namespace
 
@@ -61,21 +91,61 @@ absl::Status ValidateParams(const FilterParams& params) {
   if (params.hash_scheme != kHashSchemeSipBlocked2) {
     return absl::InvalidArgumentError(absl::StrCat("unknown hash scheme ", params.hash_scheme));
   }
+  if (!params.scaling()) {
+    if (params.capacity != 0 || params.fpr != 0) {
+      return absl::InvalidArgumentError("a fixed-size filter pins no capacity or rate");
+    }
+    return absl::OkStatus();
+  }
+  if (params.expansion > kMaxExpansion) {
+    return absl::InvalidArgumentError(absl::StrCat("expansion ", params.expansion, " above ", kMaxExpansion));
+  }
+  if (params.capacity < 1 || !(params.fpr > 0 && params.fpr < 1)) {
+    return absl::InvalidArgumentError("a scaling filter needs capacity >= 1 and 0 < fpr < 1");
+  }
+  absl::StatusOr<FilterShape> first = ChooseShapeCached(params.capacity, LayerFpr(params, 0));
+  if (!first.ok()) return first.status();
+  if (!(*first == params.shape)) {
+    return absl::InvalidArgumentError("layer 0's shape does not match the capacity and rate");
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<FilterParams> MakeParams(std::string_view name, uint64_t capacity, double fpr,
-                                        uint32_t generations, const ClusterSecret& secret) {
-  absl::StatusOr<FilterShape> shape = ChooseShape(capacity, fpr);
-  if (!shape.ok()) return shape.status();
+                                        uint32_t generations, const ClusterSecret& secret, uint32_t expansion) {
   FilterParams params;
   params.name = std::string(name);
   params.filter_id = FilterIdForName(name);
-  params.shape = *shape;
   params.generations = generations;
   params.key_id = KeyIdForSecret(secret);
+  if (expansion > 0) {
+    params.expansion = expansion;
+    params.capacity = capacity;
+    params.fpr = fpr;
+  }
+  absl::StatusOr<FilterShape> shape = ChooseShapeCached(capacity, expansion > 0 ? LayerFpr(params, 0) : fpr);
+  if (!shape.ok()) return shape.status();
+  params.shape = *shape;
   if (absl::Status s = ValidateParams(params); !s.ok()) return s;
   return params;
+}
+
+uint64_t LayerCapacity(const FilterParams& params, uint32_t layer) {
+  if (!params.scaling()) return 0;
+  uint64_t capacity = params.capacity;
+  for (uint32_t i = 0; i < layer; ++i) capacity = SaturatingMul(capacity, params.expansion);
+  return capacity;
+}
+
+double LayerFpr(const FilterParams& params, uint32_t layer) {
+  return params.fpr * (1 - kTighteningRatio) * std::pow(kTighteningRatio, layer);
+}
+
+absl::StatusOr<FilterShape> LayerShape(const FilterParams& params, uint32_t layer) {
+  if (layer == 0) return params.shape;
+  if (!params.scaling()) return absl::InvalidArgumentError("a fixed-size filter has one layer");
+  if (layer >= kMaxLayers) return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " at or above ", kMaxLayers));
+  return ChooseShapeCached(LayerCapacity(params, layer), LayerFpr(params, layer));
 }
 
 GenerationSet::GenerationSet(FilterParams params, const ClusterSecret& secret)
@@ -92,9 +162,9 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> GenerationSet::Create(const Filte
   auto window = std::make_unique<Window>();
   const uint64_t first = epoch + 1 >= params.generations ? epoch + 1 - params.generations : 0;
   for (uint64_t e = first; e <= epoch; ++e) {
-    absl::StatusOr<std::shared_ptr<Generation>> gen = set->Open(e);
-    if (!gen.ok()) return gen.status();
-    window->gens.push_back(*std::move(gen));
+    absl::StatusOr<std::shared_ptr<SubFilter>> sub = set->Open(e, 0);
+    if (!sub.ok()) return sub.status();
+    window->subs.push_back(*std::move(sub));
   }
   set->window_.store(window.release(), std::memory_order_seq_cst);
   return set;
@@ -102,14 +172,24 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> GenerationSet::Create(const Filte
 
 GenerationSet::~GenerationSet() { delete window_.load(std::memory_order_seq_cst); }
 
-absl::StatusOr<std::shared_ptr<Generation>> GenerationSet::Open(uint64_t epoch) const {
-  absl::StatusOr<std::unique_ptr<BlockedFilter>> filter = BlockedFilter::Create(params_.shape);
+absl::StatusOr<std::shared_ptr<SubFilter>> GenerationSet::Open(uint64_t epoch, uint32_t layer) const {
+  absl::StatusOr<FilterShape> shape = LayerShape(params_, layer);
+  if (!shape.ok()) return shape.status();
+  absl::StatusOr<std::unique_ptr<BlockedFilter>> filter = BlockedFilter::Create(*shape);
   if (!filter.ok()) return filter.status();
-  auto gen = std::make_shared<Generation>();
-  gen->epoch = epoch;
-  gen->key = DeriveSipKey(secret_, params_.filter_id, epoch);
-  gen->filter = *std::move(filter);
-  return gen;
+  auto sub = std::make_shared<SubFilter>();
+  sub->epoch = epoch;
+  sub->layer = layer;
+  sub->capacity = LayerCapacity(params_, layer);
+  sub->key = DeriveSipKey(secret_, params_.filter_id, epoch);
+  if (layer > 0) {
+    // Epochs stay below 2^56 (node/core/epochs.h), so the layer's KDF id
+    // never equals a generation's.
+    const SipKey salt_key = DeriveSipKey(secret_, params_.filter_id, epoch | (uint64_t{layer} << 56));
+    for (int i = 0; i < 8; ++i) sub->salt |= uint64_t{salt_key.bytes[static_cast<size_t>(i)]} << (8 * i);
+  }
+  sub->filter = *std::move(filter);
+  return sub;
 }
 
 // `section` is unused but required: it is what keeps the window alive.
@@ -117,44 +197,131 @@ const GenerationSet::Window& GenerationSet::window(const GracePeriod::Section& /
   return *window_.load(std::memory_order_seq_cst);
 }
 
+void GenerationSet::Replace(std::unique_ptr<Window> next) {
+  const Window* old = window_.exchange(next.release(), std::memory_order_seq_cst);
+  // Readers that loaded `old` are inside sections that began before this call.
+  grace_.Synchronize();
+  delete old;
+}
+
 uint64_t GenerationSet::epoch() const {
   const GracePeriod::Section section = grace_.Enter();
-  return window(section).gens.back()->epoch;
+  return window(section).subs.back()->epoch;
 }
 
 std::vector<uint64_t> GenerationSet::epochs() const {
   const GracePeriod::Section section = grace_.Enter();
   std::vector<uint64_t> out;
-  for (const auto& gen : window(section).gens) out.push_back(gen->epoch);
+  for (const auto& sub : window(section).subs) {
+    if (out.empty() || out.back() != sub->epoch) out.push_back(sub->epoch);
+  }
   return out;
 }
 
-KeyAdd GenerationSet::Add(std::string_view key) {
+std::vector<uint64_t> GenerationSet::slots() const {
   const GracePeriod::Section section = grace_.Enter();
-  const Generation& newest = *window(section).gens.back();
+  std::vector<uint64_t> out;
+  for (const auto& sub : window(section).subs) out.push_back(sub->slot());
+  return out;
+}
+
+uint32_t GenerationSet::layers(uint64_t epoch) const {
+  const GracePeriod::Section section = grace_.Enter();
+  const auto [first, last] = GenerationRange(window(section).subs, epoch);
+  return static_cast<uint32_t>(last - first);
+}
+
+void GenerationSet::GrowIfFull() {
+  const std::shared_ptr<const SubFilter> newest = NewestSub();
+  if (newest->items.load(std::memory_order_relaxed) < newest->capacity) return;
+  if (newest->layer + 1 >= kMaxLayers || newest->cannot_grow.load(std::memory_order_relaxed)) return;
+  // Concurrent callers ask for the same count: one opens it, the others see
+  // it there (Grow is a max-register). A layer that cannot be allocated
+  // (kMaxBlocks) is not retried: adds keep going to the full one.
+  if (!Grow(newest->epoch, newest->layer + 2).ok()) newest->cannot_grow.store(true, std::memory_order_relaxed);
+}
+
+KeyAdd GenerationSet::Add(std::string_view key) {
+  if (params_.scaling()) GrowIfFull();  // outside the section: Grow waits for readers
+  const GracePeriod::Section section = grace_.Enter();
+  const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
+  const SubFilter& newest = *subs.back();
+  const uint64_t sip = SipHash24(newest.key, key);
   KeyAdd result;
-  result.epoch = newest.epoch;
-  result.bits = newest.filter->Add(SipHash24(newest.key, key));
+  result.slot = newest.slot();
+  const auto [first, last] = GenerationRange(subs, newest.epoch);
+  for (size_t i = last - 1; i-- > first;) {  // the generation's older layers, newest first
+    if (subs[i]->filter->MightContain(LayerHash(*subs[i], sip))) return result;
+  }
+  result.bits = newest.filter->Add(LayerHash(newest, sip));
   result.was_new = !result.bits.was_present();
+  if (result.was_new) newest.items.fetch_add(1, std::memory_order_relaxed);
   return result;
 }
 
 void GenerationSet::AddMany(std::span<const std::string_view> keys, std::span<KeyAdd> out) {
   assert(keys.size() == out.size());
+  if (params_.scaling()) {
+    AddManyScaling(keys, out);
+    return;
+  }
   const GracePeriod::Section section = grace_.Enter();
-  const Generation& newest = *window(section).gens.back();
-  Pipelined(newest, keys, [&](size_t i, uint64_t hash) {
+  const SubFilter& newest = *window(section).subs.back();
+  uint64_t added = 0;
+  Pipelined(newest.key, newest, keys, [&](size_t i, uint64_t hash) {
     const AddResult bits = newest.filter->Add(hash);
-    out[i] = KeyAdd{newest.epoch, !bits.was_present(), bits};
+    out[i] = KeyAdd{newest.slot(), !bits.was_present(), bits};
+    added += out[i].was_new ? 1 : 0;
   });
+  newest.items.fetch_add(added, std::memory_order_relaxed);
+}
+
+void GenerationSet::AddManyScaling(std::span<const std::string_view> keys, std::span<KeyAdd> out) {
+  std::vector<bool> present;
+  size_t done = 0;
+  // Each run fits the newest layer's room (concurrent adders may overshoot a
+  // layer's capacity by their runs in flight), so at most n + kMaxLayers runs.
+  while (done < keys.size()) {
+    GrowIfFull();
+    const GracePeriod::Section section = grace_.Enter();
+    const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
+    const SubFilter& newest = *subs.back();
+    const uint64_t items = newest.items.load(std::memory_order_relaxed);
+    const uint64_t room = items < newest.capacity ? newest.capacity - items : keys.size() - done;
+    const size_t count = static_cast<size_t>(std::min<uint64_t>(room, keys.size() - done));
+    const std::span<const std::string_view> run = keys.subspan(done, count);
+    present.assign(count, false);
+    const auto [first, last] = GenerationRange(subs, newest.epoch);
+    for (size_t l = last - 1; l-- > first;) {  // older layers of the generation, newest first
+      const SubFilter& sub = *subs[l];
+      Pipelined(newest.key, sub, run, [&](size_t i, uint64_t sip) {
+        if (!present[i]) present[i] = sub.filter->MightContain(LayerHash(sub, sip));
+      });
+    }
+    uint64_t added = 0;
+    Pipelined(newest.key, newest, run, [&](size_t i, uint64_t sip) {
+      KeyAdd& r = out[done + i];
+      r = KeyAdd{newest.slot(), false, {}};
+      if (present[i]) return;
+      r.bits = newest.filter->Add(LayerHash(newest, sip));
+      r.was_new = !r.bits.was_present();
+      added += r.was_new ? 1 : 0;
+    });
+    newest.items.fetch_add(added, std::memory_order_relaxed);
+    done += count;
+  }
 }
 
 bool GenerationSet::MightContain(std::string_view key) const {
   const GracePeriod::Section section = grace_.Enter();
-  const Window& w = window(section);
-  // Newest first: in a dedup stream most hits are recent keys.
-  for (auto it = w.gens.rbegin(); it != w.gens.rend(); ++it) {
-    if ((*it)->filter->MightContain(SipHash24((*it)->key, key))) return true;
+  const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
+  // Newest first: in a dedup stream most hits are recent keys. One SipHash
+  // per generation (its layers share the key).
+  uint64_t sip = 0;
+  for (size_t i = subs.size(); i-- > 0;) {
+    const SubFilter& sub = *subs[i];
+    if (i + 1 == subs.size() || subs[i + 1]->epoch != sub.epoch) sip = SipHash24(sub.key, key);
+    if (sub.filter->MightContain(LayerHash(sub, sip))) return true;
   }
   return false;
 }
@@ -163,74 +330,134 @@ void GenerationSet::MightContainMany(std::span<const std::string_view> keys, std
   assert(keys.size() == out.size());
   std::fill(out.begin(), out.end(), false);
   const GracePeriod::Section section = grace_.Enter();
-  const Window& w = window(section);
-  for (auto it = w.gens.rbegin(); it != w.gens.rend(); ++it) {  // newest first
-    const BlockedFilter& filter = *(*it)->filter;
-    Pipelined(**it, keys, [&](size_t i, uint64_t hash) {
-      if (!out[i]) out[i] = filter.MightContain(hash);
-    });
+  const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
+  if (subs.size() == 1) {  // the common case: one generation of one layer
+    const SubFilter& sub = *subs[0];
+    Pipelined(sub.key, sub, keys, [&](size_t i, uint64_t hash) { out[i] = sub.filter->MightContain(hash); });
+    return;
+  }
+  // Per generation, newest first: hash every key once, then probe its layers
+  // newest first over the keys not found yet, prefetching kBatch keys ahead.
+  std::vector<uint64_t> sips(keys.size());
+  std::vector<uint32_t> open;  // indices of keys not found yet
+  for (size_t last = subs.size(); last > 0;) {
+    const uint64_t epoch = subs[last - 1]->epoch;
+    size_t first = last;
+    while (first > 0 && subs[first - 1]->epoch == epoch) --first;
+    open.clear();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!out[i]) open.push_back(static_cast<uint32_t>(i));
+    }
+    const SipHasher hasher(subs[first]->key.bytes.data());
+    for (size_t start = 0; start < keys.size(); start += kBatch) {
+      const size_t count = std::min(kBatch, keys.size() - start);
+      SipHashMany(hasher, keys.subspan(start, count), std::span<uint64_t>(sips.data() + start, count));
+    }
+    for (size_t l = last; l-- > first && !open.empty();) {
+      const SubFilter& sub = *subs[l];
+      const size_t n = open.size();
+      for (size_t j = 0; j < std::min(kBatch, n); ++j) sub.filter->Prefetch(LayerHash(sub, sips[open[j]]));
+      size_t kept = 0;
+      for (size_t j = 0; j < n; ++j) {
+        if (j + kBatch < n) sub.filter->Prefetch(LayerHash(sub, sips[open[j + kBatch]]));
+        const uint32_t i = open[j];
+        if (sub.filter->MightContain(LayerHash(sub, sips[i]))) {
+          out[i] = true;
+        } else {
+          open[kept++] = i;
+        }
+      }
+      open.resize(kept);
+    }
+    last = first;
   }
 }
 
 absl::StatusOr<bool> GenerationSet::Advance(uint64_t epoch) {
-  std::lock_guard writer(advance_mu_);
-  // Only Advance replaces the window, so under advance_mu_ it stays put.
+  std::lock_guard writer(writer_mu_);
+  // Only writers replace the window, so under writer_mu_ it stays put.
   const Window* old = window_.load(std::memory_order_seq_cst);
-  const uint64_t current = old->gens.back()->epoch;
+  const uint64_t current = old->subs.back()->epoch;
   if (epoch <= current) return false;
   const uint64_t first = epoch + 1 >= params_.generations ? epoch + 1 - params_.generations : 0;
   auto next = std::make_unique<Window>();
-  for (const auto& gen : old->gens) {
-    if (gen->epoch >= first) next->gens.push_back(gen);
+  for (const auto& sub : old->subs) {
+    if (sub->epoch >= first) next->subs.push_back(sub);
   }
   for (uint64_t e = std::max(first, current + 1); e <= epoch; ++e) {
-    absl::StatusOr<std::shared_ptr<Generation>> gen = Open(e);
-    if (!gen.ok()) return gen.status();  // nothing published: the old window stays
-    next->gens.push_back(*std::move(gen));
+    absl::StatusOr<std::shared_ptr<SubFilter>> sub = Open(e, 0);
+    if (!sub.ok()) return sub.status();  // nothing published: the old window stays
+    next->subs.push_back(*std::move(sub));
   }
-  assert(next->gens.size() <= params_.generations);
-  assert(next->gens.back()->epoch == epoch);
-  window_.store(next.release(), std::memory_order_seq_cst);
-  // Readers that loaded `old` are inside sections that began before this call.
-  grace_.Synchronize();
-  delete old;
+  assert(next->subs.back()->epoch == epoch);
+  Replace(std::move(next));
   return true;
 }
 
-// The shared_ptr copy keeps the generation alive after the section ends.
-std::shared_ptr<const Generation> GenerationSet::Find(uint64_t epoch) const {
+absl::StatusOr<bool> GenerationSet::Grow(uint64_t epoch, uint32_t count) {
+  if (count > kMaxLayers) return absl::InvalidArgumentError(absl::StrCat(count, " layers: at most ", kMaxLayers));
+  if (count > 1 && !params_.scaling()) return absl::InvalidArgumentError("a fixed-size filter does not grow");
+  std::lock_guard writer(writer_mu_);
+  const Window* old = window_.load(std::memory_order_seq_cst);
+  const auto [first, last] = GenerationRange(old->subs, epoch);
+  if (first == last) return absl::NotFoundError(absl::StrCat("epoch ", epoch, " is not live in filter '", params_.name, "'"));
+  const uint32_t have = static_cast<uint32_t>(last - first);
+  if (count <= have) return false;
+  std::vector<std::shared_ptr<SubFilter>> opened;
+  for (uint32_t layer = have; layer < count; ++layer) {
+    absl::StatusOr<std::shared_ptr<SubFilter>> sub = Open(epoch, layer);
+    if (!sub.ok()) return sub.status();  // nothing published
+    opened.push_back(*std::move(sub));
+  }
+  auto next = std::make_unique<Window>(*old);
+  next->subs.insert(next->subs.begin() + static_cast<std::ptrdiff_t>(last), opened.begin(), opened.end());
+  Replace(std::move(next));
+  return true;
+}
+
+// The shared_ptr copy keeps the sub-filter alive after the section ends.
+std::shared_ptr<const SubFilter> GenerationSet::Sub(uint64_t slot) const {
   const GracePeriod::Section section = grace_.Enter();
-  for (const auto& gen : window(section).gens) {
-    if (gen->epoch == epoch) return gen;
+  for (const auto& sub : window(section).subs) {
+    if (sub->slot() == slot) return sub;
   }
   return nullptr;
 }
 
-std::shared_ptr<const Generation> GenerationSet::Newest() const {
+std::shared_ptr<const SubFilter> GenerationSet::NewestSub() const {
   const GracePeriod::Section section = grace_.Enter();
-  return window(section).gens.back();
+  return window(section).subs.back();
 }
 
-absl::Status GenerationSet::Merge(uint64_t epoch, std::span<const WordBits> words, std::vector<WordBits>* changed) {
-  std::shared_ptr<const Generation> gen = Find(epoch);
-  if (gen == nullptr) {
-    return absl::NotFoundError(absl::StrCat("epoch ", epoch, " is not live in filter '", params_.name, "'"));
+absl::Status GenerationSet::Merge(uint64_t slot, std::span<const WordBits> words, std::vector<WordBits>* changed) {
+  std::shared_ptr<const SubFilter> sub = Sub(slot);
+  if (sub == nullptr) {
+    return absl::NotFoundError(absl::StrCat("epoch ", EpochOfSlot(slot), " layer ", LayerOfSlot(slot),
+                                            " is not live in filter '", params_.name, "'"));
   }
-  return gen->filter->Merge(words, changed);
+  return sub->filter->Merge(words, changed);
 }
 
-absl::Status GenerationSet::LoadWords(uint64_t epoch, std::span<const uint64_t> words) {
-  std::shared_ptr<const Generation> gen = Find(epoch);
-  if (gen == nullptr) return absl::NotFoundError(absl::StrCat("epoch ", epoch, " is not live"));
-  if (words.size() != gen->filter->word_count()) {
+absl::Status GenerationSet::LoadWords(uint64_t slot, std::span<const uint64_t> words) {
+  std::shared_ptr<const SubFilter> sub = Sub(slot);
+  if (sub == nullptr) return absl::NotFoundError(absl::StrCat("slot ", slot, " is not live"));
+  if (words.size() != sub->filter->word_count()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("expected ", gen->filter->word_count(), " words, got ", words.size()));
+        absl::StrCat("expected ", sub->filter->word_count(), " words, got ", words.size()));
   }
   std::vector<WordBits> nonzero;
   for (uint64_t i = 0; i < words.size(); ++i) {
     if (words[i] != 0) nonzero.push_back({i, words[i]});
   }
-  return gen->filter->Merge(nonzero, nullptr);
+  return sub->filter->Merge(nonzero, nullptr);
+}
+
+void GenerationSet::RaiseItems(uint64_t slot, uint64_t items) {
+  std::shared_ptr<const SubFilter> sub = Sub(slot);
+  if (sub == nullptr) return;
+  uint64_t have = sub->items.load(std::memory_order_relaxed);
+  while (have < items && !sub->items.compare_exchange_weak(have, items, std::memory_order_relaxed)) {
+  }
 }
 
 }  // namespace pollen::crdt

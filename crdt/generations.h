@@ -1,7 +1,9 @@
-// A filter as users see it: its pinned parameters and its last G generations.
+// A filter as users see it: its pinned parameters and its last G generations,
+// each a stack of one or more layers (sub-filters) if the filter scales.
 //
-// Writes go to the newest generation; reads test all of them (union), so a key
-// added inside the window never reads absent because of a rotation. Each
+// Writes go to the newest layer of the newest generation; reads test all of
+// them (union), so a key added inside the window never reads absent because
+// of a rotation or a growth. Each
 // generation hashes under its own SipHash key (keyed_hash.h). Advancing to a
 // higher epoch opens a generation for that epoch and drops those that fall out
 // of the window [epoch - G + 1, epoch]; a lower or equal epoch changes nothing
@@ -10,8 +12,8 @@
 // Thread safety: every method may run concurrently with every other. Reads and
 // adds take no lock and never wait: the filter words are atomics, and the list
 // of generations is an immutable window behind an atomic pointer, read inside a
-// GracePeriod section (grace_period.h). Advance publishes a new window and
-// frees the old one once no section can still hold it; Advances serialize.
+// GracePeriod section (grace_period.h). Advance and Grow publish a new window
+// and free the old one once no section can still hold it; they serialize.
 #pragma once
 
 #include <cstdint>
@@ -41,36 +43,89 @@ inline constexpr uint32_t kMaxGenerations = 16;
 // up to this many. (Config files still take printable names only.)
 inline constexpr size_t kMaxFilterNameBytes = 64u << 10;
 
+// A filter is a stack per generation when it scales (RedisBloom's scalable
+// filter, EXPANSION): each generation starts with one sub-filter ("layer" 0)
+// and opens layer L + 1 when layer L holds its capacity. Layer L is sized for
+// capacity * expansion^L keys at rate fpr * (1 - r) * r^L, r =
+// kTighteningRatio, so the rates of all layers sum to at most
+// fpr * (1 - r^layers) < fpr: the compound false-positive rate stays under the
+// rate asked for however far the filter grows (docs/crdt.md, "Scaling").
+// r = 0.9 was chosen for memory (bench/crdt/scaling_memory, sizing model,
+// p = 1%, capacity 1000, expansion 2): the stack is 1.83x / 3.13x / 2.62x a
+// right-sized filter at 10^6 / 10^7 / 10^8 keys with r = 0.9, against 2.82x /
+// 6.26x / 6.29x with RedisBloom's r = 0.5.
+inline constexpr double kTighteningRatio = 0.9;
+inline constexpr uint32_t kMaxLayers = 32;
+inline constexpr uint32_t kMaxExpansion = 1u << 16;
+// A sub-filter's slot: (epoch << kLayerBits) | layer. One number per
+// sub-filter, for bookkeeping keyed by sub-filter (pending adds, summaries,
+// bit counts). Epochs stay below 2^(64 - kLayerBits) (node/core/epochs.h).
+inline constexpr uint32_t kLayerBits = 5;
+static_assert(kMaxLayers == 1u << kLayerBits);
+inline constexpr uint64_t SlotOf(uint64_t epoch, uint32_t layer) { return (epoch << kLayerBits) | layer; }
+inline constexpr uint64_t EpochOfSlot(uint64_t slot) { return slot >> kLayerBits; }
+inline constexpr uint32_t LayerOfSlot(uint64_t slot) { return static_cast<uint32_t>(slot & (kMaxLayers - 1)); }
+
 // Parameters that two replicas must share to merge (DESIGN invariant 4),
-// plus the generation count. Epochs and contents are state, not parameters.
+// plus the generation count. Epochs, layers and contents are state, not
+// parameters.
 struct FilterParams {
   std::string name;
   uint64_t filter_id = 0;  // FilterIdForName(name)
-  FilterShape shape;
+  FilterShape shape;       // layer 0's
   uint32_t generations = 2;  // G
   uint32_t hash_scheme = kHashSchemeSipBlocked2;
   uint64_t key_id = 0;  // KeyIdForSecret(secret)
+  // Scaling filters only (expansion > 0): the sizing inputs every layer's
+  // shape is derived from. All three are 0 for a fixed-size filter.
+  uint32_t expansion = 0;
+  uint64_t capacity = 0;
+  double fpr = 0;
+  bool scaling() const { return expansion > 0; }
   friend bool operator==(const FilterParams&, const FilterParams&) = default;
 };
 
 // Checks name (0..kMaxFilterNameBytes bytes, any bytes), id matches name,
-// shape, 1 <= generations <= kMaxGenerations, and a known hash scheme.
+// shape, 1 <= generations <= kMaxGenerations, a known hash scheme, and for a
+// scaling filter expansion <= kMaxExpansion, capacity >= 1, 0 < fpr < 1 and
+// shape == LayerShape(params, 0).
 absl::Status ValidateParams(const FilterParams& params);
 
-// Builds params from user-facing sizing.
+// Builds params from user-facing sizing; expansion 0: a fixed-size filter.
 absl::StatusOr<FilterParams> MakeParams(std::string_view name, uint64_t capacity, double fpr,
-                                        uint32_t generations, const ClusterSecret& secret);
+                                        uint32_t generations, const ClusterSecret& secret, uint32_t expansion = 0);
 
-struct Generation {
+// Keys layer `layer` is sized for (saturating); a fixed filter's one layer: 0.
+uint64_t LayerCapacity(const FilterParams& params, uint32_t layer);
+// The layer's target false-positive rate at its capacity (scaling filters).
+double LayerFpr(const FilterParams& params, uint32_t layer);
+// The shape of layer `layer`: params.shape for layer 0, else sized from
+// LayerCapacity and LayerFpr. Errors: a fixed filter's layer > 0, layer >=
+// kMaxLayers, or a layer too large to allocate (kMaxBlocks).
+absl::StatusOr<FilterShape> LayerShape(const FilterParams& params, uint32_t layer);
+
+// One Bloom filter of the stack: generation `epoch`, layer `layer`.
+struct SubFilter {
   uint64_t epoch = 0;
+  uint32_t layer = 0;
+  uint64_t capacity = 0;  // LayerCapacity (0: a fixed filter, no limit here)
+  // Layer 0 probes with SipHash under `key`; layer L > 0 with
+  // RemixForLayer(that hash, salt): one SipHash per key per generation,
+  // however many layers (see generations.cc).
   SipKey key;
+  uint64_t salt = 0;
   std::unique_ptr<BlockedFilter> filter;
+  // Keys this node counts in this layer: new keys added here, raised to the
+  // driver's estimate from set bits (RaiseItems). Decides when to grow.
+  mutable std::atomic<uint64_t> items{0};
+  mutable std::atomic<bool> cannot_grow{false};  // the next layer could not be allocated
+  uint64_t slot() const { return SlotOf(epoch, layer); }
 };
 
-// What an Add did: in which epoch, and the bits it newly set there.
+// What an Add did: in which sub-filter, and the bits it newly set there.
 struct KeyAdd {
-  uint64_t epoch = 0;
-  bool was_new = false;  // false: every bit was already set in the newest generation
+  uint64_t slot = 0;
+  bool was_new = false;  // false: the key tested present in its generation (no bit set)
   AddResult bits;
 };
 
@@ -85,9 +140,14 @@ class GenerationSet {
   GenerationSet& operator=(const GenerationSet&) = delete;
   const FilterParams& params() const { return params_; }
 
-  uint64_t epoch() const;               // newest generation's epoch
-  std::vector<uint64_t> epochs() const; // live epochs, ascending
+  uint64_t epoch() const;                 // newest generation's epoch
+  std::vector<uint64_t> epochs() const;   // live epochs, ascending
+  std::vector<uint64_t> slots() const;    // live sub-filters, ascending (epoch, then layer)
+  uint32_t layers(uint64_t epoch) const;  // layers of a live generation; 0 if not live
 
+  // Adds to the newest layer of the newest generation. A scaling filter first
+  // opens the next layer if the newest holds its capacity, and adds only keys
+  // that test absent in the generation's other layers (as RedisBloom).
   KeyAdd Add(std::string_view key);
   // Batch forms: keys go in batches of 16; a batch's blocks are prefetched
   // while the next batch is hashed, so SipHash work covers the cache misses.
@@ -98,37 +158,54 @@ class GenerationSet {
   // Moves to `epoch` if it is higher than the current one. Returns true if it
   // moved. Generations older than epoch - G + 1 are dropped.
   absl::StatusOr<bool> Advance(uint64_t epoch);
+  // Opens layers of generation `epoch` until it has `count` (a max-register:
+  // fewer changes nothing). Returns true if it opened any. NotFound if the
+  // epoch is not live; InvalidArgument if the filter does not scale and
+  // count > 1, or count > kMaxLayers; allocation errors leave it unchanged.
+  absl::StatusOr<bool> Grow(uint64_t epoch, uint32_t count);
 
-  // The generation for `epoch`, or nullptr if it is not live. The shared_ptr
+  // The sub-filter in `slot`, or nullptr if it is not live. The shared_ptr
   // keeps it alive across a concurrent rotation.
-  std::shared_ptr<const Generation> Find(uint64_t epoch) const;
-  std::shared_ptr<const Generation> Newest() const;
+  std::shared_ptr<const SubFilter> Sub(uint64_t slot) const;
+  std::shared_ptr<const SubFilter> NewestSub() const;  // newest layer of the newest generation
 
-  // ORs words into the generation of `epoch`. NotFound if that epoch is not
-  // live (too old, or newer than ours: the caller advances first).
-  absl::Status Merge(uint64_t epoch, std::span<const WordBits> words, std::vector<WordBits>* changed);
+  // ORs words into the sub-filter in `slot`. NotFound if it is not live (the
+  // epoch is too old, or the caller must Advance or Grow first).
+  absl::Status Merge(uint64_t slot, std::span<const WordBits> words, std::vector<WordBits>* changed);
 
-  // Replaces one generation's contents (used by snapshot loading): `epoch` must
-  // be live and `words` of the right length (else error, nothing changes).
-  absl::Status LoadWords(uint64_t epoch, std::span<const uint64_t> words);
+  // Replaces one sub-filter's contents (used by snapshot loading): `slot`
+  // must be live and `words` of its length (else error, nothing changes).
+  absl::Status LoadWords(uint64_t slot, std::span<const uint64_t> words);
+
+  // Raises the sub-filter's item count to at least `items` (the driver's
+  // estimate from its set bits, which counts keys added on other nodes).
+  void RaiseItems(uint64_t slot, uint64_t items);
 
  private:
-  // Immutable once published; replaced whole by Advance.
+  // Immutable once published; replaced whole by Advance and Grow.
   struct Window {
-    std::vector<std::shared_ptr<Generation>> gens;  // ascending epochs, newest last
+    std::vector<std::shared_ptr<SubFilter>> subs;  // ascending slots, newest last
   };
   GenerationSet(FilterParams params, const ClusterSecret& secret);
-  absl::StatusOr<std::shared_ptr<Generation>> Open(uint64_t epoch) const;
+  absl::StatusOr<std::shared_ptr<SubFilter>> Open(uint64_t epoch, uint32_t layer) const;
   // The current window, valid while `section` lives.
   const Window& window(const GracePeriod::Section& section) const;
+  // Publishes `next` and frees the current window after a grace period.
+  // Caller holds writer_mu_.
+  void Replace(std::unique_ptr<Window> next);
+  // Scaling filters: opens the next layer of the newest generation if its
+  // newest holds its capacity. Call outside any section.
+  void GrowIfFull();
+  // Scaling AddMany: in runs that fit the newest layer's remaining capacity.
+  void AddManyScaling(std::span<const std::string_view> keys, std::span<KeyAdd> out);
 
   FilterParams params_;
   ClusterSecret secret_;  // needed to derive each new generation's key
   // Reads take no lock: they load window_ inside a GracePeriod section, and
-  // Advance frees a replaced window only after GracePeriod::Synchronize.
+  // a writer frees a replaced window only after GracePeriod::Synchronize.
   std::atomic<const Window*> window_{nullptr};  // owned
   mutable GracePeriod grace_;
-  std::mutex advance_mu_;  // serializes Advance (writers only)
+  std::mutex writer_mu_;  // serializes Advance and Grow (writers only)
 };
 
 }  // namespace pollen::crdt

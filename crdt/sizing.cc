@@ -1,5 +1,10 @@
 #include "crdt/sizing.h"
 
+#include <bit>
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include <math.h>  // lgamma_r
 
 #include <algorithm>
@@ -146,6 +151,25 @@ double EstimateFpr(FilterShape shape, uint64_t set_bits) {
   const double n = EstimateCardinality(shape, set_bits);
   if (std::isinf(n)) return 1.0;
   return ExpectedFpr(shape, n);
+}
+
+absl::StatusOr<FilterShape> ChooseShapeCached(uint64_t capacity, double fpr) {
+  static std::mutex mu;
+  static std::map<std::pair<uint64_t, uint64_t>, FilterShape> cache;
+  constexpr size_t kMaxCached = 1024;
+  const auto key = std::make_pair(capacity, std::bit_cast<uint64_t>(fpr));
+  {
+    std::lock_guard lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  absl::StatusOr<FilterShape> shape = ChooseShape(capacity, fpr);
+  if (shape.ok()) {
+    std::lock_guard lock(mu);
+    if (cache.size() >= kMaxCached) cache.clear();
+    cache[key] = *shape;
+  }
+  return shape;
 }
 
 }  // namespace pollen::crdt

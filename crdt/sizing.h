@@ -42,6 +42,12 @@ double ExpectedFpr(FilterShape shape, double n);
 // or a result larger than kMaxBlocks.
 absl::StatusOr<FilterShape> ChooseShape(uint64_t capacity, double fpr);
 
+// ChooseShape, memoized: it is a pure function but costs milliseconds (it
+// sums the blocked model over many candidate sizes), and validating a
+// scaling filter's parameters (every peer's reference) needs it. A bounded,
+// mutex-guarded cache, so it changes no result. Any thread.
+absl::StatusOr<FilterShape> ChooseShapeCached(uint64_t capacity, double fpr);
+
 // Estimated number of distinct keys added, from the number of set bits.
 // Inverts the expected fill E[set bits](n) of the blocked model by bisection.
 double EstimateCardinality(FilterShape shape, uint64_t set_bits);

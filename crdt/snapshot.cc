@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
+#include <map>
 #include <cstring>
 #include <string_view>
 
@@ -66,8 +68,9 @@ std::string Checksum(std::string_view bytes) {
 }
 
 // The header after the name: filter_id, blocks, k, generations, hash scheme,
-// key id, generation count.
-constexpr size_t kHeaderFixedBytes = 8 + 8 + 4 + 4 + 4 + 8 + 4;
+// key id, (v2: expansion, capacity, fpr,) sub-filter count.
+constexpr size_t kHeaderFixedBytesV1 = 8 + 8 + 4 + 4 + 4 + 8 + 4;
+constexpr size_t kHeaderFixedBytesV2 = kHeaderFixedBytesV1 + 4 + 8 + 8;
 constexpr uint16_t kLongNameMark = 0xFFFF;
 
 absl::Status Corrupt(std::string_view what) { return absl::DataLossError(absl::StrCat("snapshot: ", std::string(what))); }
@@ -90,10 +93,10 @@ absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
 
 namespace {
 
-// The format above, with `write_generations(out)` appending gen_count
-// generations (epoch u64, then the words).
-template <typename WriteGenerations>
-std::string Encode(const FilterParams& p, size_t gen_count, WriteGenerations&& write_generations) {
+// The format above (v2), with `write_subs(out)` appending sub_count
+// sub-filters (epoch u64, layer u32, then the words).
+template <typename WriteSubs>
+std::string Encode(const FilterParams& p, size_t sub_count, uint64_t total_words, WriteSubs&& write_subs) {
   EnsureSodiumInitialized();
   std::string header;
   // name_len is a u16; a name of 0xFFFF bytes or more (binary-safe names go
@@ -107,14 +110,17 @@ std::string Encode(const FilterParams& p, size_t gen_count, WriteGenerations&& w
   PutU32(header, p.generations);
   PutU32(header, p.hash_scheme);
   PutU64(header, p.key_id);
-  PutU32(header, static_cast<uint32_t>(gen_count));
+  PutU32(header, p.expansion);
+  PutU64(header, p.capacity);
+  PutU64(header, std::bit_cast<uint64_t>(p.fpr));
+  PutU32(header, static_cast<uint32_t>(sub_count));
 
   std::string out(kMagic, sizeof kMagic);
   PutU32(out, kSnapshotVersion);
   PutU32(out, static_cast<uint32_t>(header.size()));
   out += header;
-  out.reserve(out.size() + gen_count * (8 + p.shape.bytes()) + kChecksumBytes);
-  write_generations(out);
+  out.reserve(out.size() + sub_count * 12 + total_words * 8 + kChecksumBytes);
+  write_subs(out);
   out += Checksum(out);
   return out;
 }
@@ -122,24 +128,33 @@ std::string Encode(const FilterParams& p, size_t gen_count, WriteGenerations&& w
 }  // namespace
 
 std::string EncodeSnapshot(const GenerationSet& set) {
-  std::vector<std::shared_ptr<const Generation>> gens;
-  for (uint64_t epoch : set.epochs()) {
-    if (auto gen = set.Find(epoch)) gens.push_back(std::move(gen));
+  std::vector<std::shared_ptr<const SubFilter>> subs;
+  uint64_t total_words = 0;
+  for (uint64_t slot : set.slots()) {
+    if (auto sub = set.Sub(slot)) {
+      total_words += sub->filter->word_count();
+      subs.push_back(std::move(sub));
+    }
   }
-  return Encode(set.params(), gens.size(), [&](std::string& out) {
-    for (const auto& gen : gens) {
-      PutU64(out, gen->epoch);
-      for (uint64_t i = 0; i < gen->filter->word_count(); ++i) PutU64(out, gen->filter->LoadWord(i));
+  return Encode(set.params(), subs.size(), total_words, [&](std::string& out) {
+    for (const auto& sub : subs) {
+      PutU64(out, sub->epoch);
+      PutU32(out, sub->layer);
+      for (uint64_t i = 0; i < sub->filter->word_count(); ++i) PutU64(out, sub->filter->LoadWord(i));
     }
   });
 }
 
 std::string EncodeSnapshotWords(const FilterParams& p,
-                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> gens) {
-  return Encode(p, gens.size(), [&](std::string& out) {
-    for (const auto& [epoch, words] : gens) {
-      assert(words.size() == p.shape.blocks * kWordsPerBlock);
-      PutU64(out, epoch);
+                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> subs) {
+  uint64_t total_words = 0;
+  for (const auto& [slot, words] : subs) total_words += words.size();
+  return Encode(p, subs.size(), total_words, [&](std::string& out) {
+    for (const auto& [slot, words] : subs) {
+      assert(LayerShape(p, LayerOfSlot(slot)).ok() &&
+             words.size() == LayerShape(p, LayerOfSlot(slot))->blocks * kWordsPerBlock);
+      PutU64(out, EpochOfSlot(slot));
+      PutU32(out, LayerOfSlot(slot));
       for (uint64_t w : words) PutU64(out, w);
     }
   });
@@ -157,30 +172,37 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view b
   uint32_t version = 0, header_len = 0;
   r.U32(version);
   r.U32(header_len);
-  if (version != kSnapshotVersion) {
+  if (version != 1 && version != kSnapshotVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("snapshot: format version ", version, " (this build reads ", kSnapshotVersion, ")"));
   }
   std::string_view header;
   if (!r.Bytes(header_len, header)) return Corrupt("header longer than file");
 
+  // v1: no scaling fields, and sub-filters are generations (layer 0) with
+  // no layer field.
+  const bool v1 = version == 1;
+  const size_t fixed_bytes = v1 ? kHeaderFixedBytesV1 : kHeaderFixedBytesV2;
   Reader h(header);
   FilterParams p;
   uint16_t short_len = 0;
   std::string_view name;
-  uint32_t gen_count = 0;
+  uint32_t sub_count = 0;
   if (!h.U16(short_len)) return Corrupt("malformed header");
   size_t name_len = short_len;
   if (short_len == kLongNameMark) {
-    if (h.remaining() < kHeaderFixedBytes + kLongNameMark) return Corrupt("malformed header");
-    name_len = h.remaining() - kHeaderFixedBytes;
+    if (h.remaining() < fixed_bytes + kLongNameMark) return Corrupt("malformed header");
+    name_len = h.remaining() - fixed_bytes;
   }
+  uint64_t fpr_bits = 0;
   if (!h.Bytes(name_len, name) || !h.U64(p.filter_id) || !h.U64(p.shape.blocks) ||
       !h.U32(p.shape.k) || !h.U32(p.generations) || !h.U32(p.hash_scheme) || !h.U64(p.key_id) ||
-      !h.U32(gen_count) || h.remaining() != 0) {
+      (!v1 && (!h.U32(p.expansion) || !h.U64(p.capacity) || !h.U64(fpr_bits))) || !h.U32(sub_count) ||
+      h.remaining() != 0) {
     return Corrupt("malformed header");
   }
   p.name = std::string(name);
+  p.fpr = std::bit_cast<double>(fpr_bits);
   if (absl::Status s = ValidateParams(p); !s.ok()) return Corrupt(std::string(s.message()));
   if (p.key_id != KeyIdForSecret(secret)) {
     return absl::FailedPreconditionError("snapshot: written under a different cluster secret (key id mismatch)");
@@ -189,29 +211,49 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view b
     return absl::FailedPreconditionError(
         absl::StrCat("snapshot: parameters of filter '", p.name, "' differ from the configured ones"));
   }
-  if (gen_count < 1 || gen_count > p.generations) {
-    return Corrupt(absl::StrCat("generation count ", gen_count, " outside [1, ", p.generations, "]"));
+  if (sub_count < 1 || sub_count > p.generations * kMaxLayers) {
+    return Corrupt(absl::StrCat("sub-filter count ", sub_count, " outside [1, ", p.generations * kMaxLayers, "]"));
   }
-  const uint64_t words = p.shape.blocks * kWordsPerBlock;
-  if (r.remaining() != gen_count * (8 + words * 8)) return Corrupt("size does not match its parameters");
 
-  // Read epochs first: they must ascend and fit one window.
-  std::vector<uint64_t> epochs(gen_count);
-  std::vector<std::string_view> payloads(gen_count);
-  for (uint32_t g = 0; g < gen_count; ++g) {
-    r.U64(epochs[g]);
-    r.Bytes(words * 8, payloads[g]);
-    if (g > 0 && epochs[g] <= epochs[g - 1]) return Corrupt("generation epochs not ascending");
+  // Read slots first: per generation layers 0, 1, ... in order, generations
+  // ascending and within one window; each payload the size of its layer.
+  std::vector<uint64_t> slots(sub_count);
+  std::vector<std::string_view> payloads(sub_count);
+  std::map<uint64_t, uint32_t> layers;  // epoch -> layer count
+  for (uint32_t i = 0; i < sub_count; ++i) {
+    uint64_t epoch = 0;
+    uint32_t layer = 0;
+    if (!r.U64(epoch) || (!v1 && !r.U32(layer))) return Corrupt("size does not match its parameters");
+    if (epoch >= (uint64_t{1} << (64 - kLayerBits)) || layer >= kMaxLayers) return Corrupt("epoch or layer out of range");
+    const uint32_t expected_layer = layers.count(epoch) ? layers[epoch] : 0;
+    if (layer != expected_layer || (i > 0 && epoch < EpochOfSlot(slots[i - 1]))) {
+      return Corrupt("sub-filters not in (epoch, layer) order");
+    }
+    absl::StatusOr<FilterShape> shape = LayerShape(p, layer);
+    if (!shape.ok()) return Corrupt(std::string(shape.status().message()));
+    if (!r.Bytes(shape->blocks * kWordsPerBlock * 8, payloads[i])) return Corrupt("size does not match its parameters");
+    slots[i] = SlotOf(epoch, layer);
+    layers[epoch] = layer + 1;
   }
-  if (epochs.back() - epochs.front() >= p.generations) return Corrupt("generations span more than the window");
+  if (r.remaining() != 0) return Corrupt("size does not match its parameters");
+  const uint64_t newest = layers.rbegin()->first;
+  if (newest - layers.begin()->first >= p.generations) return Corrupt("generations span more than the window");
 
-  absl::StatusOr<std::unique_ptr<GenerationSet>> set = GenerationSet::Create(p, secret, epochs.back());
+  absl::StatusOr<std::unique_ptr<GenerationSet>> set = GenerationSet::Create(p, secret, newest);
   if (!set.ok()) return set.status();
-  std::vector<uint64_t> buffer(words);
-  for (uint32_t g = 0; g < gen_count; ++g) {
-    Reader w(payloads[g]);
-    for (uint64_t i = 0; i < words; ++i) w.U64(buffer[i]);
-    if (absl::Status s = (*set)->LoadWords(epochs[g], buffer); !s.ok()) return s;
+  for (const auto& [epoch, count] : layers) {
+    if (absl::StatusOr<bool> grew = (*set)->Grow(epoch, count); !grew.ok()) return grew.status();
+  }
+  std::vector<uint64_t> buffer;
+  for (uint32_t i = 0; i < sub_count; ++i) {
+    buffer.resize(payloads[i].size() / 8);
+    Reader w(payloads[i]);
+    for (uint64_t& word : buffer) w.U64(word);
+    if (absl::Status s = (*set)->LoadWords(slots[i], buffer); !s.ok()) return s;
+    // Growth resumes where it was: the layer counts the keys its bits show.
+    std::shared_ptr<const SubFilter> sub = (*set)->Sub(slots[i]);
+    const double items = EstimateCardinality(sub->filter->shape(), sub->filter->CountSetBits());
+    (*set)->RaiseItems(slots[i], static_cast<uint64_t>(items));
   }
   return set;
 }

@@ -1,12 +1,16 @@
 // Snapshot files: one file holds one filter's parameters and live generations.
 //
-// Format v1 (all integers little-endian):
+// Format v2 (all integers little-endian):
 //   magic "PLNSNAP\0" (8) | version u32 | header_len u32
 //   header: name_len u16, name, filter_id u64, blocks u64, k u32,
-//           generations u32, hash_scheme u32, key_id u64, gen_count u32
+//           generations u32, hash_scheme u32, key_id u64,
+//           expansion u32, capacity u64, fpr f64 (IEEE bits), sub_count u32
 //           (name_len 0xFFFF: the name is 0xFFFF bytes or longer, and its
 //           length is header_len minus the other header fields)
-//   per generation: epoch u64, then blocks * 8 words u64
+//   per sub-filter, by ascending (epoch, layer), layers of an epoch from 0:
+//     epoch u64, layer u32, then LayerShape(layer).blocks * 8 words u64
+// Version 1 (before scaling filters) still loads: no expansion, capacity or
+// fpr in the header and no layer per entry (every entry is a layer 0).
 //   trailer: BLAKE2b-256 of every byte before it (32)
 // No key and no secret is ever written: the reader re-derives keys from its own
 // secret and checks key_id.
@@ -26,17 +30,17 @@
 
 namespace pollen::crdt {
 
-inline constexpr uint32_t kSnapshotVersion = 1;
+inline constexpr uint32_t kSnapshotVersion = 2;
 
 // Serializes to bytes / parses bytes (the file functions wrap these).
 std::string EncodeSnapshot(const GenerationSet& set);
 
-// The same bytes from raw contents: `generations` are (epoch, words) in
-// ascending epoch order, each with params.shape.blocks * kWordsPerBlock words
-// (asserted). For assembling a filter that is not live (BF.LOADCHUNK); needs
+// The same bytes from raw contents: `subs` are (slot, words) in ascending
+// slot order, each with its layer's LayerShape(...).blocks * kWordsPerBlock
+// words (asserted). For assembling a filter that is not live (BF.LOADCHUNK); needs
 // no secret, as a snapshot holds no key.
 std::string EncodeSnapshotWords(const FilterParams& params,
-                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> generations);
+                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> subs);
 // `expected` (if non-null) must equal the file's parameters.
 absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes,
                                                               const ClusterSecret& secret,

@@ -1,6 +1,7 @@
 #include "simulation/checkers.h"
 
 #include "absl/strings/str_format.h"
+#include "crdt/generations.h"
 
 namespace pollen::sim {
 
@@ -69,13 +70,14 @@ void SafetyChecker::Observe(size_t node, const node::FilterInfo& info, node::Tim
   incarnation = info.incarnation;
   OnEpoch(node, name, info.epoch, at);
   for (const node::GenerationInfo& g : info.generations) {
-    uint64_t& bits = last_bits_[{node, name, g.epoch}];
+    const uint64_t slot = crdt::SlotOf(g.epoch, g.layer);
+    uint64_t& bits = last_bits_[{node, name, slot}];
     if (g.set_bits < bits) {
       Fail(absl::StrFormat("bits cleared: node %d filter %s epoch %d set_bits %d -> %d at t=%.3fs", node, name,
                            g.epoch, bits, g.set_bits, Sec(at)));
     }
     bits = std::max(bits, g.set_bits);
-    uint64_t& most = max_bits_[{name, g.epoch}];
+    uint64_t& most = max_bits_[{name, slot}];
     most = std::max(most, g.set_bits);
   }
 }

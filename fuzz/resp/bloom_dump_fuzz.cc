@@ -22,6 +22,7 @@ std::string SmallHeader() {
   node::FilterConfig f;
   f.name = "f";
   f.capacity = 100;
+  f.expansion = 2;  // a stack: generation 3 has two layers
   crdt::ClusterSecret secret;
   auto entry = node::MakeCatalogEntry(f, secret, 0, "");
   if (!entry.ok()) std::abort();
@@ -29,8 +30,9 @@ std::string SmallHeader() {
   node::ToWire(*entry, 3, &w);
   resp::DumpHeader h;
   h.entry = w.SerializeAsString();
-  h.epochs = {2, 3};
-  h.words_per_generation = entry->params.shape.blocks * crdt::kWordsPerBlock;
+  h.params = entry->params;
+  h.slots = {crdt::SlotOf(2, 0), crdt::SlotOf(3, 0), crdt::SlotOf(3, 1)};
+  if (!resp::SizeDump(h)) std::abort();
   h.chunk_words = 3;
   return resp::EncodeDumpHeader(h);
 }
@@ -47,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (data[0] == 1) {
     auto c = resp::DecodeDumpChunk(input);
-    if (c.ok() && resp::EncodeDumpChunk(c->epoch, c->first_word, c->words) != input) std::abort();
+    if (c.ok() && resp::EncodeDumpChunk(c->slot, c->first_word, c->words) != input) std::abort();
     return 0;
   }
   static const std::string header = SmallHeader();

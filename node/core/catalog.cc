@@ -16,29 +16,6 @@ namespace {
 // Rotation intervals beyond ~292 years cannot be represented in ns anyway.
 constexpr int64_t kMaxIntervalNs = int64_t{1} << 62;
 
-// crdt::ChooseShape is a pure function but costs milliseconds (it sums the
-// blocked model over many candidate sizes), and a simulator creates hundreds
-// of nodes with the same filters. Memoized per (capacity, fpr): a bounded,
-// mutex-guarded cache of a deterministic function, so it changes no result.
-absl::StatusOr<crdt::FilterShape> CachedShape(uint64_t capacity, double fpr) {
-  static std::mutex mu;
-  static std::map<std::pair<uint64_t, uint64_t>, crdt::FilterShape> cache;
-  constexpr size_t kMaxCached = 256;
-  const auto key = std::make_pair(capacity, std::bit_cast<uint64_t>(fpr));
-  {
-    std::lock_guard lock(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShape(capacity, fpr);
-  if (shape.ok()) {
-    std::lock_guard lock(mu);
-    if (cache.size() >= kMaxCached) cache.clear();
-    cache[key] = *shape;
-  }
-  return shape;
-}
-
 }  // namespace
 
 absl::Status ValidateFilterConfig(const FilterConfig& c) {
@@ -58,24 +35,26 @@ absl::Status ValidateFilterConfig(const FilterConfig& c) {
   if (c.rotate_interval.count() < 0 || c.rotate_interval.count() > kMaxIntervalNs) {
     return absl::InvalidArgumentError("ERR rotate interval out of range");
   }
+  if (c.expansion > crdt::kMaxExpansion) {
+    return absl::InvalidArgumentError(absl::StrCat("ERR expansion must be at most ", crdt::kMaxExpansion));
+  }
+  // Both answer a full filter: rotate-fill by forgetting the oldest
+  // generation, expansion by opening a larger layer (docs/crdt.md).
+  if (c.expansion > 0 && c.rotate_fill > 0) {
+    return absl::InvalidArgumentError("ERR a filter rotates by fill or scales, not both (set expansion 0 or rotate-fill 0)");
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<CatalogEntry> MakeCatalogEntry(const FilterConfig& config, const crdt::ClusterSecret& secret,
                                               uint64_t stamp, std::string creator) {
   if (absl::Status s = ValidateFilterConfig(config); !s.ok()) return s;
-  absl::StatusOr<crdt::FilterShape> shape = CachedShape(config.capacity, config.fpr);
-  if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR ", shape.status().message()));
-  crdt::FilterParams params;
-  params.name = config.name;
-  params.filter_id = crdt::FilterIdForName(config.name);
-  params.shape = *shape;
-  params.generations = config.generations;
-  params.key_id = crdt::KeyIdForSecret(secret);
-  if (absl::Status s = crdt::ValidateParams(params); !s.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR ", s.message()));
+  absl::StatusOr<crdt::FilterParams> params =
+      crdt::MakeParams(config.name, config.capacity, config.fpr, config.generations, secret, config.expansion);
+  if (!params.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR ", params.status().message()));
   CatalogEntry entry;
   entry.config = config;
-  entry.params = std::move(params);
+  entry.params = *std::move(params);
   entry.stamp = stamp;
   entry.creator = std::move(creator);
   return entry;
@@ -87,7 +66,8 @@ std::string Descriptor(const CatalogEntry& e) {
   return absl::StrCat(p.name, "|", p.filter_id, "|", p.shape.blocks, "|", p.shape.k, "|", p.generations, "|",
                       p.hash_scheme, "|", p.key_id, "|", c.capacity, "|", std::bit_cast<uint64_t>(c.fpr), "|",
                       static_cast<int>(c.scope), "|", c.owner, "|", std::bit_cast<uint64_t>(c.rotate_fill), "|",
-                      c.rotate_interval.count());
+                      c.rotate_interval.count(), "|", p.expansion, "|", p.capacity, "|",
+                      std::bit_cast<uint64_t>(p.fpr));
 }
 
 bool Precedes(const CatalogEntry& a, const CatalogEntry& b) {
@@ -103,6 +83,9 @@ void ToWire(const crdt::FilterParams& p, wire::FilterRef* out) {
   out->set_generations(p.generations);
   out->set_hash_scheme(p.hash_scheme);
   out->set_key_id(p.key_id);
+  out->set_expansion(p.expansion);
+  out->set_capacity(p.capacity);
+  out->set_fpr(p.fpr);
 }
 
 absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref) {
@@ -115,6 +98,9 @@ absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref) {
   p.generations = ref.generations();
   p.hash_scheme = ref.hash_scheme();
   p.key_id = ref.key_id();
+  p.expansion = ref.expansion();
+  p.capacity = ref.capacity();
+  p.fpr = ref.fpr();
   if (absl::Status s = crdt::ValidateParams(p); !s.ok()) return s;
   return p;
 }
@@ -149,6 +135,10 @@ absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& w) {
   e.config.owner = w.owner();
   e.config.rotate_fill = w.rotate_fill();
   e.config.rotate_interval = Duration(static_cast<int64_t>(w.rotate_interval_ns()));
+  e.config.expansion = params->expansion;
+  if (params->scaling() && (params->capacity != e.config.capacity || params->fpr != e.config.fpr)) {
+    return absl::InvalidArgumentError("scaling parameters differ from the entry's capacity and rate");
+  }
   if (absl::Status s = ValidateFilterConfig(e.config); !s.ok()) return s;
   e.params = *std::move(params);
   e.stamp = w.stamp();

@@ -9,7 +9,7 @@
 
 namespace pollen::node {
 
-void PendingAdds::Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt::AddResult> results) {
+void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt::AddResult> results) {
   size_t n = 0;
   for (const crdt::AddResult& r : results) {
     for (uint64_t bits : r.new_bits) n += bits != 0;
@@ -22,7 +22,7 @@ void PendingAdds::Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt
   }
   for (const crdt::AddResult& r : results) {
     for (uint32_t w = 0; w < crdt::kWordsPerBlock; ++w) {
-      if (r.new_bits[w] != 0) entries_.push_back({filter_uid, epoch, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
+      if (r.new_bits[w] != 0) entries_.push_back({filter_uid, slot, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
     }
   }
 }
@@ -35,7 +35,7 @@ std::vector<PendingAdds::Entry> PendingAdds::Drain(uint64_t* dropped) {
   return out;
 }
 
-bool DeltaBuffer::Add(const std::string& filter, uint64_t filter_uid, uint64_t epoch,
+bool DeltaBuffer::Add(const std::string& filter, uint64_t filter_uid, uint64_t slot,
                       std::span<const crdt::WordBits> words) {
   if (words.empty()) return true;
   if (total_ + words.size() > max_words_) {
@@ -43,7 +43,7 @@ bool DeltaBuffer::Add(const std::string& filter, uint64_t filter_uid, uint64_t e
     total_ = 0;
     return false;
   }
-  Bits& bits = buffers_[Key(filter, epoch)];
+  Bits& bits = buffers_[Key(filter, slot)];
   if (bits.filter_uid != filter_uid) {  // the filter was replaced: old bits are void
     total_ -= bits.words.size();
     bits.words.clear();

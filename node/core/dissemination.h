@@ -15,7 +15,7 @@
 // before; the appends reuse the vector's capacity and the critical section is
 // a copy of a few 32-byte entries (~20 ns, uncontended with one RESP thread).
 // DeltaBuffer (driver thread only) accumulates the bits to forward, per
-// (filter, epoch): client adds drained from PendingAdds and the bits that
+// (filter, sub-filter slot): client adds drained from PendingAdds and the bits that
 // merges newly set here, so each bit leaves a node at most once per gossip
 // round. Also bounded: an overflow clears it (and is counted by the caller).
 #pragma once
@@ -40,7 +40,7 @@ class PendingAdds {
  public:
   struct Entry {
     uint64_t filter_uid = 0;  // identifies one incarnation of a filter
-    uint64_t epoch = 0;
+    uint64_t slot = 0;  // crdt::SlotOf(epoch, layer)
     crdt::WordBits word;
   };
   explicit PendingAdds(size_t max_words) : max_words_(max_words) {}
@@ -48,7 +48,7 @@ class PendingAdds {
   PendingAdds& operator=(const PendingAdds&) = delete;
 
   // Any thread. Queues the non-zero words of each result.
-  void Push(uint64_t filter_uid, uint64_t epoch, std::span<const crdt::AddResult> results);
+  void Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt::AddResult> results);
   // One thread at a time (the driver). Returns the pending entries in push
   // order and how many words were dropped since the last Drain.
   std::vector<Entry> Drain(uint64_t* dropped);
@@ -62,7 +62,7 @@ class PendingAdds {
 
 class DeltaBuffer {
  public:
-  using Key = std::pair<std::string, uint64_t>;  // (filter name, epoch)
+  using Key = std::pair<std::string, uint64_t>;  // (filter name, sub-filter slot)
   struct Bits {
     uint64_t filter_uid = 0;
     std::vector<crdt::WordBits> words;  // not canonical until Take()
@@ -70,7 +70,7 @@ class DeltaBuffer {
   explicit DeltaBuffer(size_t max_words) : max_words_(max_words) {}
 
   // False (and the buffer is cleared) if the bound would be exceeded.
-  bool Add(const std::string& filter, uint64_t filter_uid, uint64_t epoch, std::span<const crdt::WordBits> words);
+  bool Add(const std::string& filter, uint64_t filter_uid, uint64_t slot, std::span<const crdt::WordBits> words);
   // Everything buffered, each list canonical; leaves the buffer empty.
   std::map<Key, Bits> Take();
   size_t size() const { return total_; }

@@ -13,7 +13,9 @@
 
 namespace pollen::node {
 
-inline constexpr uint64_t kMaxEpoch = uint64_t{1} << 62;
+// 2^56 - 1: a sub-filter's slot (epoch << 5 | layer) fits 64 bits, and a layer's
+// key id (epoch | layer << 56) never equals an epoch (crdt/generations.h).
+inline constexpr uint64_t kMaxEpoch = (uint64_t{1} << 56) - 1;
 
 struct RotationInput {
   double fill_ratio = 0;  // newest generation

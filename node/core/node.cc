@@ -91,6 +91,7 @@ void Node::Tick(Time now) {
   impl.DrainPending();
   impl.CheckRotations();
   if (now >= impl.next_gossip) {
+    impl.CheckGrowth();  // once a round: an estimate per changed filter
     impl.GossipRound();
     impl.next_gossip = now + impl.config.gossip_interval;
   }
@@ -149,12 +150,15 @@ absl::Status Node::Rotate(std::string_view filter, Time now) {
 }
 
 absl::StatusOr<bool> Node::Add(std::string_view filter, std::string_view key) {
-  absl::StatusOr<std::vector<bool>> r = AddMany(filter, std::span<const std::string_view>(&key, 1));
+  std::vector<bool> full;
+  absl::StatusOr<std::vector<bool>> r = AddMany(filter, std::span<const std::string_view>(&key, 1), &full);
   if (!r.ok()) return r.status();
+  if (full[0]) return absl::ResourceExhaustedError(kFilterFullError);
   return (*r)[0];
 }
 
-absl::StatusOr<std::vector<bool>> Node::AddMany(std::string_view filter, std::span<const std::string_view> keys) {
+absl::StatusOr<std::vector<bool>> Node::AddMany(std::string_view filter, std::span<const std::string_view> keys,
+                                                std::vector<bool>* full) {
   Impl& impl = *impl_;
   std::shared_ptr<const FilterState> state = impl.Lookup(filter);
   if (state == nullptr) return absl::NotFoundError("ERR not found");
@@ -163,23 +167,40 @@ absl::StatusOr<std::vector<bool>> Node::AddMany(std::string_view filter, std::sp
         absl::StrCat("ERR digest filter '", state->entry.config.name, "' is written only by its owner '",
                      state->entry.config.owner, "'"));
   }
+  if (full != nullptr) full->assign(keys.size(), false);
   std::vector<crdt::KeyAdd> adds(keys.size());
-  state->set->AddMany(keys, adds);
+  const FilterConfig& fc = state->entry.config;
+  // A fixed-size filter that does not rotate by fill refuses new keys once
+  // its newest generation holds its capacity (RedisBloom's NONSCALING). Near
+  // the limit keys go one by one, as RedisBloom adds them.
+  const bool limited = !state->entry.params.scaling() && fc.rotate_fill <= 0;
+  if (limited && state->set->NewestSub()->items.load(std::memory_order_relaxed) + keys.size() > fc.capacity) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (state->set->NewestSub()->items.load(std::memory_order_relaxed) >= fc.capacity) {
+        adds[i] = crdt::KeyAdd{};
+        if (full != nullptr && !state->set->MightContain(keys[i])) (*full)[i] = true;
+        continue;
+      }
+      adds[i] = state->set->Add(keys[i]);
+    }
+  } else {
+    state->set->AddMany(keys, adds);
+  }
   std::vector<bool> was_new(keys.size());
-  // Group by epoch (a rotation can land between batches inside AddMany).
+  // Group by sub-filter (a rotation or a growth can land inside AddMany).
   std::vector<crdt::AddResult> run;
-  uint64_t run_epoch = 0;
+  uint64_t run_slot = 0;
   for (size_t i = 0; i < adds.size(); ++i) {
     was_new[i] = adds[i].was_new;
     if (!adds[i].was_new) continue;
-    if (!run.empty() && adds[i].epoch != run_epoch) {
-      impl.pending.Push(state->uid, run_epoch, run);
+    if (!run.empty() && adds[i].slot != run_slot) {
+      impl.pending.Push(state->uid, run_slot, run);
       run.clear();
     }
-    run_epoch = adds[i].epoch;
+    run_slot = adds[i].slot;
     run.push_back(adds[i].bits);
   }
-  if (!run.empty()) impl.pending.Push(state->uid, run_epoch, run);
+  if (!run.empty()) impl.pending.Push(state->uid, run_slot, run);
   if (std::find(was_new.begin(), was_new.end(), true) != was_new.end()) {
     state->changes->fetch_add(1, std::memory_order_release);
   }
@@ -328,12 +349,12 @@ std::string Node::SnapshotValue(std::string_view catalog_entry, std::string_view
   return bytes;
 }
 
-absl::Status Node::ExportWords(std::string_view filter, uint64_t epoch, uint64_t first,
+absl::Status Node::ExportWords(std::string_view filter, uint64_t slot, uint64_t first,
                                std::span<uint64_t> out) const {
   std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
   if (state == nullptr) return absl::NotFoundError("ERR not found");
-  std::shared_ptr<const crdt::Generation> gen = state->set->Find(epoch);
-  if (gen == nullptr) return absl::NotFoundError("ERR generation not live");
+  std::shared_ptr<const crdt::SubFilter> gen = state->set->Sub(slot);
+  if (gen == nullptr) return absl::NotFoundError("ERR sub-filter not live");
   const uint64_t words = gen->filter->word_count();
   if (first > words || out.size() > words - first) return absl::OutOfRangeError("ERR words out of range");
   for (size_t i = 0; i < out.size(); ++i) out[i] = gen->filter->LoadWord(first + i);
@@ -384,13 +405,15 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   if (!(local->entry.params == entry->params)) {
     return absl::FailedPreconditionError("ERR snapshot: filter exists with other parameters");
   }
-  // Same filter: move to the snapshot's epoch and OR its generations in.
+  // Same filter: move to the snapshot's epoch, open its layers, and OR its
+  // sub-filters in.
   impl.LearnEpoch(entry->config.name, (*set)->epoch());
-  for (uint64_t e : (*set)->epochs()) {
-    std::shared_ptr<const crdt::Generation> gen = (*set)->Find(e);
-    if (gen == nullptr || local->set->Find(e) == nullptr) continue;
-    std::vector<crdt::WordBits> words = gen->filter->ExportBlocks(0, gen->filter->shape().blocks);
-    impl.MergeWords(*local, e, words);
+  for (uint64_t e : (*set)->epochs()) impl.LearnLayers(*local, e, (*set)->layers(e));
+  for (uint64_t slot : (*set)->slots()) {
+    std::shared_ptr<const crdt::SubFilter> sub = (*set)->Sub(slot);
+    if (sub == nullptr || local->set->Sub(slot) == nullptr) continue;
+    std::vector<crdt::WordBits> words = sub->filter->ExportBlocks(0, sub->filter->shape().blocks);
+    impl.MergeWords(*local, slot, words);
   }
   return absl::OkStatus();
 }

@@ -31,6 +31,9 @@
 
 namespace pollen::node {
 
+// RedisBloom's reply to a new key for a full NONSCALING filter.
+inline constexpr char kFilterFullError[] = "ERR non scaling filter is full";
+
 struct NodeConfig {
   std::string name;                 // unique member name
   Address advertise;                // how peers reach this node
@@ -53,8 +56,14 @@ struct NodeConfig {
   std::vector<FilterConfig> filters;  // declared filters
 };
 
+// One sub-filter: generation `epoch`, layer `layer` (0 unless it scales).
 struct GenerationInfo {
   uint64_t epoch = 0;
+  uint32_t layer = 0;
+  uint64_t capacity = 0;  // keys the layer is sized for (the filter's capacity if it does not scale)
+  uint64_t items = 0;     // keys this node counts in it (new adds here, raised to the estimate)
+  uint64_t blocks = 0;
+  uint32_t k = 0;
   uint64_t set_bits = 0;
   double fill_ratio = 0;
   double estimated_items = 0;
@@ -80,7 +89,7 @@ struct FilterInfo {
   // declared in config) and the creating node ("" for config).
   uint64_t stamp = 0;
   std::string creator;
-  std::vector<GenerationInfo> generations;  // ascending epochs
+  std::vector<GenerationInfo> generations;  // sub-filters, ascending (epoch, layer)
 };
 
 // What Node::Version returns: equal values mean the filter's state did not
@@ -112,6 +121,7 @@ struct NodeCounters {
   uint64_t frames_out = 0, frames_in = 0;
   uint64_t anti_entropy_runs = 0, ranges_repaired = 0;
   uint64_t epochs_advanced = 0;
+  uint64_t layers_opened = 0;     // layers a scaling filter opened here (by an add, an estimate or a peer)
   uint64_t filters_replaced = 0;  // local state discarded for a winning catalog entry (FilterInfo::incarnation)
   uint64_t filters_deleted = 0;   // live filters removed by a tombstone (DEL here or on a peer)
   uint64_t tombstones_dropped = 0;  // oldest tombstones forgotten at kMaxTombstones
@@ -164,7 +174,14 @@ class Node {
 
   // Client operations: thread-safe. NotFound for an unknown filter.
   absl::StatusOr<bool> Add(std::string_view filter, std::string_view key);  // true: key was new
-  absl::StatusOr<std::vector<bool>> AddMany(std::string_view filter, std::span<const std::string_view> keys);
+  // A fixed-size filter (expansion 0) that does not rotate by fill refuses a
+  // new key once its newest generation holds its capacity (this node's count
+  // of new keys, raised to its estimate from the bits): Add answers
+  // ResourceExhausted(kFilterFullError); AddMany reports it per key in
+  // `full` (resized to keys.size()) and answers false for it. A key already
+  // present still answers false without an error, as in RedisBloom.
+  absl::StatusOr<std::vector<bool>> AddMany(std::string_view filter, std::span<const std::string_view> keys,
+                                            std::vector<bool>* full = nullptr);
   absl::StatusOr<bool> Exists(std::string_view filter, std::string_view key) const;
   absl::StatusOr<std::vector<bool>> ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const;
   // Owners of the digest filters named in `digests` (all digests when empty)
@@ -209,9 +226,9 @@ class Node {
   static std::string SnapshotValue(std::string_view catalog_entry, std::string_view crdt_snapshot);
 
   // Thread-safe: copies words [first, first + out.size()) of `filter`'s
-  // generation `epoch` (BF.SCANDUMP). NotFound if the filter or the epoch is
-  // not live, OutOfRange past the generation's end.
-  absl::Status ExportWords(std::string_view filter, uint64_t epoch, uint64_t first, std::span<uint64_t> out) const;
+  // sub-filter in `slot` (crdt::SlotOf(epoch, layer); BF.SCANDUMP). NotFound
+  // if the filter or the sub-filter is not live, OutOfRange past its end.
+  absl::Status ExportWords(std::string_view filter, uint64_t slot, uint64_t first, std::span<uint64_t> out) const;
   // The add log's creation records (driver thread). ExportCatalogEntry: the
   // filter's catalog entry (stamp and creator included) as a serialized
   // wire::CatalogEntry carrying the current epoch; NotFound if unknown.

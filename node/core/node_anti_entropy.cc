@@ -23,11 +23,12 @@ void Node::Impl::StartAntiEntropy(const Address& peer) {
     wire::FilterSummary* fs = req->add_filters();
     ToWire(state->entry.params, fs->mutable_filter());
     fs->set_epoch(state->set->epoch());
-    for (uint64_t e : state->set->epochs()) {
-      std::shared_ptr<const crdt::Generation> gen = state->set->Find(e);
-      if (gen == nullptr) continue;
-      Summarize(summary_cache.Get(state->uid, e, *gen->filter), state->entry.params.shape.blocks, e,
-                fs->add_generations());
+    for (uint64_t slot : state->set->slots()) {
+      std::shared_ptr<const crdt::SubFilter> sub = state->set->Sub(slot);
+      if (sub == nullptr) continue;
+      wire::GenerationSummary* g = fs->add_generations();
+      Summarize(summary_cache.Get(state->uid, slot, *sub->filter), sub->filter->shape().blocks, sub->epoch, g);
+      if (sub->layer > 0) g->set_layer(sub->layer);
       bytes += 16 + 8 * crdt::kWordsPerBlock;  // approximate header
       bytes += 8 * fs->generations(fs->generations_size() - 1).summaries_size();
     }
@@ -55,9 +56,13 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
   }
   for (const wire::FilterSummary& fs : req.filters()) {
     absl::StatusOr<crdt::FilterParams> params = FromWire(fs.filter());
-    bool ok = params.ok() && fs.epoch() <= kMaxEpoch && fs.generations_size() <= static_cast<int>(crdt::kMaxGenerations);
+    bool ok = params.ok() && fs.epoch() <= kMaxEpoch &&
+              fs.generations_size() <= static_cast<int>(crdt::kMaxGenerations * crdt::kMaxLayers);
     for (int i = 0; ok && i < fs.generations_size(); ++i) {
-      ok = fs.generations(i).epoch() <= kMaxEpoch && ValidateSummary(fs.generations(i), params->shape).ok();
+      const wire::GenerationSummary& g = fs.generations(i);
+      absl::StatusOr<crdt::FilterShape> shape =
+          g.layer() < crdt::kMaxLayers ? crdt::LayerShape(*params, g.layer()) : absl::InvalidArgumentError("layer");
+      ok = g.epoch() <= kMaxEpoch && shape.ok() && ValidateSummary(g, *shape).ok();
     }
     if (!ok) {
       Reject(from, "malformed");
@@ -78,23 +83,24 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
     std::shared_ptr<const FilterState> state = MatchFilter(s.params);
     if (state == nullptr) continue;
     LearnEpoch(s.params.name, s.epoch);
+    for (const wire::GenerationSummary& g : s.wire->generations()) LearnLayers(*state, g.epoch(), g.layer() + 1);
     writer.BeginFilter(*state);
-    for (uint64_t e : state->set->epochs()) {
-      std::shared_ptr<const crdt::Generation> gen = state->set->Find(e);
-      if (gen == nullptr) continue;
+    for (uint64_t slot : state->set->slots()) {
+      std::shared_ptr<const crdt::SubFilter> sub = state->set->Sub(slot);
+      if (sub == nullptr) continue;
       const wire::GenerationSummary* theirs = nullptr;
       for (const wire::GenerationSummary& g : s.wire->generations()) {
-        if (g.epoch() == e) theirs = &g;
+        if (g.epoch() == sub->epoch && g.layer() == sub->layer) theirs = &g;
       }
-      writer.BeginGeneration(e);
+      writer.BeginGeneration(slot);
       if (theirs != nullptr) {
-        std::vector<uint64_t> differing = DifferingRanges(summary_cache.Get(state->uid, e, *gen->filter), *theirs);
+        std::vector<uint64_t> differing = DifferingRanges(summary_cache.Get(state->uid, slot, *sub->filter), *theirs);
         for (uint64_t r : differing) writer.AddWanted(r);
         for (uint64_t r : differing) {
-          if (!writer.AddRange(*gen->filter, r)) break;
+          if (!writer.AddRange(*sub->filter, r)) break;
         }
       } else {
-        SendWholeGeneration(writer, *gen->filter);
+        SendWholeGeneration(writer, *sub->filter);
       }
     }
   }
@@ -102,11 +108,11 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
     for (const auto& [name, state] : filters) {
       if (mentioned.count(name)) continue;
       writer.BeginFilter(*state);
-      for (uint64_t e : state->set->epochs()) {
-        std::shared_ptr<const crdt::Generation> gen = state->set->Find(e);
-        if (gen == nullptr) continue;
-        writer.BeginGeneration(e);
-        SendWholeGeneration(writer, *gen->filter);
+      for (uint64_t slot : state->set->slots()) {
+        std::shared_ptr<const crdt::SubFilter> sub = state->set->Sub(slot);
+        if (sub == nullptr) continue;
+        writer.BeginGeneration(slot);
+        SendWholeGeneration(writer, *sub->filter);
       }
     }
   }
@@ -123,20 +129,23 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   size_t budget = kMaxFramePositions;
   for (const wire::FilterRanges& fr : msg.filters()) {
     absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
-    if (!params.ok() || fr.epoch() > kMaxEpoch || fr.generations_size() > static_cast<int>(crdt::kMaxGenerations)) {
+    if (!params.ok() || fr.epoch() > kMaxEpoch ||
+        fr.generations_size() > static_cast<int>(crdt::kMaxGenerations * crdt::kMaxLayers)) {
       Reject(from, "malformed");
       return;
     }
     DecodedRanges d{*params, fr.epoch(), &fr, {}};
-    const uint64_t bpr = BlocksPerRange(params->shape.blocks);
-    const uint64_t ranges = (params->shape.blocks + bpr - 1) / bpr;
     for (const wire::GenerationRanges& g : fr.generations()) {
-      bool ok = g.epoch() <= kMaxEpoch && g.blocks_per_range() == bpr &&
+      absl::StatusOr<crdt::FilterShape> shape =
+          g.layer() < crdt::kMaxLayers ? crdt::LayerShape(*params, g.layer()) : absl::InvalidArgumentError("layer");
+      const uint64_t bpr = shape.ok() ? BlocksPerRange(shape->blocks) : 0;
+      const uint64_t ranges = shape.ok() ? (shape->blocks + bpr - 1) / bpr : 0;
+      bool ok = shape.ok() && g.epoch() <= kMaxEpoch && g.blocks_per_range() == bpr &&
                 static_cast<uint64_t>(g.wanted_size()) <= ranges && static_cast<uint64_t>(g.data_size()) <= ranges;
       for (int i = 0; ok && i < g.wanted_size(); ++i) ok = g.wanted(i) < ranges;
       std::vector<std::vector<crdt::WordBits>> gen_words;
       for (int i = 0; ok && i < g.data_size(); ++i) {
-        absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(g.data(i), params->shape);
+        absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(g.data(i), *shape);
         ok = words.ok() && crdt::CountBits(*words) <= budget;
         if (ok) {
           budget -= crdt::CountBits(*words);
@@ -162,15 +171,17 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
     writer.BeginFilter(*state);
     for (int gi = 0; gi < d.wire->generations_size(); ++gi) {
       const wire::GenerationRanges& g = d.wire->generations(gi);
-      std::shared_ptr<const crdt::Generation> gen = state->set->Find(g.epoch());
-      if (gen == nullptr) continue;  // left our window, or not reached yet
+      const uint64_t slot = crdt::SlotOf(g.epoch(), g.layer());
+      LearnLayers(*state, g.epoch(), g.layer() + 1);
+      std::shared_ptr<const crdt::SubFilter> sub = state->set->Sub(slot);
+      if (sub == nullptr) continue;  // left our window, or not reached yet
       for (const std::vector<crdt::WordBits>& words : d.words[static_cast<size_t>(gi)]) {
-        if (MergeWords(*state, g.epoch(), words) > 0) ++repaired;
+        if (MergeWords(*state, slot, words) > 0) ++repaired;
       }
       if (msg.reply() && g.wanted_size() > 0) {
-        writer.BeginGeneration(g.epoch());
+        writer.BeginGeneration(slot);
         for (uint64_t r : g.wanted()) {
-          if (!writer.AddRange(*gen->filter, r)) break;
+          if (!writer.AddRange(*sub->filter, r)) break;
         }
       }
     }

@@ -16,9 +16,9 @@ absl::StatusOr<std::shared_ptr<const FilterState>> Node::Impl::NewState(const Ca
 void Node::Impl::CountBits(const std::string& name, const crdt::GenerationSet& set, bool scan) {
   FilterClock& clock = clocks[name];
   clock.set_bits.clear();
-  for (uint64_t e : set.epochs()) {
-    auto gen = set.Find(e);
-    clock.set_bits[e] = (scan && gen) ? gen->filter->CountSetBits() : 0;
+  for (uint64_t slot : set.slots()) {
+    auto sub = set.Sub(slot);
+    clock.set_bits[slot] = (scan && sub) ? sub->filter->CountSetBits() : 0;
   }
 }
 
@@ -29,9 +29,10 @@ bool Node::Impl::LearnEpoch(const std::string& name, uint64_t epoch) {
   if (!moved.ok() || !*moved) return false;
   FilterClock& clock = clocks[name];
   std::map<uint64_t, uint64_t> bits;
-  for (uint64_t e : state->set->epochs()) bits[e] = clock.set_bits.count(e) ? clock.set_bits[e] : 0;
+  for (uint64_t slot : state->set->slots()) bits[slot] = clock.set_bits.count(slot) ? clock.set_bits[slot] : 0;
   clock.set_bits = std::move(bits);
   clock.epoch_began = now;
+  clock.announced_layers = state->set->layers(state->set->epoch());
   announce_epochs.insert(name);
   Stats([](NodeCounters& s) { ++s.epochs_advanced; });
   Emit(Event::Kind::kEpochAdvanced, name, "", state->set->epoch());
@@ -98,16 +99,61 @@ std::shared_ptr<const FilterState> Node::Impl::MatchFilter(const crdt::FilterPar
   return state;
 }
 
-uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t epoch, std::span<const crdt::WordBits> words) {
+uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words) {
   std::vector<crdt::WordBits> changed;
-  if (!state.set->Merge(epoch, words, &changed).ok()) return 0;  // epoch left the window meanwhile
+  if (!state.set->Merge(slot, words, &changed).ok()) return 0;  // epoch left the window meanwhile
   const uint64_t n = crdt::CountBits(changed);
   if (n == 0) return 0;
   state.changes->fetch_add(1, std::memory_order_release);
-  summary_cache.MarkWords(state.uid, epoch, changed);
-  clocks[state.entry.config.name].set_bits[epoch] += n;
-  Buffer(state, epoch, changed);
+  summary_cache.MarkWords(state.uid, slot, changed);
+  clocks[state.entry.config.name].set_bits[slot] += n;
+  Buffer(state, slot, changed);
   return n;
+}
+
+bool Node::Impl::LearnLayers(const FilterState& state, uint64_t epoch, uint32_t count) {
+  if (count <= 1) return false;
+  absl::StatusOr<bool> grew = state.set->Grow(epoch, count);
+  if (!grew.ok()) {
+    if (!absl::IsNotFound(grew.status())) RefuseMerge(state.entry.config.name, std::string(grew.status().message()));
+    return false;
+  }
+  if (!*grew) return false;
+  const std::string& name = state.entry.config.name;
+  state.changes->fetch_add(1, std::memory_order_release);
+  if (epoch == state.set->epoch()) {
+    announce_epochs.insert(name);
+    clocks[name].announced_layers = state.set->layers(epoch);
+  }
+  Stats([](NodeCounters& s) { ++s.layers_opened; });
+  Emit(Event::Kind::kFilterGrew, name, "", state.set->layers(epoch));
+  return true;
+}
+
+void Node::Impl::CheckGrowth() {
+  for (const auto& [name, state] : filters) {
+    FilterClock& clock = clocks[name];
+    const std::shared_ptr<const crdt::SubFilter> newest = state->set->NewestSub();
+    const uint64_t bits = clock.set_bits[newest->slot()];
+    if (newest->slot() != clock.estimated_slot || bits != clock.estimated_bits) {
+      clock.estimated_slot = newest->slot();
+      clock.estimated_bits = bits;
+      const double items = Estimates(newest->filter->shape(), bits).first;
+      state->set->RaiseItems(newest->slot(), static_cast<uint64_t>(std::max(0.0, items)));
+    }
+    if (!state->entry.params.scaling()) continue;
+    const uint32_t layers = state->set->layers(newest->epoch);
+    if (newest->items.load(std::memory_order_relaxed) >= newest->capacity && layers < crdt::kMaxLayers &&
+        !newest->cannot_grow.load(std::memory_order_relaxed)) {
+      LearnLayers(*state, newest->epoch, layers + 1);
+    } else if (layers != clock.announced_layers) {
+      // Opened by a client add since the last check: tell the others.
+      clock.announced_layers = layers;
+      announce_epochs.insert(name);
+      Stats([](NodeCounters& s) { ++s.layers_opened; });
+      Emit(Event::Kind::kFilterGrew, name, "", layers);
+    }
+  }
 }
 
 void Node::Impl::DrainPending() {
@@ -134,11 +180,11 @@ void Node::Impl::DrainPending() {
   for (const PendingAdds::Entry& e : entries) {
     auto it = std::lower_bound(by_uid.begin(), by_uid.end(), e.filter_uid,
                                [](const auto& entry, uint64_t uid) { return entry.first < uid; });
-    if (it == by_uid.end() || it->first != e.filter_uid || it->second->set->Find(e.epoch) == nullptr) continue;
+    if (it == by_uid.end() || it->first != e.filter_uid || it->second->set->Sub(e.slot) == nullptr) continue;
     FilterClock& clock = clocks[it->second->entry.config.name];
-    if (dropped == 0) clock.set_bits[e.epoch] += crdt::Popcount64(e.word.bits);
-    summary_cache.MarkWord(e.filter_uid, e.epoch, e.word.index);
-    if (!alone) Buffer(*it->second, e.epoch, {&e.word, 1});
+    if (dropped == 0) clock.set_bits[e.slot] += crdt::Popcount64(e.word.bits);
+    summary_cache.MarkWord(e.filter_uid, e.slot, e.word.index);
+    if (!alone) Buffer(*it->second, e.slot, {&e.word, 1});
   }
 }
 

@@ -20,13 +20,13 @@ void Node::Impl::GossipRound() {
     return;  // the common idle round: no O(N) peer list
   }
   const std::vector<Address>& live = LivePeers();  // not refreshed below: no membership calls
-  // One part per (filter, epoch): the union of its batches still in flight
+  // One part per (filter, sub-filter): the union of its batches still in flight
   // (each batch is canonical, so the union is merged, not sorted).
   std::map<DeltaBuffer::Key, std::vector<crdt::WordBits>> unions;
   std::vector<crdt::WordBits> scratch;
   for (auto& [key, batch] : inflight) {
     std::shared_ptr<const FilterState> state = DriverLookup(key.first);
-    if (state == nullptr || state->uid != batch.filter_uid || state->set->Find(key.second) == nullptr) {
+    if (state == nullptr || state->uid != batch.filter_uid || state->set->Sub(key.second) == nullptr) {
       batch.remaining = 0;
       continue;
     }
@@ -48,13 +48,14 @@ void Node::Impl::GossipRound() {
   uint64_t delta_bits = 0;
   for (auto& [key, words] : unions) {
     std::shared_ptr<const FilterState> state = DriverLookup(key.first);
-    const uint64_t universe = state->entry.params.shape.bits();
+    const uint64_t universe = LayerBlocks(state->entry.params, key.second) * crdt::kBlockBits;
     for (size_t start = 0; start < words.size(); start += kMaxDeltaWords) {
       const size_t n = std::min(kMaxDeltaWords, words.size() - start);
       std::span<const crdt::WordBits> chunk(words.data() + start, n);
       wire::Delta delta;
       ToWire(state->entry.params, delta.mutable_filter());
-      delta.set_epoch(key.second);
+      delta.set_epoch(crdt::EpochOfSlot(key.second));
+      delta.set_layer(crdt::LayerOfSlot(key.second));
       delta.set_positions(EncodeWords(chunk, 0, universe));
       delta_bits += crdt::CountBits(chunk);
       packer.AddDelta(std::move(delta));
@@ -107,6 +108,7 @@ void Node::Impl::Announce(uint32_t rounds, GossipPacker& packer) {
       wire::FilterEpoch fe;
       ToWire(state->entry.params, fe.mutable_filter());
       fe.set_epoch(state->set->epoch());
+      if (const uint32_t layers = state->set->layers(fe.epoch()); layers > 1) fe.set_layers(layers);
       packer.AddEpoch(std::move(fe));
     }
     it = (state == nullptr || --it->second == 0) ? epoch_rounds.erase(it) : std::next(it);
@@ -120,8 +122,9 @@ void Node::Impl::CheckRotations() {
     const FilterConfig& fc = state->entry.config;
     if (fc.rotate_fill <= 0 && fc.rotate_interval.count() <= 0) continue;
     const uint64_t epoch = state->set->epoch();
+    const std::shared_ptr<const crdt::SubFilter> newest = state->set->NewestSub();
     RotationInput in;
-    in.fill_ratio = static_cast<double>(clock.set_bits[epoch]) / static_cast<double>(state->entry.params.shape.bits());
+    in.fill_ratio = static_cast<double>(clock.set_bits[newest->slot()]) / static_cast<double>(newest->filter->shape().bits());
     in.now = now;
     in.epoch_began = *clock.epoch_began;
     in.may_propose = fc.scope == Scope::kShared || OwnsDigest(*state);

@@ -72,7 +72,11 @@ struct InFlight {
 // Driver-only bookkeeping per filter name.
 struct FilterClock {
   std::optional<Time> epoch_began;
-  std::map<uint64_t, uint64_t> set_bits;  // per live epoch, from observed new bits
+  std::map<uint64_t, uint64_t> set_bits;  // per live sub-filter slot, from observed new bits
+  // CheckGrowth's memory: the newest slot's set bits at its last estimate,
+  // and the layer count last announced for the newest generation.
+  uint64_t estimated_slot = ~uint64_t{0}, estimated_bits = 0;
+  uint32_t announced_layers = 1;
 };
 
 // Per-type traffic counters are kept in arrays indexed by BodyIndex (a map
@@ -126,6 +130,12 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
     if (!names.insert(f.name).second) return absl::InvalidArgumentError(absl::StrCat("duplicate filter '", f.name, "'"));
   }
   return absl::OkStatus();
+}
+
+// Blocks of the layer in `slot` (0 if the layer cannot exist for `params`).
+inline uint64_t LayerBlocks(const crdt::FilterParams& params, uint64_t slot) {
+  absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(params, crdt::LayerOfSlot(slot));
+  return shape.ok() ? shape->blocks : 0;
 }
 
 inline uint64_t GenerationDigest(const crdt::BlockedFilter& filter) {
@@ -360,6 +370,15 @@ struct Node::Impl {
 
   // Moves `name` to `epoch` if higher (max-register). True if it moved.
   bool LearnEpoch(const std::string& name, uint64_t epoch);
+  // Opens layers of generation `epoch` up to `count` (a max-register per
+  // generation). False if none opened: a fixed filter, a dead epoch, a count
+  // over kMaxLayers (refused as params) or an allocation failure.
+  bool LearnLayers(const FilterState& state, uint64_t epoch, uint32_t count);
+  // Scaling filters: raises each newest layer's count to the estimate from
+  // its set bits and opens the next layer when it holds its capacity;
+  // announces layers opened by client adds. Every filter: the estimate feeds
+  // the NONSCALING limit.
+  void CheckGrowth();
 
   // The catalog rule (catalog.h). Returns false if the entry was refused.
   void ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch);
@@ -390,12 +409,12 @@ struct Node::Impl {
   // Checks that an incoming reference matches our filter (invariant 4).
   std::shared_ptr<const FilterState> MatchFilter(const crdt::FilterParams& params);
 
-  // Merges words into (filter, epoch) and buffers the bits that were new here.
-  // Returns the number of new bits.
-  uint64_t MergeWords(const FilterState& state, uint64_t epoch, std::span<const crdt::WordBits> words);
+  // Merges words into (filter, sub-filter slot) and buffers the bits that
+  // were new here. Returns the number of new bits.
+  uint64_t MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words);
 
-  void Buffer(const FilterState& state, uint64_t epoch, std::span<const crdt::WordBits> words) {
-    if (!deltas.Add(state.entry.config.name, state.uid, epoch, words)) {
+  void Buffer(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words) {
+    if (!deltas.Add(state.entry.config.name, state.uid, slot, words)) {
       Stats([](NodeCounters& s) { ++s.delta_overflows; });
     }
   }
@@ -441,8 +460,8 @@ struct Node::Impl {
       f_ = nullptr;
       g_ = nullptr;
     }
-    void BeginGeneration(uint64_t epoch) {
-      epoch_ = epoch;
+    void BeginGeneration(uint64_t slot) {
+      slot_ = slot;
       g_ = nullptr;
     }
     void AddWanted(uint64_t range) { Gen()->add_wanted(range); }
@@ -483,8 +502,9 @@ struct Node::Impl {
       }
       if (g_ == nullptr) {
         g_ = f_->add_generations();
-        g_->set_epoch(epoch_);
-        g_->set_blocks_per_range(BlocksPerRange(state_->entry.params.shape.blocks));
+        g_->set_epoch(crdt::EpochOfSlot(slot_));
+        g_->set_layer(crdt::LayerOfSlot(slot_));
+        g_->set_blocks_per_range(BlocksPerRange(LayerBlocks(state_->entry.params, slot_)));
       }
       return g_;
     }
@@ -493,7 +513,7 @@ struct Node::Impl {
     bool reply_;
     wire::SyncRanges msg_;
     const FilterState* state_ = nullptr;
-    uint64_t epoch_ = 0;
+    uint64_t slot_ = 0;
     wire::FilterRanges* f_ = nullptr;
     wire::GenerationRanges* g_ = nullptr;
     size_t bytes_ = 0, total_ = 0, positions_ = 0;
@@ -549,7 +569,7 @@ struct Node::Impl {
 
   struct DecodedDelta {
     crdt::FilterParams params;
-    uint64_t epoch = 0;
+    uint64_t slot = 0;
     std::vector<crdt::WordBits> words;
     uint64_t bits = 0;  // CountBits(words), counted once while decoding
     // The filter state `params` were taken from while `filters` was at
@@ -567,7 +587,13 @@ struct Node::Impl {
 
   void HandleDelta(const Address& from, const wire::Delta& delta);
 
-  using DecodedEpochs = std::vector<std::pair<crdt::FilterParams, uint64_t>>;
+  struct DecodedEpoch {
+    crdt::FilterParams params;
+    uint64_t epoch = 0;
+    uint32_t layers = 1;
+  };
+  using DecodedEpochs = std::vector<DecodedEpoch>;
+  void ApplyEpochs(const DecodedEpochs& epochs);
   static bool DecodeEpochs(const google::protobuf::RepeatedPtrField<wire::FilterEpoch>& in, DecodedEpochs* out);
 
   void HandleEpochs(const Address& from, const wire::EpochAnnounce& msg);
@@ -592,7 +618,7 @@ struct Node::Impl {
   // change counter moved since the last scan. The counter is read before the
   // scan: a change racing with it bumps the counter after, forcing a rescan.
   // Only the figures in `parts` are computed; the others are zero.
-  ScanResult Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter, InfoParts parts) const;
+  ScanResult Scan(const FilterState& state, uint64_t slot, const crdt::BlockedFilter& filter, InfoParts parts) const;
 
   FilterInfo InfoOf(const FilterState& state, InfoParts parts) const;
 };

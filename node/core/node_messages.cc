@@ -10,7 +10,8 @@ absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::Filter
   if (it != filters.end()) {
     const crdt::FilterParams& p = it->second->entry.params;
     if (p.filter_id == ref.filter_id() && p.shape.blocks == ref.blocks() && p.shape.k == ref.k() &&
-        p.generations == ref.generations() && p.hash_scheme == ref.hash_scheme() && p.key_id == ref.key_id()) {
+        p.generations == ref.generations() && p.hash_scheme == ref.hash_scheme() && p.key_id == ref.key_id() &&
+        p.expansion == ref.expansion() && p.capacity == ref.capacity() && p.fpr == ref.fpr()) {
       if (matched != nullptr) *matched = it->second;
       return p;
     }
@@ -21,15 +22,17 @@ absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::Filter
 bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDelta* out) const {
   absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(delta.filter(), &out->state);
   out->filters_version = filters_version;
-  if (!params.ok() || delta.epoch() > kMaxEpoch) return false;
-  const uint64_t universe = params->shape.bits();
+  if (!params.ok() || delta.epoch() > kMaxEpoch || delta.layer() >= crdt::kMaxLayers) return false;
+  absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(*params, delta.layer());
+  if (!shape.ok()) return false;
+  const uint64_t universe = shape->bits();
   absl::StatusOr<std::vector<crdt::WordBits>> words =
       DecodeWords(delta.positions(), 0, universe, std::min<uint64_t>(universe, *budget), &out->bits);
   if (!words.ok()) return false;
   assert(out->bits == crdt::CountBits(*words));
   *budget -= out->bits;
   out->params = *std::move(params);
-  out->epoch = delta.epoch();
+  out->slot = crdt::SlotOf(delta.epoch(), delta.layer());
   out->words = *std::move(words);
   return true;
 }
@@ -41,14 +44,16 @@ void Node::Impl::ApplyDelta(const DecodedDelta& d) {
   if (state == nullptr) return;
   assert(d.bits == crdt::CountBits(d.words));
   Stats([&](NodeCounters& s) { s.delta_bits_received += d.bits; });
-  // A delta for a newer epoch implies it. LearnEpoch refuses epochs not above
-  // the current one, so checking here first only skips its name lookup.
-  if (d.epoch > state->set->epoch()) LearnEpoch(d.params.name, d.epoch);
-  if (state->set->Find(d.epoch) == nullptr) {
+  // A delta for a newer epoch or layer implies it. LearnEpoch refuses epochs
+  // not above the current one, so checking here first only skips its lookup.
+  const uint64_t epoch = crdt::EpochOfSlot(d.slot);
+  if (epoch > state->set->epoch()) LearnEpoch(d.params.name, epoch);
+  if (crdt::LayerOfSlot(d.slot) > 0) LearnLayers(*state, epoch, crdt::LayerOfSlot(d.slot) + 1);
+  if (state->set->Sub(d.slot) == nullptr) {
     Stats([](NodeCounters& s) { ++s.stale_deltas; });
     return;
   }
-  MergeWords(*state, d.epoch, d.words);
+  MergeWords(*state, d.slot, d.words);
 }
 
 void Node::Impl::HandleDelta(const Address& from, const wire::Delta& delta) {
@@ -65,10 +70,20 @@ bool Node::Impl::DecodeEpochs(const google::protobuf::RepeatedPtrField<wire::Fil
   if (static_cast<size_t>(in.size()) > kMaxFilters) return false;
   for (const wire::FilterEpoch& fe : in) {
     absl::StatusOr<crdt::FilterParams> params = FromWire(fe.filter());
-    if (!params.ok() || fe.epoch() > kMaxEpoch) return false;
-    out->emplace_back(*std::move(params), fe.epoch());
+    if (!params.ok() || fe.epoch() > kMaxEpoch || fe.layers() > crdt::kMaxLayers) return false;
+    if (fe.layers() > 1 && !params->scaling()) return false;
+    out->push_back(DecodedEpoch{*std::move(params), fe.epoch(), std::max<uint32_t>(1, fe.layers())});
   }
   return true;
+}
+
+void Node::Impl::ApplyEpochs(const DecodedEpochs& epochs) {
+  for (const DecodedEpoch& e : epochs) {
+    std::shared_ptr<const FilterState> state = MatchFilter(e.params);
+    if (state == nullptr) continue;
+    LearnEpoch(e.params.name, e.epoch);
+    LearnLayers(*state, e.epoch, e.layers);
+  }
 }
 
 void Node::Impl::HandleEpochs(const Address& from, const wire::EpochAnnounce& msg) {
@@ -77,9 +92,7 @@ void Node::Impl::HandleEpochs(const Address& from, const wire::EpochAnnounce& ms
     Reject(from, "malformed");
     return;
   }
-  for (const auto& [params, epoch] : decoded) {
-    if (MatchFilter(params) != nullptr) LearnEpoch(params.name, epoch);
-  }
+  ApplyEpochs(decoded);
 }
 
 void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
@@ -98,9 +111,7 @@ void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
   }
   ApplyTombstones(dead);
   ApplyCatalog(catalog);
-  for (const auto& [params, epoch] : epochs) {
-    if (MatchFilter(params) != nullptr) LearnEpoch(params.name, epoch);
-  }
+  ApplyEpochs(epochs);
   for (const DecodedDelta& d : decoded) ApplyDelta(d);
 }
 
@@ -187,11 +198,11 @@ std::pair<double, double> Node::Impl::Estimates(crdt::FilterShape shape, uint64_
   return value;
 }
 
-Node::Impl::ScanResult Node::Impl::Scan(const FilterState& state, uint64_t epoch, const crdt::BlockedFilter& filter,
+Node::Impl::ScanResult Node::Impl::Scan(const FilterState& state, uint64_t slot, const crdt::BlockedFilter& filter,
                                         InfoParts parts) const {
   const bool counts = HasParts(parts, InfoParts::kCounts);
   const bool digests = HasParts(parts, InfoParts::kDigests);
-  const std::pair<uint64_t, uint64_t> key(state.uid, epoch);
+  const std::pair<uint64_t, uint64_t> key(state.uid, slot);
   const uint64_t changes = state.changes->load(std::memory_order_acquire);
   assert(changes != kNotScanned);
   ScanResult cached;
@@ -240,23 +251,29 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
   info.stamp = state.entry.stamp;
   info.creator = state.entry.creator;
   info.epoch = state.set->epoch();
-  for (uint64_t e : state.set->epochs()) {
-    std::shared_ptr<const crdt::Generation> gen = state.set->Find(e);
-    if (gen == nullptr) continue;
+  for (uint64_t slot : state.set->slots()) {
+    std::shared_ptr<const crdt::SubFilter> sub = state.set->Sub(slot);
+    if (sub == nullptr) continue;
+    const crdt::FilterShape shape = sub->filter->shape();
     GenerationInfo g;
-    g.epoch = e;
+    g.epoch = sub->epoch;
+    g.layer = sub->layer;
+    g.capacity = state.entry.params.scaling() ? sub->capacity : state.entry.config.capacity;
+    g.items = sub->items.load(std::memory_order_relaxed);
+    g.blocks = shape.blocks;
+    g.k = shape.k;
     if (parts != InfoParts::kEpochsOnly) {
-      const ScanResult scan = Scan(state, e, *gen->filter, parts);
+      const ScanResult scan = Scan(state, slot, *sub->filter, parts);
       g.digest = scan.digest;
       if (scan.bits_changes != kNotScanned) {
         g.set_bits = scan.set_bits;
-        g.fill_ratio = static_cast<double>(g.set_bits) / static_cast<double>(state.entry.params.shape.bits());
+        g.fill_ratio = static_cast<double>(g.set_bits) / static_cast<double>(shape.bits());
         if (HasParts(parts, InfoParts::kEstimates)) {
-          std::tie(g.estimated_items, g.estimated_fpr) = Estimates(state.entry.params.shape, g.set_bits);
+          std::tie(g.estimated_items, g.estimated_fpr) = Estimates(shape, g.set_bits);
         }
       }
     }
-    info.memory_bytes += state.entry.params.shape.bytes();
+    info.memory_bytes += shape.bytes();
     info.generations.push_back(g);
   }
   return info;

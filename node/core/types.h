@@ -40,6 +40,11 @@ struct FilterConfig {
   std::string owner;               // node name; required for kDigest
   double rotate_fill = 0.0;        // propose epoch+1 at this fill ratio; 0 = never
   Duration rotate_interval{0};     // propose epoch+1 after this long; 0 = never
+  // Scaling (RedisBloom's EXPANSION): when the newest layer holds its
+  // capacity, open one `expansion` times larger (crdt/generations.h).
+  // 0: a fixed-size filter (NONSCALING), which refuses new keys once full
+  // unless it rotates by fill. Excludes rotate_fill.
+  uint32_t expansion = 0;
 };
 
 enum class MemberState : uint8_t { kAlive, kSuspect, kDead, kLeft };
@@ -65,6 +70,7 @@ struct Event {
     kFrameRejected,        // detail: the reason (counted in metrics too)
     kMergeRefused,         // parameter mismatch (DESIGN invariant 4)
     kAntiEntropyRepaired,  // count: ranges repaired
+    kFilterGrew,           // a scaling filter opened a layer; count: the newest generation's layers
   };
   Kind kind;
   std::string subject;  // member or filter name

@@ -249,6 +249,9 @@ absl::Status Prefix(const absl::Status& s, std::string_view prefix) {
   return absl::InvalidArgumentError(Cat(prefix, s.message()));
 }
 
+// A filter section's expansion until its keys are read (then the default).
+constexpr uint32_t kUnsetExpansion = ~uint32_t{0};
+
 absl::Status ApplyFilterKey(node::FilterConfig* f, std::string_view key, std::string_view v) {
   if (key == "capacity") {
     return SetU64(&f->capacity, v, 1, uint64_t{1} << 36);
@@ -271,9 +274,11 @@ absl::Status ApplyFilterKey(node::FilterConfig* f, std::string_view key, std::st
     return SetDouble(&f->rotate_fill, v, 0, 1, false);
   } else if (key == "rotate-interval") {
     return SetDur(&f->rotate_interval, v, Dur(0), hours(24 * 365));
+  } else if (key == "expansion") {
+    return SetU32(&f->expansion, v, 0, crdt::kMaxExpansion);
   }
   return absl::InvalidArgumentError(
-      "unknown filter key (expected capacity, fpr, generations, scope, owner, rotate-fill, rotate-interval)");
+      "unknown filter key (expected capacity, fpr, generations, scope, owner, rotate-fill, rotate-interval, expansion)");
 }
 
 bool ValidFilterName(std::string_view name) {
@@ -386,6 +391,7 @@ absl::Status ApplyConfigText(std::string_view text, std::string_view source, Dae
       if (filters.size() >= kMaxFilters) return absl::InvalidArgumentError(Cat(where, ": too many filters"));
       filters.emplace_back();
       filters.back().name = std::string(inner);
+      filters.back().expansion = kUnsetExpansion;
       current = &filters.back();
       continue;
     }
@@ -408,6 +414,11 @@ absl::Status ApplyConfigText(std::string_view text, std::string_view source, Dae
       return absl::InvalidArgumentError(Cat(where, ": option '", key, "' is not allowed in a config file"));
     }
     if (absl::Status s = ApplyOption(key, value, where, config); !s.ok()) return s;
+  }
+  // Filters scale by default (expansion 2, as RedisBloom), except those that
+  // rotate by fill: the two are exclusive (node/core/catalog.cc).
+  for (node::FilterConfig& f : filters) {
+    if (f.expansion == kUnsetExpansion) f.expansion = f.rotate_fill > 0 ? 0 : 2;
   }
   config->filters = std::move(filters);
   return absl::OkStatus();
@@ -575,7 +586,8 @@ std::string HelpText() {
          "  --print-config              Print the effective configuration (no secrets) and exit\n"
          "\nFilter sections in the config file:\n"
          "  [filter NAME]  capacity = 1000000, fpr = 0.01, generations = 2, scope = shared|digest,\n"
-         "                 owner = NODE (digest only), rotate-fill = 0 (off), rotate-interval = 0 (off)\n";
+         "                 owner = NODE (digest only), rotate-fill = 0 (off), rotate-interval = 0 (off),\n"
+         "                 expansion = 2 (0: fixed size, refuses new keys when full; default 0 with rotate-fill)\n";
   return out.str();
 }
 
@@ -618,7 +630,8 @@ std::string RenderConfig(const DaemonConfig& c) {
         << "scope = " << (f.scope == node::Scope::kDigest ? "digest" : "shared") << "\n";
     if (!f.owner.empty()) out << "owner = " << f.owner << "\n";
     out << "rotate-fill = " << f.rotate_fill << "\n"
-        << "rotate-interval = " << FormatDuration(f.rotate_interval) << "\n";
+        << "rotate-interval = " << FormatDuration(f.rotate_interval) << "\n"
+        << "expansion = " << f.expansion << "\n";
   }
   return out.str();
 }

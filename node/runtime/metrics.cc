@@ -51,6 +51,11 @@ std::string L2(std::string_view k1, std::string_view v1, std::string_view k2, st
   return Cat(L(k1, v1), ",", L(k2, v2));
 }
 
+// One sub-filter: its filter, generation (epoch) and layer (0 unless it scales).
+std::string SubLabels(const node::FilterInfo& f, const node::GenerationInfo& g) {
+  return Cat(L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)), ",", L("layer", Cat(g.layer)));
+}
+
 uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); }
 
 }  // namespace
@@ -84,24 +89,41 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.Family("pollen_filter_fill_ratio", "gauge", "Fraction of the generation's bits that are set.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_fill_ratio", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)), g.fill_ratio);
+      w.Sample("pollen_filter_fill_ratio", SubLabels(f, g), g.fill_ratio);
   w.Family("pollen_filter_estimated_items", "gauge", "Distinct keys estimated from the generation's fill.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_estimated_items", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)),
+      w.Sample("pollen_filter_estimated_items", SubLabels(f, g),
                g.estimated_items);
   w.Family("pollen_filter_estimated_fpr_ratio", "gauge",
            "False-positive rate of the generation under the blocked-filter model at its current fill.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_estimated_fpr_ratio", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)),
+      w.Sample("pollen_filter_estimated_fpr_ratio", SubLabels(f, g),
                g.estimated_fpr);
   w.Family("pollen_filter_set_bit_positions", "gauge", "Bits set in the generation.");
   for (const auto& f : n.filters)
     for (const auto& g : f.generations)
-      w.Sample("pollen_filter_set_bit_positions", L2("filter", node::PrintableName(f.config.name), "generation", Cat(g.epoch)), g.set_bits);
+      w.Sample("pollen_filter_set_bit_positions", SubLabels(f, g), g.set_bits);
+
+  w.Family("pollen_filter_layer_capacity_items", "gauge",
+           "Keys the sub-filter is sized for (a scaling filter's layer L: capacity * expansion^L).");
+  for (const auto& f : n.filters)
+    for (const auto& g : f.generations) w.Sample("pollen_filter_layer_capacity_items", SubLabels(f, g), g.capacity);
+  w.Family("pollen_filter_layer_items", "gauge",
+           "Keys this node counts in the sub-filter: new adds here, raised to the estimate from its bits.");
+  for (const auto& f : n.filters)
+    for (const auto& g : f.generations) w.Sample("pollen_filter_layer_items", SubLabels(f, g), g.items);
 
   // Per filter.
+  w.Family("pollen_filter_layers", "gauge", "Layers (sub-filters) of the filter's newest generation: 1 unless it scales.");
+  for (const auto& f : n.filters) {
+    uint64_t layers = 0;
+    for (const auto& g : f.generations) layers += g.epoch == f.epoch ? 1 : 0;
+    w.Sample("pollen_filter_layers", L("filter", node::PrintableName(f.config.name)), layers);
+  }
+  w.Family("pollen_filter_expansion", "gauge", "Growth factor of a scaling filter's next layer; 0 for a fixed-size filter.");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_expansion", L("filter", node::PrintableName(f.config.name)), uint64_t{f.config.expansion});
   w.Family("pollen_filter_capacity_items", "gauge", "Design capacity of the filter (keys per generation).");
   for (const auto& f : n.filters) w.Sample("pollen_filter_capacity_items", L("filter", node::PrintableName(f.config.name)), f.config.capacity);
   w.Family("pollen_filter_design_fpr_ratio", "gauge", "Configured false-positive rate at design capacity.");
@@ -138,6 +160,8 @@ std::string RenderMetrics(const MetricsInput& in) {
         c.ranges_repaired);
 
   w.One("pollen_epochs_advanced_total", "counter", "Epoch advances (generation rotations) applied.", c.epochs_advanced);
+  w.One("pollen_layers_opened_total", "counter", "Layers scaling filters opened here (by an add, an estimate or a peer).",
+        c.layers_opened);
   w.One("pollen_filters_replaced_total", "counter",
         "Filters whose local state was discarded for a winning catalog entry with other parameters.",
         c.filters_replaced);

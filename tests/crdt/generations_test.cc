@@ -70,7 +70,7 @@ TEST(Generations, NoFalseNegativesInsideTheWindowAcrossRotation) {
   for (const auto& k : old_keys) set->Add(k);
   ASSERT_TRUE(*set->Advance(1));
   for (int i = 0; i < 2000; ++i) new_keys.push_back("new-" + std::to_string(i));
-  for (const auto& k : new_keys) EXPECT_EQ(set->Add(k).epoch, 1u);
+  for (const auto& k : new_keys) EXPECT_EQ(set->Add(k).slot, SlotOf(1, 0));
   for (const auto& k : old_keys) ASSERT_TRUE(set->MightContain(k)) << k;
   for (const auto& k : new_keys) ASSERT_TRUE(set->MightContain(k)) << k;
   // Once epoch 0 leaves the window, its keys are (almost all) gone.
@@ -92,20 +92,20 @@ TEST(Generations, AddAnswersWhetherTheKeyWasNew) {
 
 TEST(Generations, EachGenerationHashesWithItsOwnKey) {
   auto set = MakeSet(3, 2);
-  EXPECT_NE(set->Find(0)->key, set->Find(1)->key);
-  EXPECT_NE(set->Find(1)->key, set->Find(2)->key);
-  EXPECT_EQ(set->Find(2)->key, DeriveSipKey(kSecret, set->params().filter_id, 2));
-  EXPECT_EQ(set->Find(7), nullptr);
+  EXPECT_NE(set->Sub(SlotOf(0, 0))->key, set->Sub(SlotOf(1, 0))->key);
+  EXPECT_NE(set->Sub(SlotOf(1, 0))->key, set->Sub(SlotOf(2, 0))->key);
+  EXPECT_EQ(set->Sub(SlotOf(2, 0))->key, DeriveSipKey(kSecret, set->params().filter_id, 2));
+  EXPECT_EQ(set->Sub(SlotOf(7, 0)), nullptr);
 }
 
 TEST(Generations, MergeTargetsOneLiveEpoch) {
   auto a = MakeSet(2, 1), b = MakeSet(2, 1);
   std::vector<WordBits> delta;
   a->Add("x").bits.AppendTo(delta);
-  EXPECT_TRUE(b->Merge(1, delta, nullptr).ok());
+  EXPECT_TRUE(b->Merge(SlotOf(1, 0), delta, nullptr).ok());
   EXPECT_TRUE(b->MightContain("x"));
-  EXPECT_EQ(b->Merge(5, delta, nullptr).code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(b->Merge(0, std::vector<WordBits>{{1ull << 40, 1}}, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b->Merge(SlotOf(5, 0), delta, nullptr).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(b->Merge(SlotOf(0, 0), std::vector<WordBits>{{1ull << 40, 1}}, nullptr).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Generations, BatchFormsAgreeWithSingleForms) {

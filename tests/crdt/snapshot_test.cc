@@ -31,9 +31,9 @@ std::unique_ptr<GenerationSet> SmallSet(uint64_t epoch) {
 }
 
 bool SameState(const GenerationSet& a, const GenerationSet& b) {
-  if (!(a.params() == b.params()) || a.epochs() != b.epochs()) return false;
-  for (uint64_t e : a.epochs()) {
-    if (!a.Find(e)->filter->SameContents(*b.Find(e)->filter)) return false;
+  if (!(a.params() == b.params()) || a.slots() != b.slots()) return false;
+  for (uint64_t slot : a.slots()) {
+    if (!a.Sub(slot)->filter->SameContents(*b.Sub(slot)->filter)) return false;
   }
   return true;
 }
@@ -101,7 +101,7 @@ TEST(Snapshot, NeverContainsTheSecretOrAKey) {
   };
   EXPECT_FALSE(contains(kSecret.bytes.data(), 16));
   EXPECT_FALSE(contains(kSecret.bytes.data() + 16, 16));
-  for (uint64_t e : set->epochs()) EXPECT_FALSE(contains(set->Find(e)->key.bytes.data(), 16));
+  for (uint64_t e : set->epochs()) EXPECT_FALSE(contains(set->Sub(SlotOf(e, 0))->key.bytes.data(), 16));
 }
 
 TEST(Snapshot, RejectsEverySingleByteCorruption) {
@@ -140,7 +140,7 @@ TEST(Snapshot, RejectsWrongSecretVersionAndParameters) {
 
   // A future version with a valid checksum is refused by version, not as corrupt.
   std::string future = good.substr(0, good.size() - 32);
-  future[8] = 2;
+  future[8] = kSnapshotVersion + 1;
   std::string sum(32, '\0');
   crypto_generichash(reinterpret_cast<uint8_t*>(sum.data()), 32, reinterpret_cast<const uint8_t*>(future.data()),
                      future.size(), nullptr, 0);

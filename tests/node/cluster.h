@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "crdt/generations.h"
 #include "node/core/frames.h"
 #include "node/core/node.h"
 #include "node/core/rng.h"
@@ -196,7 +197,7 @@ class Cluster {
     std::vector<std::pair<uint64_t, uint64_t>> out;
     auto info = nodes_[i]->Info(filter);
     if (!info.ok()) return out;
-    for (const GenerationInfo& g : info->generations) out.emplace_back(g.epoch, g.digest);
+    for (const GenerationInfo& g : info->generations) out.emplace_back(crdt::SlotOf(g.epoch, g.layer), g.digest);
     return out;
   }
 

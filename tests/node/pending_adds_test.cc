@@ -32,11 +32,11 @@ TEST(PendingAdds, DrainReturnsEntriesInPushOrderAndEmpties) {
   const std::vector<PendingAdds::Entry> got = pending.Drain(&dropped);
   EXPECT_EQ(dropped, 0u);
   ASSERT_EQ(got.size(), 4u);
-  EXPECT_EQ(std::make_tuple(got[0].filter_uid, got[0].epoch, got[0].word.index, got[0].word.bits),
+  EXPECT_EQ(std::make_tuple(got[0].filter_uid, got[0].slot, got[0].word.index, got[0].word.bits),
             std::make_tuple(7u, 1u, 2u * 8 + 0, uint64_t{1} << 1));
   EXPECT_EQ(std::make_tuple(got[1].word.index, got[1].word.bits), std::make_tuple(3u * 8 + 1, uint64_t{1} << 5));
   EXPECT_EQ(std::make_tuple(got[2].word.index, got[2].word.bits), std::make_tuple(3u * 8 + 6, uint64_t{0x90}));
-  EXPECT_EQ(std::make_tuple(got[3].filter_uid, got[3].epoch, got[3].word.index), std::make_tuple(8u, 2u, 9u * 8 + 7));
+  EXPECT_EQ(std::make_tuple(got[3].filter_uid, got[3].slot, got[3].word.index), std::make_tuple(8u, 2u, 9u * 8 + 7));
   EXPECT_TRUE(pending.Drain(&dropped).empty());
 }
 

@@ -146,10 +146,10 @@ TEST_F(DispatcherTest, BfInfoAndCard) {
   EXPECT_EQ(info.elements[6].str, "Number of items inserted");
   EXPECT_NEAR(info.elements[7].integer, 500, 50);
   EXPECT_EQ(info.elements[8].str, "Expansion rate");
-  EXPECT_EQ(info.elements[9].type, Reply::Type::kNull);
+  EXPECT_EQ(info.elements[9].integer, 2);  // scales by default, as RedisBloom
   const Reply card = RunParsed({"BF.CARD", "f"});
   EXPECT_NEAR(card.integer, 500, 50);
-  EXPECT_EQ(Run({"BF.INFO", "f", "EXPANSION"}), "*1\r\n$-1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "EXPANSION"}), "*1\r\n:2\r\n");
   EXPECT_EQ(Run({"BF.INFO", "f", "bogus"}), "-Invalid information value\r\n");
   EXPECT_EQ(Run({"BF.INFO", "f", "ITEMS", "x"}), "-ERR wrong number of arguments for 'bf.info' command\r\n");
 }

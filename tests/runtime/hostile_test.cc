@@ -142,7 +142,7 @@ TEST_F(ClusterTest, HostileGossipInputChangesNoStateAndIsCounted) {
     ASSERT_EQ(r.type, RespReply::kInteger);
     EXPECT_EQ(r.integer, 0);
   }
-  auto set_bits = MetricValue(after, "pollen_filter_set_bit_positions", "filter=\"crawl:seen\",generation=\"0\"");
+  auto set_bits = MetricValue(after, "pollen_filter_set_bit_positions", "filter=\"crawl:seen\",generation=\"0\",layer=\"0\"");
   EXPECT_EQ(set_bits.value_or(-1), 0);
   Pollend& c3 = AddNode(1);
   StartAndWaitReady(c3);
@@ -205,7 +205,7 @@ TEST_F(ClusterTest, MetricsPassPromtoolAndHealthEndpointsAnswer) {
     EXPECT_TRUE(MetricValue(metrics, name).has_value()) << name;
   }
   EXPECT_EQ(MetricValue(metrics, "pollen_adds_total").value_or(0), 10);
-  EXPECT_TRUE(MetricValue(metrics, "pollen_filter_fill_ratio", "filter=\"crawl:seen\",generation=\"0\"").has_value());
+  EXPECT_TRUE(MetricValue(metrics, "pollen_filter_fill_ratio", "filter=\"crawl:seen\",generation=\"0\",layer=\"0\"").has_value());
   const std::string path = dir_ + "/metrics.txt";
   std::ofstream(path) << metrics;
   const std::string cmd = "promtool check metrics < '" + path + "' > '" + dir_ + "/promtool.out' 2>&1";

@@ -14,8 +14,8 @@
 namespace pollen::resp {
 namespace {
 
-constexpr std::string_view kHeaderMagic = "PLNDUMP1";
-constexpr std::string_view kChunkMagic = "PLNDCHK1";
+constexpr std::string_view kHeaderMagic = "PLNDUMP2";
+constexpr std::string_view kChunkMagic = "PLNDCHK2";
 constexpr size_t kSumBytes = 16;
 constexpr uint64_t kMaxChunkWords = uint64_t{1} << 21;  // 16 MiB of words
 
@@ -70,13 +70,28 @@ struct Reader {
 
 }  // namespace
 
+bool SizeDump(DumpHeader& h) {
+  h.words.clear();
+  for (uint64_t slot : h.slots) {
+    absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(h.params, crdt::LayerOfSlot(slot));
+    if (!shape.ok()) return false;
+    h.words.push_back(shape->blocks * crdt::kWordsPerBlock);
+  }
+  return true;
+}
+
 ChunkPlace PlaceOfChunk(const DumpHeader& h, uint64_t c) {
   assert(c >= 1 && c <= h.data_chunks());
-  const uint64_t per = h.chunks_per_generation();
+  uint64_t skip = c - 1;
   ChunkPlace p;
-  p.generation = static_cast<size_t>((c - 1) / per);
-  p.first_word = ((c - 1) % per) * h.chunk_words;
-  p.words = std::min(h.chunk_words, h.words_per_generation - p.first_word);
+  for (; p.sub < h.words.size(); ++p.sub) {
+    const uint64_t chunks = (h.words[p.sub] + h.chunk_words - 1) / h.chunk_words;
+    if (skip < chunks) break;
+    skip -= chunks;
+  }
+  assert(p.sub < h.words.size());
+  p.first_word = skip * h.chunk_words;
+  p.words = std::min(h.chunk_words, h.words[p.sub] - p.first_word);
   return p;
 }
 
@@ -84,18 +99,17 @@ std::string EncodeDumpHeader(const DumpHeader& h) {
   std::string out(kHeaderMagic);
   PutU32(out, static_cast<uint32_t>(h.entry.size()));
   out += h.entry;
-  PutU32(out, static_cast<uint32_t>(h.epochs.size()));
-  for (uint64_t e : h.epochs) PutU64(out, e);
-  PutU64(out, h.words_per_generation);
+  PutU32(out, static_cast<uint32_t>(h.slots.size()));
+  for (uint64_t slot : h.slots) PutU64(out, slot);
   PutU64(out, h.chunk_words);
   Seal(out);
   return out;
 }
 
-std::string EncodeDumpChunk(uint64_t epoch, uint64_t first_word, std::span<const uint64_t> words) {
+std::string EncodeDumpChunk(uint64_t slot, uint64_t first_word, std::span<const uint64_t> words) {
   std::string out(kChunkMagic);
   out.reserve(out.size() + 20 + 8 * words.size() + kSumBytes);
-  PutU64(out, epoch);
+  PutU64(out, slot);
   PutU64(out, first_word);
   PutU32(out, static_cast<uint32_t>(words.size()));
   for (uint64_t w : words) PutU64(out, w);
@@ -108,27 +122,30 @@ absl::StatusOr<DumpHeader> DecodeDumpHeader(std::string_view bytes) {
   if (!body.ok()) return body.status();
   Reader r{*body};
   DumpHeader h;
-  uint32_t entry_len = 0, gen_count = 0;
+  uint32_t entry_len = 0, sub_count = 0;
   std::string_view entry;
-  if (!r.U32(entry_len) || !r.Bytes(entry_len, entry) || !r.U32(gen_count)) return Bad("truncated header");
+  if (!r.U32(entry_len) || !r.Bytes(entry_len, entry) || !r.U32(sub_count)) return Bad("truncated header");
   wire::CatalogEntry w;
   if (!w.ParseFromArray(entry.data(), static_cast<int>(entry.size()))) return Bad("catalog entry does not parse");
   absl::StatusOr<node::CatalogEntry> parsed = node::FromWire(w);
   if (!parsed.ok()) return Bad(parsed.status().message());
   h.entry = std::string(entry);
   h.params = parsed->params;
-  if (gen_count < 1 || gen_count > h.params.generations) return Bad("generation count out of range");
-  for (uint32_t i = 0; i < gen_count; ++i) {
-    uint64_t e = 0;
-    if (!r.U64(e)) return Bad("truncated header");
-    if (!h.epochs.empty() && e <= h.epochs.back()) return Bad("epochs not ascending");
-    h.epochs.push_back(e);
+  if (sub_count < 1 || sub_count > h.params.generations * crdt::kMaxLayers) return Bad("sub-filter count out of range");
+  for (uint32_t i = 0; i < sub_count; ++i) {
+    uint64_t slot = 0;
+    if (!r.U64(slot)) return Bad("truncated header");
+    // Each generation's layers from 0, generations ascending.
+    const bool next_layer = !h.slots.empty() && slot == h.slots.back() + 1 && crdt::LayerOfSlot(slot) > 0;
+    const bool next_generation = crdt::LayerOfSlot(slot) == 0 &&
+                                 (h.slots.empty() || crdt::EpochOfSlot(slot) > crdt::EpochOfSlot(h.slots.back()));
+    if (!next_layer && !next_generation) return Bad("sub-filters not in order");
+    h.slots.push_back(slot);
   }
-  if (h.epochs.back() != w.epoch() || h.epochs.back() - h.epochs.front() >= h.params.generations) {
-    return Bad("epochs outside the filter's window");
-  }
-  if (!r.U64(h.words_per_generation) || !r.U64(h.chunk_words) || !r.in.empty()) return Bad("malformed header");
-  if (h.words_per_generation != h.params.shape.blocks * crdt::kWordsPerBlock) return Bad("size does not match the parameters");
+  const uint64_t first = crdt::EpochOfSlot(h.slots.front()), last = crdt::EpochOfSlot(h.slots.back());
+  if (last != w.epoch() || last - first >= h.params.generations) return Bad("epochs outside the filter's window");
+  if (!r.U64(h.chunk_words) || !r.in.empty()) return Bad("malformed header");
+  if (!SizeDump(h)) return Bad("a layer does not fit the parameters");
   if (h.chunk_words < 1 || h.chunk_words > kMaxChunkWords) return Bad("chunk size out of range");
   return h;
 }
@@ -139,7 +156,7 @@ absl::StatusOr<DumpChunk> DecodeDumpChunk(std::string_view bytes) {
   Reader r{*body};
   DumpChunk c;
   uint32_t n = 0;
-  if (!r.U64(c.epoch) || !r.U64(c.first_word) || !r.U32(n) || n > kMaxChunkWords || r.in.size() != uint64_t{n} * 8) {
+  if (!r.U64(c.slot) || !r.U64(c.first_word) || !r.U32(n) || n > kMaxChunkWords || r.in.size() != uint64_t{n} * 8) {
     return Bad("malformed data chunk");
   }
   c.words.resize(n);
@@ -156,10 +173,11 @@ absl::StatusOr<std::unique_ptr<PendingRestore>> PendingRestore::Begin(std::strin
   if (h->params.name != key) {
     return Bad("the dump is of another filter (its hash keys derive from its name, so it loads only under that name)");
   }
-  const uint64_t bytes = h->words_per_generation * 8;
-  if (bytes > max_bytes / h->epochs.size()) return Bad(absl::StrCat("the filter would need more than ", max_bytes, " bytes"));
+  uint64_t words = 0;
+  for (uint64_t w : h->words) words += w;
+  if (words > max_bytes / 8) return Bad(absl::StrCat("the filter would need more than ", max_bytes, " bytes"));
   std::unique_ptr<PendingRestore> p(new PendingRestore(*std::move(h)));
-  p->contents_.assign(p->header_.epochs.size(), std::vector<uint64_t>(p->header_.words_per_generation, 0));
+  for (uint64_t w : p->header_.words) p->contents_.emplace_back(w, 0);
   return p;
 }
 
@@ -169,18 +187,18 @@ absl::Status PendingRestore::Add(uint64_t iterator, std::string_view bytes) {
   absl::StatusOr<DumpChunk> c = DecodeDumpChunk(bytes);
   if (!c.ok()) return c.status();
   const ChunkPlace place = PlaceOfChunk(header_, next_chunk_);
-  if (c->epoch != header_.epochs[place.generation]) return Bad("the filter rotated during the dump: dump it again");
+  if (c->slot != header_.slots[place.sub]) return Bad("the filter rotated or grew during the dump: dump it again");
   if (c->first_word != place.first_word || c->words.size() != place.words) return Bad("chunk does not fit the dump");
-  std::memcpy(contents_[place.generation].data() + place.first_word, c->words.data(), place.words * 8);
+  std::memcpy(contents_[place.sub].data() + place.first_word, c->words.data(), place.words * 8);
   ++next_chunk_;
   return absl::OkStatus();
 }
 
 std::string PendingRestore::SnapshotValue() const {
   assert(complete());
-  std::vector<std::pair<uint64_t, std::span<const uint64_t>>> gens;
-  for (size_t i = 0; i < contents_.size(); ++i) gens.emplace_back(header_.epochs[i], contents_[i]);
-  return node::Node::SnapshotValue(header_.entry, crdt::EncodeSnapshotWords(header_.params, gens));
+  std::vector<std::pair<uint64_t, std::span<const uint64_t>>> subs;
+  for (size_t i = 0; i < contents_.size(); ++i) subs.emplace_back(header_.slots[i], contents_[i]);
+  return node::Node::SnapshotValue(header_.entry, crdt::EncodeSnapshotWords(header_.params, subs));
 }
 
 }  // namespace pollen::resp

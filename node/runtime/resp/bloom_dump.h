@@ -5,20 +5,21 @@
 // The data is Pollen's own (a RedisBloom dump cannot carry Pollen's pinned
 // parameters and epochs, nor the reverse):
 //   iterator 1, the header:
-//     "PLNDUMP1" | entry_len u32 | entry (wire::CatalogEntry, epoch included) |
-//     gen_count u32 | epochs u64 x gen_count (ascending) |
-//     words_per_generation u64 | chunk_words u64 | BLAKE2b-128 of the above
-//   iterator c + 1 (c = 1..chunks), a data chunk:
-//     "PLNDCHK1" | epoch u64 | first_word u64 | n u32 | words u64 x n |
+//     "PLNDUMP2" | entry_len u32 | entry (wire::CatalogEntry, epoch included) |
+//     sub_count u32 | slots u64 x sub_count (crdt::SlotOf(epoch, layer),
+//     ascending; each generation's layers from 0) | chunk_words u64 |
 //     BLAKE2b-128 of the above
-// Data chunk c covers generation (c - 1) / per_generation, words from
-// ((c - 1) % per_generation) * chunk_words, at most chunk_words of them (16 MiB
-// by default), so a 1 GiB filter streams in 64 chunks per generation.
+//   iterator c + 1 (c = 1..chunks), a data chunk:
+//     "PLNDCHK2" | slot u64 | first_word u64 | n u32 | words u64 x n |
+//     BLAKE2b-128 of the above
+// Sub-filters are dumped in slot order, each in chunks of chunk_words words
+// (16 MiB by default; a sub-filter's size follows from its layer,
+// crdt::LayerShape), so a 1 GiB filter streams in 64 chunks per sub-filter.
 //
 // SCANDUMP reads each chunk from the live filter when asked, so adds between
-// calls may or may not be in the dump (they are in the source); a rotation
-// between calls makes the loader refuse the dump (the chunk's epoch is not the
-// header's): dump again. LOADCHUNK assembles the whole dump on the side and
+// calls may or may not be in the dump (they are in the source); a rotation or
+// a growth between calls makes the loader refuse the dump (a chunk's slot is
+// not the header's): dump again. LOADCHUNK assembles the whole dump on the side and
 // changes the node only when the last chunk has arrived and everything checked
 // out (Node::ImportSnapshot, which also checks the cluster secret's key id).
 #pragma once
@@ -38,31 +39,37 @@ namespace pollen::resp {
 struct DumpHeader {
   std::string entry;  // serialized wire::CatalogEntry
   crdt::FilterParams params;  // from the entry (decoded headers only)
-  std::vector<uint64_t> epochs;  // ascending
-  uint64_t words_per_generation = 0;
+  std::vector<uint64_t> slots;  // ascending
+  std::vector<uint64_t> words;  // per slot: its layer's word count
   uint64_t chunk_words = 0;
 
-  uint64_t chunks_per_generation() const { return (words_per_generation + chunk_words - 1) / chunk_words; }
-  uint64_t data_chunks() const { return epochs.size() * chunks_per_generation(); }
+  uint64_t data_chunks() const {
+    uint64_t n = 0;
+    for (uint64_t w : words) n += (w + chunk_words - 1) / chunk_words;
+    return n;
+  }
 };
 
+// Fills h.words from h.params and h.slots. False if a slot's layer cannot exist.
+bool SizeDump(DumpHeader& h);
+
 struct DumpChunk {
-  uint64_t epoch = 0;
+  uint64_t slot = 0;
   uint64_t first_word = 0;
   std::vector<uint64_t> words;
 };
 
 // Where data chunk c (1-based) of `h` lies.
 struct ChunkPlace {
-  size_t generation = 0;  // index into epochs
+  size_t sub = 0;  // index into slots
   uint64_t first_word = 0;
   uint64_t words = 0;
 };
 ChunkPlace PlaceOfChunk(const DumpHeader& h, uint64_t c);
 
 std::string EncodeDumpHeader(const DumpHeader& h);
-std::string EncodeDumpChunk(uint64_t epoch, uint64_t first_word, std::span<const uint64_t> words);
-// Decoders validate everything (lengths, checksum, the entry, the epochs'
+std::string EncodeDumpChunk(uint64_t slot, uint64_t first_word, std::span<const uint64_t> words);
+// Decoders validate everything (lengths, checksum, the entry, the slots'
 // order and window, sizes against the parameters) before returning.
 absl::StatusOr<DumpHeader> DecodeDumpHeader(std::string_view bytes);
 absl::StatusOr<DumpChunk> DecodeDumpChunk(std::string_view bytes);
@@ -85,7 +92,7 @@ class PendingRestore {
  private:
   explicit PendingRestore(DumpHeader header);
   DumpHeader header_;
-  std::vector<std::vector<uint64_t>> contents_;  // per generation
+  std::vector<std::vector<uint64_t>> contents_;  // per slot
   uint64_t next_chunk_ = 1;
 };
 

@@ -1,5 +1,6 @@
 // BF.* commands. RedisBloom's argument forms, reply types and error strings;
 // where Pollen differs see node/runtime/resp/README.md ("Differences from RedisBloom").
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <optional>
@@ -15,11 +16,15 @@
 namespace pollen::resp {
 namespace {
 
+// RedisBloom's default EXPANSION: each new layer twice the last.
+constexpr uint32_t kDefaultExpansion = 2;
+
 // Options shared by BF.RESERVE and BF.INSERT.
 struct CreateOptions {
   uint64_t capacity = 0;
   double fpr = 0;
   bool nonscaling = false;
+  uint32_t expansion = kDefaultExpansion;
 };
 
 // RedisBloom's replies are exact, byte for byte: BF.RESERVE's errors carry
@@ -63,6 +68,11 @@ node::FilterConfig MakeConfig(const ServerContext& ctx, std::string_view name, c
   if (o.nonscaling) {  // never rotates by itself; only POLLEN.ROTATE opens a generation
     config.rotate_fill = 0;
     config.rotate_interval = node::Duration(0);
+    config.expansion = 0;
+  } else {
+    // Scales, as in RedisBloom, unless the node's default filter rotates by
+    // fill (the two are exclusive: both answer a full filter).
+    config.expansion = config.rotate_fill > 0 ? 0 : o.expansion;
   }
   return config;
 }
@@ -92,7 +102,8 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
 void AddItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items,
               absl::FunctionRef<std::optional<node::FilterConfig>()> create, bool multi) {
   ServerContext& ctx = call.ctx;
-  absl::StatusOr<std::vector<bool>> added = ctx.node->AddMany(filter, items);
+  std::vector<bool> full;
+  absl::StatusOr<std::vector<bool>> added = ctx.node->AddMany(filter, items, &full);
   std::optional<node::FilterConfig> config;
   if (absl::IsNotFound(added.status()) && (config = create()).has_value()) {
     absl::Status created = CreateFilter(ctx, *config);
@@ -100,7 +111,7 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
       ReplyStatus(call.out, created);
       return;
     }
-    added = ctx.node->AddMany(filter, items);
+    added = ctx.node->AddMany(filter, items, &full);
   }
   if (!added.ok()) {
     ReplyStatus(call.out, added.status());
@@ -115,8 +126,24 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
       return;
     }
   }
-  if (multi) AppendArrayHeader(call.out, added->size());
-  for (bool b : *added) AppendInteger(call.out, b ? 1 : 0);
+  // As RedisBloom, the reply stops at the first refused key (a full
+  // NONSCALING filter): [results before it..., the error]. The keys after it
+  // changed nothing: the filter was full for them too.
+  size_t replies = added->size();
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (full[i]) {
+      replies = i + 1;
+      break;
+    }
+  }
+  if (multi) AppendArrayHeader(call.out, replies);
+  for (size_t i = 0; i < replies; ++i) {
+    if (full[i]) {
+      AppendError(call.out, node::kFilterFullError);
+    } else {
+      AppendInteger(call.out, (*added)[i] ? 1 : 0);
+    }
+  }
 }
 
 void CheckItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items, bool multi) {
@@ -133,9 +160,11 @@ void CheckItems(CommandCall& call, std::string_view filter, std::span<const std:
   for (bool b : *found) AppendInteger(call.out, b ? 1 : 0);
 }
 
+// Per sub-filter the larger of this node's count (exact for adds made here)
+// and the estimate from its bits (which sees adds made on other nodes).
 int64_t EstimatedItems(const node::FilterInfo& info) {
   double sum = 0;
-  for (const node::GenerationInfo& g : info.generations) sum += g.estimated_items;
+  for (const node::GenerationInfo& g : info.generations) sum += std::max(g.estimated_items, static_cast<double>(g.items));
   if (!std::isfinite(sum) || sum < 0) return 0;
   return static_cast<int64_t>(std::llround(std::min(sum, 9.0e18)));
 }
@@ -147,6 +176,7 @@ node::FilterConfig DefaultConfig(const ServerContext& ctx, std::string_view name
   node::FilterConfig c = MakeConfig(ctx, name, o);
   c.rotate_fill = ctx.default_filter.rotate_fill;
   c.rotate_interval = ctx.default_filter.rotate_interval;
+  if (c.rotate_fill > 0) c.expansion = 0;  // rotation by fill and scaling are exclusive
   return c;
 }
 
@@ -168,7 +198,9 @@ void CmdBfReserve(CommandCall& call) {
     if (o.nonscaling) return AppendErrorVerbatim(call.out, "Nonscaling filters cannot expand");
     int64_t expansion = 0;
     if (!ParseInt64(a[e + 1], &expansion)) return AppendError(call.out, "ERR bad expansion");
-    // Validated, then ignored: Pollen filters never grow (README, "Differences").
+    // RedisBloom takes any integer here; Pollen clamps it to [1, 65536]
+    // (README, "Differences").
+    o.expansion = static_cast<uint32_t>(std::clamp<int64_t>(expansion, 1, crdt::kMaxExpansion));
   }
   const absl::Status s = CreateFilter(call.ctx, MakeConfig(call.ctx, a[1], o));
   if (!s.ok()) return ReplyStatus(call.out, s);
@@ -231,12 +263,14 @@ void CmdBfInsert(CommandCall& call) {
     return AppendErrorVerbatim(call.out, "Bad argument received");
   }
   o.capacity = static_cast<uint64_t>(capacity);
+  o.expansion = static_cast<uint32_t>(std::clamp<int64_t>(expansion, 1, crdt::kMaxExpansion));
   std::optional<node::FilterConfig> config;
   if (create) {
     config = MakeConfig(call.ctx, a[1], o);
     if (!o.nonscaling) {
       config->rotate_fill = call.ctx.default_filter.rotate_fill;
       config->rotate_interval = call.ctx.default_filter.rotate_interval;
+      if (config->rotate_fill > 0) config->expansion = 0;
     }
   }
   AddItems(call, a[1], a.subspan(items), [&config] { return config; }, true);
@@ -276,9 +310,16 @@ void CmdBfInfo(CommandCall& call) {
   if (a.size() < 2 || a.size() > 3) return ReplyWrongArity(call);
   absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(a[1]);
   if (!info.ok()) return ReplyStatus(call.out, info.status());
-  const int64_t capacity = static_cast<int64_t>(std::min<uint64_t>(info->config.capacity, INT64_MAX));
+  // As RedisBloom: the capacity of the whole stack (the newest generation's
+  // layers), its memory, and how many sub-filters it holds.
+  uint64_t stack_capacity = 0;
+  for (const node::GenerationInfo& g : info->generations) {
+    if (g.epoch == info->epoch) stack_capacity = std::min<uint64_t>(stack_capacity + g.capacity, INT64_MAX);
+  }
+  const int64_t capacity = static_cast<int64_t>(stack_capacity);
   const int64_t size = static_cast<int64_t>(std::min<uint64_t>(info->memory_bytes, INT64_MAX));
   const int64_t filters = static_cast<int64_t>(info->generations.size());
+  const uint32_t expansion = info->config.expansion;
   const int64_t items = EstimatedItems(*info);
   if (a.size() == 3) {
     std::string* out = call.out;
@@ -291,7 +332,12 @@ void CmdBfInfo(CommandCall& call) {
     } else if (IEquals(a[2], "ITEMS")) {
       AppendArrayHeader(out, 1), AppendInteger(out, items);
     } else if (IEquals(a[2], "EXPANSION")) {
-      AppendArrayHeader(out, 1), AppendNull(out, call.session.proto);  // Pollen filters never grow
+      AppendArrayHeader(out, 1);
+      if (expansion > 0) {
+        AppendInteger(out, expansion);
+      } else {
+        AppendNull(out, call.session.proto);  // NONSCALING
+      }
     } else {
       AppendErrorVerbatim(out, "Invalid information value");
     }
@@ -307,7 +353,11 @@ void CmdBfInfo(CommandCall& call) {
   AppendSimple(call.out, "Number of items inserted");
   AppendInteger(call.out, items);
   AppendSimple(call.out, "Expansion rate");
-  AppendNull(call.out, call.session.proto);
+  if (expansion > 0) {
+    AppendInteger(call.out, expansion);
+  } else {
+    AppendNull(call.out, call.session.proto);
+  }
 }
 
 }  // namespace pollen::resp

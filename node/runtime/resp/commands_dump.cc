@@ -27,8 +27,10 @@ void CmdBfScandump(CommandCall& call) {
   absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(a[1], node::InfoParts::kEpochsOnly);
   if (!info.ok()) return ReplyStatus(call.out, info.status());
   DumpHeader h;
-  for (const node::GenerationInfo& g : info->generations) h.epochs.push_back(g.epoch);
-  h.words_per_generation = info->blocks * crdt::kWordsPerBlock;
+  for (const node::GenerationInfo& g : info->generations) {
+    h.slots.push_back(crdt::SlotOf(g.epoch, g.layer));
+    h.words.push_back(g.blocks * crdt::kWordsPerBlock);
+  }
   h.chunk_words = std::max<uint64_t>(1, call.ctx.limits.dump_chunk_bytes / 8);
   if (iterator == 0) {
     absl::Status s = RunOnDriver(call.ctx, [&](node::Time) {
@@ -43,9 +45,9 @@ void CmdBfScandump(CommandCall& call) {
   const uint64_t c = static_cast<uint64_t>(iterator);
   const ChunkPlace place = PlaceOfChunk(h, c);
   std::vector<uint64_t> words(place.words);
-  const absl::Status s = call.ctx.node->ExportWords(a[1], h.epochs[place.generation], place.first_word, words);
+  const absl::Status s = call.ctx.node->ExportWords(a[1], h.slots[place.sub], place.first_word, words);
   if (!s.ok()) return ReplyStatus(call.out, s);
-  ReplyChunk(call.out, iterator + 1, EncodeDumpChunk(h.epochs[place.generation], place.first_word, words));
+  ReplyChunk(call.out, iterator + 1, EncodeDumpChunk(h.slots[place.sub], place.first_word, words));
 }
 
 void CmdBfLoadchunk(CommandCall& call) {
