@@ -50,8 +50,8 @@ inline constexpr size_t kMaxFilterNameBytes = 64u << 10;
 // kTighteningRatio, so the rates of all layers sum to at most
 // fpr * (1 - r^layers) < fpr: the compound false-positive rate stays under the
 // rate asked for however far the filter grows (docs/crdt.md, "Scaling").
-// r = 0.9 was chosen for memory (bench/crdt/scaling_memory, sizing model,
-// p = 1%, capacity 1000, expansion 2): the stack is 1.83x / 3.13x / 2.62x a
+// r = 0.9 was chosen for memory (the sizing model of crdt/sizing.h at
+// p = 1%, capacity 1000, expansion 2; table in docs/crdt.md): the stack is 1.83x / 3.13x / 2.62x a
 // right-sized filter at 10^6 / 10^7 / 10^8 keys with r = 0.9, against 2.82x /
 // 6.26x / 6.29x with RedisBloom's r = 0.5.
 inline constexpr double kTighteningRatio = 0.9;
