@@ -232,32 +232,57 @@ uint32_t GenerationSet::layers(uint64_t epoch) const {
   return static_cast<uint32_t>(last - first);
 }
 
+bool GenerationSet::CanGrow(const SubFilter& newest) {
+  return newest.items.load(std::memory_order_relaxed) >= newest.capacity && newest.layer + 1 < kMaxLayers &&
+         !newest.cannot_grow.load(std::memory_order_relaxed);
+}
+
 void GenerationSet::GrowIfFull() {
   const std::shared_ptr<const SubFilter> newest = NewestSub();
-  if (newest->items.load(std::memory_order_relaxed) < newest->capacity) return;
-  if (newest->layer + 1 >= kMaxLayers || newest->cannot_grow.load(std::memory_order_relaxed)) return;
+  if (!CanGrow(*newest)) return;
   // Concurrent callers ask for the same count: one opens it, the others see
   // it there (Grow is a max-register). A layer that cannot be allocated
   // (kMaxBlocks) is not retried: adds keep going to the full one.
   if (!Grow(newest->epoch, newest->layer + 2).ok()) newest->cannot_grow.store(true, std::memory_order_relaxed);
 }
 
-KeyAdd GenerationSet::Add(std::string_view key) {
-  if (params_.scaling()) GrowIfFull();  // outside the section: Grow waits for readers
-  const GracePeriod::Section section = grace_.Enter();
-  const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
-  const SubFilter& newest = *subs.back();
-  const uint64_t sip = SipHash24(newest.key, key);
-  KeyAdd result;
-  result.slot = newest.slot();
-  const auto [first, last] = GenerationRange(subs, newest.epoch);
-  for (size_t i = last - 1; i-- > first;) {  // the generation's older layers, newest first
-    if (subs[i]->filter->MightContain(LayerHash(*subs[i], sip))) return result;
+// Whether the generation of subs[last - 1] (its layers are subs[first, last))
+// may already hold the key whose generation hash is `sip`, newest layer first.
+static bool InGeneration(const std::vector<std::shared_ptr<SubFilter>>& subs, size_t first, size_t last, uint64_t sip) {
+  for (size_t i = last; i-- > first;) {
+    if (subs[i]->filter->MightContain(LayerHash(*subs[i], sip))) return true;
   }
-  result.bits = newest.filter->Add(LayerHash(newest, sip));
-  result.was_new = !result.bits.was_present();
-  if (result.was_new) newest.items.fetch_add(1, std::memory_order_relaxed);
-  return result;
+  return false;
+}
+
+KeyAdd GenerationSet::Add(std::string_view key) {
+  // A scaling filter grows only for a new key, as RedisBloom's does: a key
+  // already in the full newest layer answers 0 and opens nothing. Each pass
+  // either adds or opens a layer (bounded by kMaxLayers).
+  for (uint32_t pass = 0;; ++pass) {
+    assert(pass <= kMaxLayers);
+    bool grow = false;
+    {
+      const GracePeriod::Section section = grace_.Enter();
+      const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
+      const SubFilter& newest = *subs.back();
+      const uint64_t sip = SipHash24(newest.key, key);
+      KeyAdd result;
+      result.slot = newest.slot();
+      const auto [first, last] = GenerationRange(subs, newest.epoch);
+      if (params_.scaling() && CanGrow(newest)) {
+        if (InGeneration(subs, first, last, sip)) return result;
+        grow = true;
+      } else {
+        if (InGeneration(subs, first, last - 1, sip)) return result;  // older layers of the generation
+        result.bits = newest.filter->Add(LayerHash(newest, sip));
+        result.was_new = !result.bits.was_present();
+        if (result.was_new) newest.items.fetch_add(1, std::memory_order_relaxed);
+        return result;
+      }
+    }
+    if (grow) GrowIfFull();  // outside the section: Grow waits for readers
+  }
 }
 
 void GenerationSet::AddMany(std::span<const std::string_view> keys, std::span<KeyAdd> out) {
@@ -281,35 +306,51 @@ void GenerationSet::AddManyScaling(std::span<const std::string_view> keys, std::
   std::vector<bool> present;
   size_t done = 0;
   // Each run fits the newest layer's room (concurrent adders may overshoot a
-  // layer's capacity by their runs in flight), so at most n + kMaxLayers runs.
-  while (done < keys.size()) {
-    GrowIfFull();
-    const GracePeriod::Section section = grace_.Enter();
-    const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
-    const SubFilter& newest = *subs.back();
-    const uint64_t items = newest.items.load(std::memory_order_relaxed);
-    const uint64_t room = items < newest.capacity ? newest.capacity - items : keys.size() - done;
-    const size_t count = static_cast<size_t>(std::min<uint64_t>(room, keys.size() - done));
-    const std::span<const std::string_view> run = keys.subspan(done, count);
-    present.assign(count, false);
-    const auto [first, last] = GenerationRange(subs, newest.epoch);
-    for (size_t l = last - 1; l-- > first;) {  // older layers of the generation, newest first
-      const SubFilter& sub = *subs[l];
-      Pipelined(newest.key, sub, run, [&](size_t i, uint64_t sip) {
-        if (!present[i]) present[i] = sub.filter->MightContain(LayerHash(sub, sip));
-      });
+  // layer's capacity by their runs in flight). Every pass adds a run, answers
+  // a present key or opens a layer: at most n + kMaxLayers passes.
+  for (size_t pass = 0; done < keys.size(); ++pass) {
+    assert(pass <= keys.size() + kMaxLayers);
+    bool grow = false;
+    {
+      const GracePeriod::Section section = grace_.Enter();
+      const std::vector<std::shared_ptr<SubFilter>>& subs = window(section).subs;
+      const SubFilter& newest = *subs.back();
+      const auto [first, last] = GenerationRange(subs, newest.epoch);
+      if (CanGrow(newest)) {
+        // Full: keys already present answer 0; the first new one opens the
+        // next layer (single-key probes: this happens once per layer).
+        const uint64_t sip = SipHash24(newest.key, keys[done]);
+        if (InGeneration(subs, first, last, sip)) {
+          out[done++] = KeyAdd{newest.slot(), false, {}};
+        } else {
+          grow = true;
+        }
+      } else {
+        const uint64_t items = newest.items.load(std::memory_order_relaxed);
+        const uint64_t room = items < newest.capacity ? newest.capacity - items : keys.size() - done;
+        const size_t count = static_cast<size_t>(std::min<uint64_t>(room, keys.size() - done));
+        const std::span<const std::string_view> run = keys.subspan(done, count);
+        present.assign(count, false);
+        for (size_t l = last - 1; l-- > first;) {  // older layers of the generation, newest first
+          const SubFilter& sub = *subs[l];
+          Pipelined(newest.key, sub, run, [&](size_t i, uint64_t sip) {
+            if (!present[i]) present[i] = sub.filter->MightContain(LayerHash(sub, sip));
+          });
+        }
+        uint64_t added = 0;
+        Pipelined(newest.key, newest, run, [&](size_t i, uint64_t sip) {
+          KeyAdd& r = out[done + i];
+          r = KeyAdd{newest.slot(), false, {}};
+          if (present[i]) return;
+          r.bits = newest.filter->Add(LayerHash(newest, sip));
+          r.was_new = !r.bits.was_present();
+          added += r.was_new ? 1 : 0;
+        });
+        newest.items.fetch_add(added, std::memory_order_relaxed);
+        done += count;
+      }
     }
-    uint64_t added = 0;
-    Pipelined(newest.key, newest, run, [&](size_t i, uint64_t sip) {
-      KeyAdd& r = out[done + i];
-      r = KeyAdd{newest.slot(), false, {}};
-      if (present[i]) return;
-      r.bits = newest.filter->Add(LayerHash(newest, sip));
-      r.was_new = !r.bits.was_present();
-      added += r.was_new ? 1 : 0;
-    });
-    newest.items.fetch_add(added, std::memory_order_relaxed);
-    done += count;
+    if (grow) GrowIfFull();  // outside the section: Grow waits for readers
   }
 }
 
@@ -436,7 +477,12 @@ absl::Status GenerationSet::Merge(uint64_t slot, std::span<const WordBits> words
     return absl::NotFoundError(absl::StrCat("epoch ", EpochOfSlot(slot), " layer ", LayerOfSlot(slot),
                                             " is not live in filter '", params_.name, "'"));
   }
-  return sub->filter->Merge(words, changed);
+  std::vector<WordBits> local;
+  std::vector<WordBits>* fresh = changed != nullptr ? changed : &local;
+  const size_t before = fresh->size();
+  absl::Status s = sub->filter->Merge(words, fresh);
+  if (fresh->size() > before) sub->merged.store(true, std::memory_order_relaxed);
+  return s;
 }
 
 absl::Status GenerationSet::LoadWords(uint64_t slot, std::span<const uint64_t> words) {
@@ -450,6 +496,7 @@ absl::Status GenerationSet::LoadWords(uint64_t slot, std::span<const uint64_t> w
   for (uint64_t i = 0; i < words.size(); ++i) {
     if (words[i] != 0) nonzero.push_back({i, words[i]});
   }
+  if (!nonzero.empty()) sub->merged.store(true, std::memory_order_relaxed);
   return sub->filter->Merge(nonzero, nullptr);
 }
 

@@ -119,6 +119,10 @@ struct SubFilter {
   // driver's estimate from set bits (RaiseItems). Decides when to grow.
   mutable std::atomic<uint64_t> items{0};
   mutable std::atomic<bool> cannot_grow{false};  // the next layer could not be allocated
+  // Set once bits arrive other than by Add (Merge, LoadWords: peers,
+  // snapshots, BF.LOADCHUNK). Until then `items` is this node's exact count;
+  // after, it needs the estimate from the bits as well.
+  mutable std::atomic<bool> merged{false};
   uint64_t slot() const { return SlotOf(epoch, layer); }
 };
 
@@ -193,8 +197,9 @@ class GenerationSet {
   // Publishes `next` and frees the current window after a grace period.
   // Caller holds writer_mu_.
   void Replace(std::unique_ptr<Window> next);
-  // Scaling filters: opens the next layer of the newest generation if its
-  // newest holds its capacity. Call outside any section.
+  // Scaling filters: whether `newest` holds its capacity and may be followed
+  // by another layer; GrowIfFull opens that layer. Call it outside any section.
+  static bool CanGrow(const SubFilter& newest);
   void GrowIfFull();
   // Scaling AddMany: in runs that fit the newest layer's remaining capacity.
   void AddManyScaling(std::span<const std::string_view> keys, std::span<KeyAdd> out);

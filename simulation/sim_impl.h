@@ -66,6 +66,9 @@ inline std::string EventKindName(node::Event::Kind kind) {
     case K::kFrameRejected: return "frame_rejected";
     case K::kMergeRefused: return "merge_refused";
     case K::kAntiEntropyRepaired: return "anti_entropy_repaired";
+    case K::kFilterGrew: return "filter_grew";
+    case K::kFilterSaturated: return "filter_saturated";
+    case K::kFilterRelieved: return "filter_relieved";
   }
   return "unknown";
 }

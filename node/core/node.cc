@@ -215,7 +215,11 @@ absl::StatusOr<bool> Node::Exists(std::string_view filter, std::string_view key)
   if (state == nullptr) return absl::NotFoundError("ERR not found");
   const bool found = state->set->MightContain(key);
   impl_->queries.fetch_add(1, std::memory_order_relaxed);
-  if (found) impl_->hits.fetch_add(1, std::memory_order_relaxed);
+  state->tallies->queries.fetch_add(1, std::memory_order_relaxed);
+  if (found) {
+    impl_->hits.fetch_add(1, std::memory_order_relaxed);
+    state->tallies->answered_present.fetch_add(1, std::memory_order_relaxed);
+  }
   return found;
 }
 
@@ -229,7 +233,18 @@ absl::StatusOr<std::vector<bool>> Node::ExistsMany(std::string_view filter, std:
   const uint64_t hits = static_cast<uint64_t>(std::count(out.begin(), out.end(), true));
   impl_->queries.fetch_add(keys.size(), std::memory_order_relaxed);
   impl_->hits.fetch_add(hits, std::memory_order_relaxed);
+  state->tallies->queries.fetch_add(keys.size(), std::memory_order_relaxed);
+  state->tallies->answered_present.fetch_add(hits, std::memory_order_relaxed);
   return out;
+}
+
+absl::StatusOr<uint64_t> Node::ReportFalsePositives(std::string_view filter, uint64_t count) {
+  if (count < 1 || count > kMaxFalsePositiveReport) {
+    return absl::InvalidArgumentError(absl::StrCat("ERR count must be 1 to ", kMaxFalsePositiveReport));
+  }
+  std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
+  if (state == nullptr) return absl::NotFoundError("ERR not found");
+  return state->tallies->false_positives.fetch_add(count, std::memory_order_relaxed) + count;
 }
 
 std::vector<std::string> Node::WhoHas(std::span<const std::string> digests, std::string_view key) const {

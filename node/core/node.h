@@ -61,7 +61,8 @@ struct GenerationInfo {
   uint64_t epoch = 0;
   uint32_t layer = 0;
   uint64_t capacity = 0;  // keys the layer is sized for (the filter's capacity if it does not scale)
-  uint64_t items = 0;     // keys this node counts in it (new adds here, raised to the estimate)
+  uint64_t items = 0;     // keys this node counts in it (new adds here, raised to the estimate if `merged`)
+  bool merged = false;    // it received bits other than by this node's adds: `items` is partly an estimate
   uint64_t blocks = 0;
   uint32_t k = 0;
   uint64_t set_bits = 0;
@@ -90,7 +91,27 @@ struct FilterInfo {
   uint64_t stamp = 0;
   std::string creator;
   std::vector<GenerationInfo> generations;  // sub-filters, ascending (epoch, layer)
+  // This node's tallies since the filter (this incarnation) appeared here:
+  // keys tested, of which answered "may be present", and the false positives
+  // clients reported (Node::ReportFalsePositives).
+  uint64_t queries = 0, answered_present = 0, false_positives = 0;
+  bool saturated = false;  // past a saturation threshold (node_impl.h), as of the last gossip round
 };
+
+// The observed false-positive rates of `f` on this node: over the queries
+// answered present (how often a "present" is wrong) and over all negatives
+// (false / (false + true negatives): the rate the filter was designed for).
+// Both are 0 before any report. A node counts at most as many false
+// positives as it answered present (more arrive when clients report to
+// another node than the one that answered; sum over nodes for those).
+struct ObservedFpr {
+  double over_present = 0;
+  double over_negatives = 0;
+};
+ObservedFpr ObservedFalsePositiveRate(const FilterInfo& f);
+
+// The largest count one report may carry.
+inline constexpr uint64_t kMaxFalsePositiveReport = uint64_t{1} << 40;
 
 // What Node::Version returns: equal values mean the filter's state did not
 // change in between (no bit set by an add or a merge, no rotation, no
@@ -184,6 +205,12 @@ class Node {
                                             std::vector<bool>* full = nullptr);
   absl::StatusOr<bool> Exists(std::string_view filter, std::string_view key) const;
   absl::StatusOr<std::vector<bool>> ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const;
+  // A client's report that `count` keys this filter answered "may be present"
+  // for were absent from its exact store (POLLEN.FALSEPOSITIVE). Counts on
+  // this node only; summed over nodes, the reports give the cluster's rate
+  // whichever node they reach. Returns the filter's total reported here.
+  // InvalidArgument for a count outside [1, kMaxFalsePositiveReport].
+  absl::StatusOr<uint64_t> ReportFalsePositives(std::string_view filter, uint64_t count);
   // Owners of the digest filters named in `digests` (all digests when empty)
   // that may contain `key`, sorted by owner name.
   std::vector<std::string> WhoHas(std::span<const std::string> digests, std::string_view key) const;

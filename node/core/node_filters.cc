@@ -135,24 +135,50 @@ void Node::Impl::CheckGrowth() {
     FilterClock& clock = clocks[name];
     const std::shared_ptr<const crdt::SubFilter> newest = state->set->NewestSub();
     const uint64_t bits = clock.set_bits[newest->slot()];
-    if (newest->slot() != clock.estimated_slot || bits != clock.estimated_bits) {
+    // Only bits from peers need the estimate: this node counts its own new
+    // keys exactly (the estimate of a small layer is off by a few keys, and
+    // BF.INFO on a single node answers RedisBloom's exact count).
+    if (newest->merged.load(std::memory_order_relaxed) && (newest->slot() != clock.estimated_slot || bits != clock.estimated_bits)) {
       clock.estimated_slot = newest->slot();
       clock.estimated_bits = bits;
       const double items = Estimates(newest->filter->shape(), bits).first;
       state->set->RaiseItems(newest->slot(), static_cast<uint64_t>(std::max(0.0, items)));
     }
+    CheckSaturation(*state, *newest, bits);
     if (!state->entry.params.scaling()) continue;
+    // A full layer is followed by the next one at the next new key (on any
+    // node: its count includes the estimate), as in RedisBloom; here we only
+    // tell the others about layers this node's clients opened.
     const uint32_t layers = state->set->layers(newest->epoch);
-    if (newest->items.load(std::memory_order_relaxed) >= newest->capacity && layers < crdt::kMaxLayers &&
-        !newest->cannot_grow.load(std::memory_order_relaxed)) {
-      LearnLayers(*state, newest->epoch, layers + 1);
-    } else if (layers != clock.announced_layers) {
+    if (layers != clock.announced_layers) {
       // Opened by a client add since the last check: tell the others.
       clock.announced_layers = layers;
       announce_epochs.insert(name);
       Stats([](NodeCounters& s) { ++s.layers_opened; });
       Emit(Event::Kind::kFilterGrew, name, "", layers);
     }
+  }
+}
+
+void Node::Impl::CheckSaturation(const FilterState& state, const crdt::SubFilter& newest, uint64_t set_bits) {
+  const FilterConfig& fc = state.entry.config;
+  const bool refuses_when_full = !state.entry.params.scaling() && fc.rotate_fill <= 0;
+  const uint64_t items = newest.items.load(std::memory_order_relaxed);
+  const double fill = static_cast<double>(set_bits) / static_cast<double>(newest.filter->shape().bits());
+  std::string why;
+  if (refuses_when_full && static_cast<double>(items) >= kSaturatedItemsRatio * static_cast<double>(fc.capacity)) {
+    why = absl::StrCat("holds about ", items, " keys of its capacity ", fc.capacity,
+                       " (a non-scaling filter refuses new keys once full)");
+  } else if (fill > kSaturatedFill) {
+    why = absl::StrFormat("sub-filter %u of generation %u is %.2f full (its false-positive rate is above the design rate)",
+                          newest.layer, newest.epoch, fill);
+  }
+  const bool saturated = !why.empty();
+  if (state.tallies->saturated.exchange(saturated, std::memory_order_relaxed) == saturated) return;
+  if (saturated) {
+    Emit(Event::Kind::kFilterSaturated, fc.name, std::move(why));
+  } else {
+    Emit(Event::Kind::kFilterRelieved, fc.name);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <tuple>
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "crdt/grace_period.h"
 #include "crdt/popcount.h"
 #include "crdt/sizing.h"
@@ -52,6 +53,16 @@ constexpr Duration kMembersIdleRefresh = std::chrono::seconds(1);    // ... when
 constexpr size_t kMaxDatagramBytes = 65507;
 constexpr char kSnapshotMagic[] = "PLNNODE1";  // 8 bytes
 
+// Per-filter tallies on this node. Relaxed atomics: counters and a flag read
+// by metrics, not synchronization. The three counters share one cache line,
+// so a single-key read bounces at most this line and the node-wide one.
+struct alignas(64) FilterTallies {
+  std::atomic<uint64_t> queries{0};           // keys tested
+  std::atomic<uint64_t> answered_present{0};  // ... answered "may be present"
+  std::atomic<uint64_t> false_positives{0};   // reported by clients (POLLEN.FALSEPOSITIVE)
+  std::atomic<bool> saturated{false};         // set and cleared by CheckSaturation (driver)
+};
+
 struct FilterState {
   uint64_t uid = 0;  // changes when the state is replaced by a conflict winner
   CatalogEntry entry;
@@ -60,6 +71,8 @@ struct FilterState {
   // Info() can reuse its bit counts and digests while nothing changed.
   // Shared by copies of this state (they share `set`).
   std::shared_ptr<std::atomic<uint64_t>> changes = std::make_shared<std::atomic<uint64_t>>(0);
+  // Query outcomes and the saturation flag; shared by copies like `changes`.
+  std::shared_ptr<FilterTallies> tallies = std::make_shared<FilterTallies>();
 };
 
 // A batch of new bits being repeated for a few gossip rounds.
@@ -78,6 +91,13 @@ struct FilterClock {
   uint64_t estimated_slot = ~uint64_t{0}, estimated_bits = 0;
   uint32_t announced_layers = 1;
 };
+
+// Saturation warnings: a fixed filter that refuses new keys when full warns
+// from 90% of its capacity; any filter warns once its newest sub-filter's fill
+// passes 0.6 (a Bloom filter at its design load with the best k is half full:
+// above 0.6 its rate is several times the design rate).
+constexpr double kSaturatedItemsRatio = 0.9;
+constexpr double kSaturatedFill = 0.6;
 
 // Per-type traffic counters are kept in arrays indexed by BodyIndex (a map
 // lookup by name per frame showed up in profiles) and become maps in Counters().
@@ -379,6 +399,10 @@ struct Node::Impl {
   // announces layers opened by client adds. Every filter: the estimate feeds
   // the NONSCALING limit.
   void CheckGrowth();
+  // After CheckGrowth's estimate: warns once per crossing of the saturation
+  // thresholds (kFilterSaturated), and once when the filter leaves them
+  // (kFilterRelieved: it grew, rotated or was replaced).
+  void CheckSaturation(const FilterState& state, const crdt::SubFilter& newest, uint64_t set_bits);
 
   // The catalog rule (catalog.h). Returns false if the entry was refused.
   void ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch);

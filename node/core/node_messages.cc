@@ -251,6 +251,10 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
   info.stamp = state.entry.stamp;
   info.creator = state.entry.creator;
   info.epoch = state.set->epoch();
+  info.queries = state.tallies->queries.load(std::memory_order_relaxed);
+  info.answered_present = state.tallies->answered_present.load(std::memory_order_relaxed);
+  info.false_positives = state.tallies->false_positives.load(std::memory_order_relaxed);
+  info.saturated = state.tallies->saturated.load(std::memory_order_relaxed);
   for (uint64_t slot : state.set->slots()) {
     std::shared_ptr<const crdt::SubFilter> sub = state.set->Sub(slot);
     if (sub == nullptr) continue;
@@ -260,6 +264,7 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
     g.layer = sub->layer;
     g.capacity = state.entry.params.scaling() ? sub->capacity : state.entry.config.capacity;
     g.items = sub->items.load(std::memory_order_relaxed);
+    g.merged = sub->merged.load(std::memory_order_relaxed);
     g.blocks = shape.blocks;
     g.k = shape.k;
     if (parts != InfoParts::kEpochsOnly) {
@@ -277,6 +282,17 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
     info.generations.push_back(g);
   }
   return info;
+}
+
+ObservedFpr ObservedFalsePositiveRate(const FilterInfo& f) {
+  const uint64_t present = std::min(f.answered_present, f.queries);
+  const uint64_t wrong = std::min(f.false_positives, present);
+  const uint64_t negatives = (f.queries - present) + wrong;  // answered absent, plus present but absent
+  ObservedFpr r;
+  if (wrong == 0) return r;
+  r.over_present = static_cast<double>(wrong) / static_cast<double>(present);
+  r.over_negatives = static_cast<double>(wrong) / static_cast<double>(negatives);
+  return r;
 }
 
 }  // namespace pollen::node

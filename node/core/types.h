@@ -71,6 +71,8 @@ struct Event {
     kMergeRefused,         // parameter mismatch (DESIGN invariant 4)
     kAntiEntropyRepaired,  // count: ranges repaired
     kFilterGrew,           // a scaling filter opened a layer; count: the newest generation's layers
+    kFilterSaturated,      // passed a saturation threshold (node_impl.h); detail: which and by how much
+    kFilterRelieved,       // back under the thresholds (grew, rotated or replaced)
   };
   Kind kind;
   std::string subject;  // member or filter name

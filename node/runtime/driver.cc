@@ -163,6 +163,10 @@ void Driver::LogEvent(const node::Event& e, node::Time now) {
     case K::kFilterDiscarded: spdlog::warn("filter discarded: {} {}", subject, e.detail); break;
     case K::kFilterDeleted: spdlog::info("filter deleted: {} {}", subject, e.detail); break;
     case K::kFilterGrew: spdlog::info("filter {}: opened layer {} (scaling)", subject, e.count - 1); break;
+    case K::kFilterSaturated:
+      spdlog::warn("filter {} is saturated: {}", subject, e.detail);
+      break;
+    case K::kFilterRelieved: spdlog::info("filter {} is no longer saturated", subject); break;
     case K::kMergeRefused: spdlog::error("merge refused (parameter mismatch): {} {}", subject, e.detail); break;
     case K::kAntiEntropyRepaired:
       spdlog::info("anti-entropy with {}: {} ranges repaired {}", subject, e.count, e.detail);

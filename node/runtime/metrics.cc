@@ -139,6 +139,30 @@ std::string RenderMetrics(const MetricsInput& in) {
   for (const auto& f : n.filters) w.Sample("pollen_filter_blocks", L("filter", node::PrintableName(f.config.name)), f.blocks);
   w.Family("pollen_filter_hash_functions", "gauge", "Bits set per key (k).");
   for (const auto& f : n.filters) w.Sample("pollen_filter_hash_functions", L("filter", node::PrintableName(f.config.name)), uint64_t{f.k});
+  w.Family("pollen_filter_saturated", "gauge",
+           "1 while the filter is past a saturation threshold (a fixed filter at 90% of its capacity, or its newest "
+           "sub-filter over 0.6 full), else 0.");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_saturated", L("filter", node::PrintableName(f.config.name)), f.saturated ? uint64_t{1} : uint64_t{0});
+  w.Family("pollen_filter_queries_total", "counter", "Keys tested against the filter on this node.");
+  for (const auto& f : n.filters) w.Sample("pollen_filter_queries_total", L("filter", node::PrintableName(f.config.name)), f.queries);
+  w.Family("pollen_filter_answered_present_total", "counter", "Keys the filter answered \"may be present\" for on this node.");
+  for (const auto& f : n.filters) {
+    w.Sample("pollen_filter_answered_present_total", L("filter", node::PrintableName(f.config.name)), f.answered_present);
+  }
+  w.Family("pollen_filter_false_positives_total", "counter",
+           "Keys answered present that clients reported absent from their exact store (POLLEN.FALSEPOSITIVE).");
+  for (const auto& f : n.filters) {
+    w.Sample("pollen_filter_false_positives_total", L("filter", node::PrintableName(f.config.name)), f.false_positives);
+  }
+  w.Family("pollen_filter_observed_fpr_ratio", "gauge",
+           "Observed false-positive rate on this node since the filter appeared: over all negatives (over=\"negatives\", "
+           "comparable to the design rate) and over the keys answered present (over=\"present\").");
+  for (const auto& f : n.filters) {
+    const node::ObservedFpr observed = node::ObservedFalsePositiveRate(f);
+    const std::string name = node::PrintableName(f.config.name);
+    w.Sample("pollen_filter_observed_fpr_ratio", L2("filter", name, "over", "negatives"), observed.over_negatives);
+    w.Sample("pollen_filter_observed_fpr_ratio", L2("filter", name, "over", "present"), observed.over_present);
+  }
 
   // Per node.
   w.One("pollen_adds_total", "counter", "Keys added by clients at this node.", c.adds);

@@ -83,8 +83,9 @@ int Filters(RespClient& c, const Options& o) {
     std::cout << s << "]\n";
     return kExitOk;
   }
-  const std::vector<std::string> cols = {"name", "scope", "capacity", "fpr", "epoch", "live_generations",
-                                         "fill_ratio", "estimated_items", "memory_bytes"};
+  const std::vector<std::string> cols = {"name",       "scope",        "capacity",        "fpr",
+                                         "epoch",      "live_generations", "layers",        "fill_ratio",
+                                         "estimated_items", "memory_bytes", "observed_fpr"};
   std::vector<std::vector<std::string>> rows;
   for (const Reply& f : r.elements) {
     const auto fields = Fields(f);
@@ -94,7 +95,7 @@ int Filters(RespClient& c, const Options& o) {
       for (const auto& [k, val] : fields) {
         if (k == col) v = val;
       }
-      if ((col == "fill_ratio" || col == "fpr") && v != "-") {
+      if ((col == "fill_ratio" || col == "fpr" || col == "observed_fpr") && v != "-") {
         char buf[32];
         std::snprintf(buf, sizeof(buf), "%.4g", std::strtod(v.c_str(), nullptr));
         v = buf;
@@ -103,7 +104,8 @@ int Filters(RespClient& c, const Options& o) {
     }
     rows.push_back(row);
   }
-  std::cout << Table({"NAME", "SCOPE", "CAPACITY", "FPR", "EPOCH", "GENS", "FILL", "ITEMS", "BYTES"}, rows);
+  std::cout << Table({"NAME", "SCOPE", "CAPACITY", "FPR", "EPOCH", "GENS", "LAYERS", "FILL", "ITEMS", "BYTES", "OBSERVED FPR"},
+                     rows);
   return kExitOk;
 }
 
@@ -143,6 +145,19 @@ int Rotate(RespClient& c, const Options& o) {
   int code = 0;
   if (!Call(c, {"POLLEN.ROTATE", o.args[1]}, &r, &code)) return code;
   std::cout << (o.json ? "{\"rotated\":" + JsonString(o.args[1]) + "}" : "rotated " + o.args[1]) << "\n";
+  return kExitOk;
+}
+
+int FalsePositive(RespClient& c, const Options& o) {
+  std::vector<std::string> req = {"POLLEN.FALSEPOSITIVE", o.args[1]};
+  if (o.args.size() > 2) req.push_back(o.args[2]);
+  Reply r;
+  int code = 0;
+  if (!Call(c, req, &r, &code)) return code;
+  const std::string total = std::to_string(r.integer);
+  std::cout << (o.json ? "{\"filter\":" + JsonString(o.args[1]) + ",\"false_positives\":" + total + "}"
+                       : o.args[1] + ": " + total + " false positives reported on this node")
+            << "\n";
   return kExitOk;
 }
 
@@ -219,6 +234,8 @@ bool CheckUsage(const std::vector<std::string>& a, std::string* why) {
     ok = n >= 2;
   } else if (cmd == "rotate") {
     ok = n == 1;
+  } else if (cmd == "falsepositive") {
+    ok = n == 1 || n == 2;
   } else if (cmd == "whohas") {
     ok = n == 2;
   } else if (cmd == "keyring") {
@@ -241,6 +258,7 @@ int RunSubcommand(RespClient& client, const Options& o) {
   if (cmd == "exists") return AddOrExists(client, o, false);
   if (cmd == "rotate") return Rotate(client, o);
   if (cmd == "whohas") return WhoHas(client, o);
+  if (cmd == "falsepositive") return FalsePositive(client, o);
   if (cmd == "keyring") return Keyring(client, o);
   if (cmd == "snapshot") return Snapshot(client, o);
   return kExitUsage;

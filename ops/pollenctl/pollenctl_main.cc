@@ -20,6 +20,9 @@ commands:
   add <filter> <key>...          add keys (creates the filter if missing)
   exists <filter> <key>...       check keys; exit 1 if any is absent
   rotate <filter>                propose the filter's next epoch (new generation)
+  falsepositive <filter> [<n>]   report n (default 1) keys the filter answered
+                                 present for that your exact store lacks
+                                 (the observed rate shows in 'filters')
   whohas <digests|*> <key>       owners of digest filters that may hold key;
                                  digests: comma-separated names; exit 1 if none
   keyring list                   key ids, primary first

@@ -170,6 +170,108 @@ def bf_card():
     expect_eq(R.execute_command("BF.CARD", key("no-such-filter")), 0, "BF.CARD of a missing filter")
 
 
+def scaling_stack(capacity, expansion, inserted):
+    """RedisBloom's stack of a scaling filter holding `inserted` counted keys:
+    layer L holds capacity * expansion**L keys, and an add of a new key that
+    finds the newest layer full opens the next one. Returns (number of
+    filters, capacity of the stack, capacity before the newest layer opened)."""
+    layers, total, before, layer = 1, capacity, 0, capacity
+    while total < inserted:
+        layer *= expansion
+        before = total
+        total += layer
+        layers += 1
+    return layers, total, before
+
+
+def fill_scaling(k, n, batch=500):
+    """BF.MADD of n distinct keys in batches; returns how many answered 1."""
+    added = 0
+    for start in range(0, n, batch):
+        rep = R.execute_command("BF.MADD", k, *[f"grow-{i}" for i in range(start, min(n, start + batch))])
+        expect(all(v in (0, 1) for v in rep), f"BF.MADD answers 0/1 only: {[v for v in rep if v not in (0, 1)]!r}")
+        added += sum(rep)
+    return added
+
+
+def check_scaling(name, capacity, expansion, n):
+    bf = BF
+    k = key(name)
+    expect_eq(bf.create(k, 0.01, capacity, expansion=expansion), True, f"BF.RESERVE 0.01 {capacity} EXPANSION {expansion}")
+    added = fill_scaling(k, n)
+    # A false positive answers 0 and is not counted: allow a few percent at 1%.
+    expect(0.95 * n <= added <= n, f"{n} new keys: {added} answered 1")
+    info = bf.info(k)
+    inserted = info.insertedNum
+    # One server, one client: the count is exact on both (the adds that answered 1).
+    expect_eq(inserted, added, f"Number of items inserted after {n} adds")
+    filters, cap, before = scaling_stack(capacity, expansion, inserted)
+    # n is chosen well inside the newest layer (20% or more away from the
+    # stack capacities on either side), so a few false-positive "already
+    # present" adds (or a slightly high item count) cannot move it across a
+    # layer boundary: the expected layer count is not at the mercy of chance.
+    expect(1.2 * before < n < 0.8 * cap, f"test setup: {n} keys is near a layer boundary ({before}, {cap})")
+    expect_eq(info.filterNum, filters, f"Number of filters after {inserted} items (capacity {capacity}, expansion {expansion})")
+    expect_eq(info.capacity, cap, f"Capacity after {inserted} items (capacity {capacity}, expansion {expansion})")
+    expect_eq(info.expansionRate, expansion, "Expansion rate")
+    expect(isinstance(info.size, int) and info.size > 0, f"Size > 0: {info.size!r}")
+    expect_eq(R.execute_command("BF.INFO", k, "FILTERS"), [filters], "BF.INFO key FILTERS")
+    expect_eq(R.execute_command("BF.INFO", k, "CAPACITY"), [cap], "BF.INFO key CAPACITY")
+    expect_eq(R.execute_command("BF.INFO", k, "EXPANSION"), [expansion], "BF.INFO key EXPANSION")
+    expect_eq(R.execute_command("BF.CARD", k), inserted, "BF.CARD equals Number of items inserted")
+    expect_eq(R.execute_command("BF.MEXISTS", k, "grow-0", f"grow-{n // 2}", f"grow-{n - 1}"), [1, 1, 1],
+              "keys of the first, a middle and the newest layer are present")
+
+
+@check
+def bf_scaling_expansion_2():
+    # layers 100, 200, 400, 800, 1600: 2200 keys need 5 (1500 < 2200 < 3100)
+    check_scaling("scale-x2", 100, 2, 2200)
+
+
+@check
+def bf_scaling_expansion_3():
+    # layers 100, 300, 900, 2700: 2600 keys need 4 (1300 < 2600 < 4000)
+    check_scaling("scale-x3", 100, 3, 2600)
+
+
+@check
+def bf_nonscaling_full():
+    bf = BF
+    k = key("nonscaling")
+    # Error rate 0.0001: a fresh key is a false positive (answers 0 instead of
+    # the error) with negligible probability, in the fill and after it.
+    expect_eq(bf.create(k, 0.0001, 100, noScale=True), True, "BF.RESERVE 0.0001 100 NONSCALING")
+    accepted, refused_at = 0, None
+    for i in range(200):
+        try:
+            accepted += R.execute_command("BF.ADD", k, f"ns-{i}")
+        except ResponseError as e:
+            expect("non scaling filter is full" in str(e), f"BF.ADD #{i}: error {str(e)!r}")
+            refused_at = i
+            break
+    expect(refused_at is not None, "200 new keys into a NONSCALING filter of capacity 100: no error")
+    expect_eq(accepted, 100, f"new keys accepted before 'non scaling filter is full' (refused at add #{refused_at})")
+    expect_error(lambda: bf.add(k, "ns-new-1"), "non scaling filter is full", "BF.ADD of a new key on a full filter")
+    expect_error(lambda: bf.add(k, "ns-new-2"), "non scaling filter is full", "BF.ADD of another new key")
+    expect_eq(bf.add(k, "ns-0"), 0, "BF.ADD of a present key on a full filter")
+    expect_eq(R.execute_command("BF.ADD", k, "ns-1"), 0, "raw BF.ADD of a present key on a full filter")
+    rep = R.execute_command("BF.MADD", k, "ns-2", "ns-new-3", "ns-3")
+    expect(len(rep) == 2 and rep[0] == 0 and isinstance(rep[1], ResponseError)
+           and "non scaling filter is full" in str(rep[1]),
+           f"BF.MADD present, new, present: [0, error] (stops at the refused key): {rep!r}")
+    expect_eq(bf.mexists(k, "ns-0", "ns-99", "ns-new-1", "ns-new-3"), [1, 1, 0, 0], "refused keys were not added")
+    info = bf.info(k)
+    expect_eq(info.capacity, 100, "Capacity of a full NONSCALING filter")
+    expect_eq(info.filterNum, 1, "Number of filters of a NONSCALING filter")
+    # Both count the keys they took exactly (Pollen estimates from the bits only
+    # once bits came from elsewhere: peers, a snapshot).
+    expect_eq(info.insertedNum, 100, "Number of items inserted of a full NONSCALING filter")
+    expect_eq(R.execute_command("BF.CARD", k), info.insertedNum, "BF.CARD equals Number of items inserted")
+    expect_eq(info.expansionRate, None, "Expansion rate of a NONSCALING filter is nil")
+    expect_eq(R.execute_command("BF.INFO", k, "EXPANSION"), [None], "BF.INFO key EXPANSION (nil)")
+
+
 @check
 def raw_execute_command():
     k = key("raw")

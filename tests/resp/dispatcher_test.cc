@@ -293,6 +293,33 @@ TEST_F(DispatcherTest, PollenRotateAdvancesTheEpochAndKeepsKeys) {
   EXPECT_EQ(Run({"POLLEN.ROTATE", "nope"}), "-ERR not found\r\n");
 }
 
+TEST_F(DispatcherTest, PollenFalsePositiveFeedsTheObservedRate) {
+  ASSERT_EQ(Run({"BF.RESERVE", "f", "0.01", "1000"}), "+OK\r\n");
+  ASSERT_EQ(Run({"BF.MADD", "f", "a", "b", "c"}), "*3\r\n:1\r\n:1\r\n:1\r\n");
+  // 3 present and 5 absent answers (the filter is nearly empty: no false positive).
+  ASSERT_EQ(Run({"BF.MEXISTS", "f", "a", "b", "c", "x1", "x2"}), "*5\r\n:1\r\n:1\r\n:1\r\n:0\r\n:0\r\n");
+  ASSERT_EQ(Run({"BF.EXISTS", "f", "x3"}), ":0\r\n");
+  ASSERT_EQ(Run({"BF.EXISTS", "f", "x4"}), ":0\r\n");
+  ASSERT_EQ(Run({"BF.EXISTS", "f", "x5"}), ":0\r\n");
+  // The client's exact store says one "present" answer was wrong.
+  EXPECT_EQ(Run({"POLLEN.FALSEPOSITIVE", "f"}), ":1\r\n");
+  const Reply f = RunParsed({"POLLEN.FILTERS"}).elements[0];
+  EXPECT_EQ(Field(f, "queries")->integer, 8);
+  EXPECT_EQ(Field(f, "answered_present")->integer, 3);
+  EXPECT_EQ(Field(f, "false_positives")->integer, 1);
+  EXPECT_DOUBLE_EQ(std::stod(Field(f, "observed_fpr_of_present")->str), 1.0 / 3);  // 1 of 3 present answers
+  EXPECT_DOUBLE_EQ(std::stod(Field(f, "observed_fpr")->str), 1.0 / 6);  // 1 of 5 absent + 1 wrongly present
+  EXPECT_EQ(Field(f, "saturated")->integer, 0);
+  EXPECT_EQ(Run({"POLLEN.FALSEPOSITIVE", "f", "2"}), ":3\r\n");
+  for (const char* bad : {"0", "-1", "x", "1099511627777"}) {
+    EXPECT_EQ(Run({"POLLEN.FALSEPOSITIVE", "f", bad}), "-ERR count must be an integer from 1 to 1099511627776\r\n");
+  }
+  EXPECT_EQ(Run({"POLLEN.FALSEPOSITIVE", "nope"}), "-ERR not found\r\n");
+  EXPECT_EQ(Run({"POLLEN.FALSEPOSITIVE", "f", "1", "2"}),
+            "-ERR wrong number of arguments for 'pollen.falsepositive' command\r\n");
+  EXPECT_EQ(Field(RunParsed({"POLLEN.FILTERS"}).elements[0], "false_positives")->integer, 3);  // bad reports changed nothing
+}
+
 TEST_F(DispatcherTest, PollenWhoHasFindsDigestOwners) {
   node::FilterConfig digest;
   digest.name = "digest:node-a";

@@ -72,6 +72,14 @@ TEST(Pollenctl, StatusMembersFiltersRotate) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("not found"), std::string::npos);
   EXPECT_EQ(Ctl(s, "whohas '*' x").exit_code, 1);  // no digest filters
+  r = Ctl(s, "falsepositive f 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "f: 2 false positives reported on this node\n");
+  r = Ctl(s, "--json falsepositive f");
+  EXPECT_EQ(r.output, "{\"filter\":\"f\",\"false_positives\":3}\n");
+  EXPECT_NE(Ctl(s, "--json filters").output.find("\"false_positives\":3"), std::string::npos);
+  EXPECT_EQ(Ctl(s, "falsepositive nope").exit_code, 1);
+  EXPECT_EQ(Ctl(s, "falsepositive").exit_code, 2);
 }
 
 TEST(Pollenctl, KeyringAndSnapshot) {

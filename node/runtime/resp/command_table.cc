@@ -61,6 +61,7 @@ constexpr CommandSpec kCommands[] = {
     {"object", -2, "readonly", 2, 2, 1, "keyspace", "OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key.", false, CmdObject},
     {"pfcount", -2, "readonly", 1, -1, 1, "hyperloglog", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"ping", -1, "fast", 0, 0, 0, "connection", "Returns PONG or the given message.", false, CmdPing},
+    {"pollen.falsepositive", -2, "fast", 1, 1, 1, "pollen", "Reports that keys the filter answered present for were absent (observed false-positive rate).", false, CmdPollenFalsePositive},
     {"pollen.filters", 1, "readonly", 0, 0, 0, "pollen", "The filters of the cluster catalog and their state.", false, CmdPollenFilters},
     {"pollen.keyring", -2, "admin", 0, 0, 0, "pollen", "INSTALL <base64 key> | USE <id> | REMOVE <id> | LIST.", false, CmdPollenKeyring},
     {"pollen.members", 1, "readonly", 0, 0, 0, "pollen", "The cluster members as this node sees them.", false, CmdPollenMembers},

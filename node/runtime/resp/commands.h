@@ -156,6 +156,7 @@ void CmdReset(CommandCall& call);
 void CmdPollenStatus(CommandCall& call);
 void CmdPollenMembers(CommandCall& call);
 void CmdPollenFilters(CommandCall& call);
+void CmdPollenFalsePositive(CommandCall& call);
 void CmdPollenRotate(CommandCall& call);
 void CmdPollenWhoHas(CommandCall& call);
 void CmdPollenKeyring(CommandCall& call);

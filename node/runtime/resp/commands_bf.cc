@@ -160,11 +160,15 @@ void CheckItems(CommandCall& call, std::string_view filter, std::span<const std:
   for (bool b : *found) AppendInteger(call.out, b ? 1 : 0);
 }
 
-// Per sub-filter the larger of this node's count (exact for adds made here)
-// and the estimate from its bits (which sees adds made on other nodes).
+// Per sub-filter this node's count, exact while only this node's adds set its
+// bits (RedisBloom's figure); once bits came from elsewhere (peers, a
+// snapshot), the larger of that count and the estimate from the bits.
 int64_t EstimatedItems(const node::FilterInfo& info) {
   double sum = 0;
-  for (const node::GenerationInfo& g : info.generations) sum += std::max(g.estimated_items, static_cast<double>(g.items));
+  for (const node::GenerationInfo& g : info.generations) {
+    const double counted = static_cast<double>(g.items);
+    sum += g.merged ? std::max(g.estimated_items, counted) : counted;
+  }
   if (!std::isfinite(sum) || sum < 0) return 0;
   return static_cast<int64_t>(std::llround(std::min(sum, 9.0e18)));
 }

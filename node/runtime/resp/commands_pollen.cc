@@ -24,6 +24,13 @@ std::string_view StateName(node::MemberState s) {
 
 int64_t Clamp(uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)); }
 
+// Layers of the newest generation: 1 unless the filter scales.
+size_t NewestLayers(const node::FilterInfo& f) {
+  size_t layers = 0;
+  for (const node::GenerationInfo& g : f.generations) layers += g.epoch == f.epoch;
+  return std::max<size_t>(layers, 1);
+}
+
 void AppendFilter(std::string* out, const node::FilterInfo& f) {
   double items = 0, miss = 1;
   for (const node::GenerationInfo& g : f.generations) {
@@ -31,7 +38,8 @@ void AppendFilter(std::string* out, const node::FilterInfo& f) {
     miss *= 1 - g.estimated_fpr;  // a read checks every live generation
   }
   const double fill = f.generations.empty() ? 0 : f.generations.back().fill_ratio;
-  AppendArrayHeader(out, 30);
+  const node::ObservedFpr observed = node::ObservedFalsePositiveRate(f);
+  AppendArrayHeader(out, 44);
   AppendBulk(out, "name"), AppendBulk(out, f.config.name);
   AppendBulk(out, "scope"), AppendBulk(out, f.config.scope == node::Scope::kDigest ? "digest" : "shared");
   AppendBulk(out, "owner"), AppendBulk(out, f.config.owner);
@@ -47,6 +55,13 @@ void AppendFilter(std::string* out, const node::FilterInfo& f) {
   AppendBulk(out, "estimated_items"), AppendInteger(out, std::isfinite(items) ? std::llround(std::min(items, 9e18)) : 0);
   AppendBulk(out, "estimated_fpr"), AppendDouble(out, 1 - miss);
   AppendBulk(out, "rotate_fill"), AppendDouble(out, f.config.rotate_fill);
+  AppendBulk(out, "saturated"), AppendInteger(out, f.saturated ? 1 : 0);
+  AppendBulk(out, "queries"), AppendInteger(out, Clamp(f.queries));
+  AppendBulk(out, "answered_present"), AppendInteger(out, Clamp(f.answered_present));
+  AppendBulk(out, "false_positives"), AppendInteger(out, Clamp(f.false_positives));
+  AppendBulk(out, "observed_fpr"), AppendDouble(out, observed.over_negatives);
+  AppendBulk(out, "observed_fpr_of_present"), AppendDouble(out, observed.over_present);
+  AppendBulk(out, "layers"), AppendInteger(out, static_cast<int64_t>(NewestLayers(f)));
 }
 
 bool ParseKeyId(std::string_view s, uint64_t* id) { return ParseUint64(s, id); }
@@ -105,6 +120,21 @@ void CmdPollenFilters(CommandCall& call) {
   const std::vector<node::FilterInfo>& filters = view->filters;
   AppendArrayHeader(call.out, filters.size());
   for (const node::FilterInfo& f : filters) AppendFilter(call.out, f);
+}
+
+// POLLEN.FALSEPOSITIVE filter [count]: the client's exact store found `count`
+// (default 1) keys absent that this filter had answered present for. Replies
+// with the filter's total reported on this node.
+void CmdPollenFalsePositive(CommandCall& call) {
+  const auto& a = call.args;
+  if (a.size() > 3) return AppendError(call.out, "ERR wrong number of arguments for 'pollen.falsepositive' command");
+  uint64_t count = 1;
+  if (a.size() == 3 && (!ParseUint64(a[2], &count) || count < 1 || count > node::kMaxFalsePositiveReport)) {
+    return AppendError(call.out, Cat("ERR count must be an integer from 1 to ", node::kMaxFalsePositiveReport));
+  }
+  absl::StatusOr<uint64_t> total = call.ctx.node->ReportFalsePositives(a[1], count);
+  if (!total.ok()) return ReplyStatus(call.out, total.status());
+  AppendInteger(call.out, Clamp(*total));
 }
 
 void CmdPollenRotate(CommandCall& call) {
