@@ -51,9 +51,12 @@ else
 fi
 
 # Fixed scenarios, two at a time.
-scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition)
+scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition grow)
 run_scenario() {
-  timeout "$LIMIT" "$SIM" --scenario="$1" --nodes="$SCENARIO_NODES" --duration="$SCENARIO_DURATION" \
+  local duration=$SCENARIO_DURATION
+  # grow: 150 virtual seconds take a scaling filter from 100 to 100,000+ keys (1000x).
+  if [ "$1" = grow ]; then duration=150; fi
+  timeout "$LIMIT" "$SIM" --scenario="$1" --nodes="$SCENARIO_NODES" --duration="$duration" \
     --seed=1 --quiet >"$logdir/scenario-$1" 2>&1
 }
 pids=()

@@ -185,6 +185,10 @@ class GenerationSet {
   // estimate from its set bits, which counts keys added on other nodes).
   void RaiseItems(uint64_t slot, uint64_t items);
 
+  // Scaling filters: whether `newest` holds its capacity (items) and may be
+  // followed by another layer.
+  static bool CanGrow(const SubFilter& newest);
+
  private:
   // Immutable once published; replaced whole by Advance and Grow.
   struct Window {
@@ -197,9 +201,8 @@ class GenerationSet {
   // Publishes `next` and frees the current window after a grace period.
   // Caller holds writer_mu_.
   void Replace(std::unique_ptr<Window> next);
-  // Scaling filters: whether `newest` holds its capacity and may be followed
-  // by another layer; GrowIfFull opens that layer. Call it outside any section.
-  static bool CanGrow(const SubFilter& newest);
+  // Scaling filters: opens the next layer of the newest generation if
+  // CanGrow(newest). Call it outside any section.
   void GrowIfFull();
   // Scaling AddMany: in runs that fit the newest layer's remaining capacity.
   void AddManyScaling(std::span<const std::string_view> keys, std::span<KeyAdd> out);

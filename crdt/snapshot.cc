@@ -253,7 +253,7 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view b
     // Growth resumes where it was: the layer counts the keys its bits show.
     std::shared_ptr<const SubFilter> sub = (*set)->Sub(slots[i]);
     const double items = EstimateCardinality(sub->filter->shape(), sub->filter->CountSetBits());
-    (*set)->RaiseItems(slots[i], static_cast<uint64_t>(items));
+    (*set)->RaiseItems(slots[i], ItemsFromEstimate(items));
   }
   return set;
 }

@@ -59,6 +59,9 @@ std::string FormatSummary(const RunResult& r) {
                         r.converged ? Seconds(r.convergence_seconds) : std::string("NOT CONVERGED"),
                         r.liveness_bound_seconds);
   if (!r.last_divergence.empty()) absl::StrAppendFormat(&out, "    last difference seen: %s\n", r.last_divergence);
+  for (const auto& [name, layers] : r.final_layers) {
+    if (layers > 1) absl::StrAppendFormat(&out, "  final stack of %s: %d layers\n", name, layers);
+  }
   absl::StrAppendFormat(&out, "  sample keys: %d, %d reached 99.9%% of live nodes; median %s, max %s; 100%% median %s\n",
                         r.samples, r.samples_reached, Seconds(r.p999_median), Seconds(r.p999_max),
                         Seconds(r.p100_median));
@@ -130,7 +133,7 @@ std::string FormatJson(const RunResult& r) {
       ",\"partition_dropped\":", r.network.partition_dropped, "}", ",\"node_counters\":", JsonMap(r.node_counters), ",\"rejected_by_reason\":",
       JsonMap(r.rejected_by_reason), ",\"bytes_out_by_type\":", JsonMap(r.bytes_out_by_type),
       ",\"frames_out_by_type\":", JsonMap(r.frames_out_by_type),
-      ",\"events_by_kind\":", JsonMap(r.events_by_kind), ",\"final_epochs\":", JsonMap(r.final_epochs), ",\"failure_count\":", r.failure_count,
+      ",\"events_by_kind\":", JsonMap(r.events_by_kind), ",\"final_epochs\":", JsonMap(r.final_epochs), ",\"final_layers\":", JsonMap(r.final_layers), ",\"failure_count\":", r.failure_count,
       ",\"failures\":", failures, ",\"trace_hash\":\"", absl::StrFormat("%016x", r.trace_hash), "\"",
       ",\"replay\":", JsonString(r.replay_command), "}");
 }

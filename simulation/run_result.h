@@ -49,6 +49,7 @@ struct RunResult {
   std::map<std::string, uint64_t> frames_out_by_type;
   std::map<std::string, uint64_t> events_by_kind;
   std::map<std::string, uint64_t> final_epochs;  // per filter, once converged
+  std::map<std::string, uint64_t> final_layers;  // sub-filters of that epoch (1 unless it scales)
 
   std::string replay_command;
 };

@@ -70,7 +70,10 @@ void Simulator::Impl::ConvergePoll() {
     r.convergence_seconds = Sec(now - liveness_start);
     for (uint32_t i = 0; i < o.nodes; ++i) {
       if (!nodes[i].up) continue;
-      for (const auto& [name, epochs, digests] : StateOf(i)) r.final_epochs[name] = epochs.empty() ? 0 : epochs.back();
+      for (const auto& [name, epochs, digests] : StateOf(i)) {
+        r.final_epochs[name] = epochs.empty() ? 0 : epochs.back();
+        r.final_layers[name] = static_cast<uint64_t>(std::count(epochs.begin(), epochs.end(), r.final_epochs[name]));
+      }
       break;
     }
     for (uint32_t i = 0; i < o.nodes; ++i) {

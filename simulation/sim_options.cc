@@ -44,7 +44,8 @@ std::string FaultOptions::Describe() const {
 
 const std::vector<std::string>& ScenarioNames() {
   static const std::vector<std::string> names = {"none",          "loss30",        "partition-heal",
-                                                 "one-way",       "crash-restart", "rotate-in-partition"};
+                                                 "one-way",       "crash-restart", "rotate-in-partition",
+                                                 "grow"};
   return names;
 }
 
@@ -69,6 +70,24 @@ absl::Status ApplyScenario(const std::string& name, SimOptions& o) {
                   {K::kRotate, seconds(6), 0.0},
                   {K::kRotate, seconds(7), 1.0},
                   {K::kHeal, seconds(15)}};
+  } else if (name == "grow") {
+    // A scaling filter grows from capacity 100 past 100,000 keys (1000x,
+    // ten layers) at 1000 adds/s while the cluster is partitioned, then while
+    // nodes crash with and without their state: every node must end with the
+    // same stack and every acknowledged key present. 1000x needs
+    // --duration=150 (0.7 new keys per add); CI runs that. The add rate per gossip round (200) is twice
+    // the first layer: far above that, the small layers overfill before the
+    // news of the next one spreads (docs/crdt.md, "Growth in a cluster").
+    o.capacity = 100;
+    o.expansion = 2;
+    o.workload.crawl_adds_per_sec = 1000;
+    // Faults at fixed fractions of --duration, so they land while it grows.
+    const auto at = [&o](double fraction) {
+      return std::chrono::duration_cast<node::Duration>(o.duration * fraction);
+    };
+    ScriptedFault keep{K::kCrash, at(0.45), 0.2, true, at(0.1)};
+    ScriptedFault wipe{K::kCrash, at(0.7), 0.1, false, at(0.1)};
+    f.scripted = {{K::kPartition, at(0.05), 0.5}, {K::kHeal, at(0.4)}, keep, wipe};
   } else {
     return absl::InvalidArgumentError(absl::StrCat("ERR unknown scenario '", name, "'"));
   }
@@ -100,6 +119,13 @@ void ApplySwarm(node::Rng& rng, SimOptions& o) {
   if (rng.Below(3) == 0) o.workload.operator_rotate_every = Uniform(rng, seconds(3), seconds(15));
   o.workload.digest_rotate_every = rng.Below(2) ? Uniform(rng, seconds(3), seconds(20)) : node::Duration(0);
   o.workload.crawl_adds_per_sec = 5 + rng.Unit() * 45;
+  if (rng.Below(4) == 0) {
+    // A scaling crawl filter, 10 capacities of adds a second: about 100x its
+    // capacity in a 15 s run (the grow scenario goes to 1000x).
+    o.capacity = 50 + rng.Below(51);                          // 50..100
+    o.expansion = 2 + static_cast<uint32_t>(rng.Below(3));  // 2..4
+    o.workload.crawl_adds_per_sec = 10.0 * static_cast<double>(o.capacity);
+  }
 }
 
 std::string UsageText() {
@@ -115,7 +141,7 @@ Run:
   --warmup=SEC            join phase before the workload (default 5)
   --liveness-bound=SEC    after faults stop, all live nodes must converge within this (default 120)
   --scenario=NAME         fixed scenario: none, loss30, partition-heal, one-way,
-                          crash-restart, rotate-in-partition
+                          crash-restart, rotate-in-partition, grow
   --swarm                 draw each fault switch and its parameters from the seed
 Faults (each off by default):
   --loss[=P]              datagram loss probability (default 0.1)
@@ -131,6 +157,7 @@ Node and workload:
   --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
   --capacity=N            crawl filter capacity (default 100000)
+  --expansion=N           crawl filter scales: each layer N times the last (default 0: fixed size)
   --add-rate=R            crawl adds per virtual second, cluster-wide (default 20)
   --digest-owners=N       nodes publishing a digest filter (default 3)
   --digest-rotate=SEC     digest rotation period, 0 = never (default 15)
@@ -163,7 +190,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"duration", true},    {"warmup", true},          {"liveness-bound", true},
         {"scenario", true},    {"latency-min-ms", true},  {"latency-tail-ms", true},
         {"gossip-interval-ms", true}, {"fanout", true},   {"anti-entropy-ms", true},
-        {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true},
+        {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
@@ -222,6 +249,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 1, 1e8) o.probe_interval = FromMillis(v);
     } else if (name == "capacity") {
       POLLEN_NUM(v, 1, 1e9) o.capacity = static_cast<uint64_t>(v);
+    } else if (name == "expansion") {
+      POLLEN_NUM(v, 0, 65536) o.expansion = static_cast<uint32_t>(v);
     } else if (name == "add-rate") {
       POLLEN_NUM(v, 0, 1e6) o.workload.crawl_adds_per_sec = v;
     } else if (name == "digest-owners") {

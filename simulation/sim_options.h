@@ -85,6 +85,7 @@ struct SimOptions {
   node::Duration anti_entropy_interval{seconds(10)};
   node::Duration probe_interval{seconds(1)};
   uint64_t capacity = 100'000;     // crawl filter
+  uint32_t expansion = 0;          // crawl filter: 0 fixed-size, else it scales (a layer expansion^L larger)
   uint64_t digest_capacity = 10'000;
   double fpr = 0.01;
   uint32_t generations = 2;
@@ -106,7 +107,7 @@ struct SimOptions {
 };
 
 // Names of the fixed scenarios: none, loss30, partition-heal, one-way,
-// crash-restart, rotate-in-partition.
+// crash-restart, rotate-in-partition, grow.
 const std::vector<std::string>& ScenarioNames();
 
 // Applies a fixed scenario to `options`. InvalidArgument for an unknown name.

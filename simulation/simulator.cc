@@ -43,6 +43,7 @@ std::vector<node::FilterConfig> Simulator::Impl::Filters() const {
   crawl.capacity = o.capacity;
   crawl.fpr = o.fpr;
   crawl.generations = o.generations;
+  crawl.expansion = o.expansion;
   filters.push_back(crawl);
   for (uint32_t i = 0; i < std::min<uint32_t>(o.workload.digest_owners, o.nodes); ++i) {
     node::FilterConfig d;

@@ -90,7 +90,14 @@ struct FilterClock {
   // and the layer count last announced for the newest generation.
   uint64_t estimated_slot = ~uint64_t{0}, estimated_bits = 0;
   uint32_t announced_layers = 1;
+  // The newest slot's item count at the last CheckGrowth (its growth rate).
+  uint64_t rate_slot = ~uint64_t{0}, rate_items = 0;
 };
+
+// How many gossip rounds of a layer's current growth CheckGrowth looks
+// ahead: about the rounds the news of a new layer takes to reach a cluster of
+// tens of nodes (fanout 3: log3(20) + 1).
+constexpr uint64_t kGrowthLookaheadRounds = 4;
 
 // Saturation warnings: a fixed filter that refuses new keys when full warns
 // from 90% of its capacity; any filter warns once its newest sub-filter's fill

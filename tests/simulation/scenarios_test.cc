@@ -46,6 +46,13 @@ TEST_P(Scenario, Passes) {
   if (name == "none") {
     EXPECT_EQ(r.final_epochs.at("crawl:seen"), 0u);
   }
+  if (name == "grow") {
+    // 30 s at 1000 adds/s, 0.7 of them new: ~21,000 keys from capacity 100
+    // need 8 layers (100 * (2^8 - 1) = 25,500), and every node has them all.
+    EXPECT_GE(r.final_layers.at("crawl:seen"), 8u);
+    EXPECT_GE(r.crashes, 2u);
+    EXPECT_EQ(r.partitions, 1u);
+  }
   if (name == "none") {
     EXPECT_EQ(r.network.lost + r.network.partition_dropped, 0u);
     EXPECT_EQ(r.samples_reached, r.samples);

@@ -78,9 +78,17 @@ node::FilterConfig MakeConfig(const ServerContext& ctx, std::string_view name, c
 }
 
 // Creates a filter on the driver thread after checking the memory and count
-// limits. AlreadyExists when it exists (possibly created concurrently).
+// limits. AlreadyExists when it exists (possibly created concurrently). The
+// memory limit applies to the filter as created (its first layer in every
+// generation: a scaling filter's first layer is sized at a tighter rate than
+// `fpr`); the layers it opens later are bounded one by one (crdt::kMaxBlocks).
 absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) {
-  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShape(config.capacity, config.fpr);
+  crdt::FilterParams sizing;
+  sizing.capacity = config.capacity;
+  sizing.fpr = config.fpr;
+  sizing.expansion = config.expansion;
+  const double first_layer_fpr = config.expansion > 0 ? crdt::LayerFpr(sizing, 0) : config.fpr;
+  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShape(config.capacity, first_layer_fpr);
   if (!shape.ok()) return absl::InvalidArgumentError(Cat("filter too large: ", ToStd(shape.status().message())));
   const uint64_t gens = std::max<uint32_t>(config.generations, 1);
   if (shape->bytes() > ctx.limits.max_filter_bytes / gens) {
