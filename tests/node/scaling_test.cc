@@ -110,7 +110,8 @@ TEST(Scaling, ALayerOpensOnlyForANewKeyAsInRedisBloom) {
   // On one node the item count is exact: this node's new keys, no estimate.
   c.RunFor(1s);
   uint64_t items = 0;
-  for (const GenerationInfo& g : c.node(0).Info("g")->generations) items += g.items;
+  const FilterInfo info = *c.node(0).Info("g");
+  for (const GenerationInfo& g : info.generations) items += g.items;
   EXPECT_EQ(items, 11u);
 }
 
