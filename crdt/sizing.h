@@ -50,14 +50,14 @@ absl::StatusOr<FilterShape> ChooseShapeCached(uint64_t capacity, double fpr);
 
 // Estimated number of distinct keys added, from the number of set bits.
 // Inverts the expected fill E[set bits](n) of the blocked model by bisection.
+double EstimateCardinality(FilterShape shape, uint64_t set_bits);
+
 // An estimate as an item count: negative -> 0, infinite (every bit set) or
 // past 2^63 -> 2^63 (a cast of either would be undefined).
 inline uint64_t ItemsFromEstimate(double items) {
   if (!(items > 0)) return 0;
   return items >= 9.2e18 ? uint64_t{1} << 63 : static_cast<uint64_t>(items);
 }
-
-double EstimateCardinality(FilterShape shape, uint64_t set_bits);
 
 // Estimated current FPR from the number of set bits (via EstimateCardinality).
 double EstimateFpr(FilterShape shape, uint64_t set_bits);

@@ -152,9 +152,10 @@ void Node::Impl::CheckGrowth() {
     // count, plus kGrowthLookaheadRounds rounds of its growth in the last
     // round, reaches the capacity. The cluster keeps adding to a layer until
     // the news of the next one has spread (a few rounds), and an overfilled
-    // layer answers "present" to new keys for good (pollen-sim
-    // --scenario=grow, 20 nodes at 1000 adds/s from capacity 10, stalled at 4
-    // layers when growth waited for a full layer).
+    // layer answers "present" to new keys for good: when growth waited for a
+    // new key to find the layer full, pollen-sim with 20 nodes at 1000 adds/s
+    // from capacity 10 stalled at 4 layers. The limits that remain are in
+    // docs/crdt.md, "Growth in a cluster".
     const uint32_t layers = state->set->layers(newest->epoch);
     const uint64_t items = newest->items.load(std::memory_order_relaxed);
     const uint64_t last_round = clock.rate_slot == newest->slot() && items > clock.rate_items ? items - clock.rate_items : 0;
