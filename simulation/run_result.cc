@@ -76,6 +76,12 @@ std::string FormatSummary(const RunResult& r) {
     for (const auto& [k, v] : r.bytes_out_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
     absl::StrAppend(&out, "\n");
   }
+  if (!r.window_bytes_by_type.empty()) {
+    absl::StrAppendFormat(&out, "  workload window (%.0fs): %.0f bytes per new key; membership %.0f bytes per node per s;",
+                          r.window_seconds, r.window_bytes_per_new_key, r.membership_bytes_per_node_second);
+    for (const auto& [k, v] : r.window_bytes_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
+    absl::StrAppend(&out, "\n");
+  }
   if (!r.frames_out_by_type.empty()) {
     absl::StrAppend(&out, "  frames out by type:");
     for (const auto& [k, v] : r.frames_out_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
@@ -83,9 +89,9 @@ std::string FormatSummary(const RunResult& r) {
   }
   absl::StrAppendFormat(&out,
                         "  transmissions per new bit: %.2f (delta bits sent %d / distinct bits %d; "
-                        "N-1 = %d, F*N = %d)\n",
+                        "N-1 = %d, F*N = %d; RMR %.2f)\n",
                         r.transmissions_per_bit, r.delta_bits_sent, r.distinct_bits, r.nodes ? r.nodes - 1 : 0,
-                        static_cast<uint64_t>(r.fanout) * r.nodes);
+                        static_cast<uint64_t>(r.fanout) * r.nodes, r.relative_message_redundancy);
   absl::StrAppendFormat(&out, "  network: lost %d, duplicated %d, reordered %d, partition-dropped %d\n", r.network.lost,
                         r.network.duplicated, r.network.reordered, r.network.partition_dropped);
   absl::StrAppendFormat(&out, "  faults done: crashes %d, restarts %d, partitions %d, rotations %d\n", r.crashes,
@@ -133,6 +139,10 @@ std::string FormatJson(const RunResult& r) {
       ",\"partition_dropped\":", r.network.partition_dropped, "}", ",\"node_counters\":", JsonMap(r.node_counters), ",\"rejected_by_reason\":",
       JsonMap(r.rejected_by_reason), ",\"bytes_out_by_type\":", JsonMap(r.bytes_out_by_type),
       ",\"frames_out_by_type\":", JsonMap(r.frames_out_by_type),
+      ",\"window_seconds\":", r.window_seconds, ",\"window_bytes_by_type\":", JsonMap(r.window_bytes_by_type),
+      ",\"window_bytes_per_new_key\":", r.window_bytes_per_new_key,
+      ",\"membership_bytes_per_node_second\":", r.membership_bytes_per_node_second,
+      ",\"relative_message_redundancy\":", r.relative_message_redundancy,
       ",\"events_by_kind\":", JsonMap(r.events_by_kind), ",\"final_epochs\":", JsonMap(r.final_epochs), ",\"final_layers\":", JsonMap(r.final_layers), ",\"failure_count\":", r.failure_count,
       ",\"failures\":", failures, ",\"trace_hash\":\"", absl::StrFormat("%016x", r.trace_hash), "\"",
       ",\"replay\":", JsonString(r.replay_command), "}");

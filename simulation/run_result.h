@@ -46,6 +46,15 @@ struct RunResult {
   std::map<std::string, uint64_t> rejected_by_reason;
   std::map<std::string, uint64_t> node_counters;  // summed over nodes and boots
   std::map<std::string, uint64_t> bytes_out_by_type;
+  // The workload window [warmup, warmup + duration] alone: bytes by type,
+  // all of them per new key, and membership bytes per node per second.
+  double window_seconds = 0;
+  std::map<std::string, uint64_t> window_bytes_by_type;
+  double window_bytes_per_new_key = 0;
+  double membership_bytes_per_node_second = 0;
+  // Plumtree's RMR: transmissions per bit / (N-1) - 1; 0 when each bit
+  // reaches each node exactly once.
+  double relative_message_redundancy = 0;
   std::map<std::string, uint64_t> frames_out_by_type;
   std::map<std::string, uint64_t> events_by_kind;
   std::map<std::string, uint64_t> final_epochs;  // per filter, once converged

@@ -35,6 +35,7 @@ void Simulator::Impl::Restart(uint32_t i) {
   if (s.up) return;
   ++s.boot;
   if (!CreateNode(i)) return;
+  s.changed_since_poll = true;
   if (s.has_persisted) {
     for (const auto& [name, bytes] : s.persisted) {
       if (auto st = s.node->ImportSnapshot(bytes); !st.ok()) {

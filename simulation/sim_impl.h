@@ -95,7 +95,7 @@ struct Ev {
   enum class Kind : uint8_t {
     kTick, kDeliver, kStart, kRestart, kHeal, kScripted, kRandomPartition, kRandomCrash,
     kCrawlAdd, kDigestAdd, kDigestRotate, kOperatorRotate, kSample, kPoll, kCheck, kFaultsEnd,
-    kConvergePoll,
+    kConvergePoll, kWindowStart,
   };
   Kind kind = Kind::kTick;
   uint32_t node = 0;
@@ -118,6 +118,9 @@ struct SimNode {
   bool has_persisted = false;
   std::map<std::string, std::string> persisted;
   node::NodeCounters carried;  // counters of earlier boots
+  // Took a frame, a client add or a restart since the last sample poll: only
+  // such a node can newly hold a sample key (Poll skips the others).
+  bool changed_since_poll = true;
 };
 
 struct Sample {
@@ -126,6 +129,7 @@ struct Sample {
   std::vector<bool> seen;
   Duration t999{-1}, t100{-1};
   bool active = true;
+  bool polled = false;  // the first poll reads every node; later ones only changed ones
 };
 
 }  // namespace internal
@@ -158,6 +162,11 @@ struct Simulator::Impl {
   absl::flat_hash_map<node::Address, uint32_t> by_address;  // lookups only, never iterated
   Time now{0};
   Time faults_end{0}, liveness_start{0};
+  // Bytes sent by type, summed over nodes and boots, when the workload window
+  // [warmup, warmup + duration] opens and closes: traffic of that window only,
+  // without the join storm before it or the liveness phase after.
+  std::map<std::string, uint64_t> window_open_bytes, window_close_bytes;
+  std::map<std::string, uint64_t> BytesOutByType();
   bool faults_on = true, workload_on = true, done = false;
   RunResult r;
   std::vector<Sample> samples;

@@ -11,6 +11,7 @@
 namespace pollen::sim {
 
 void Simulator::Impl::FaultsEnd() {
+  window_close_bytes = BytesOutByType();
   faults_on = false;
   workload_on = false;
   NetworkOptions calm = o.network;

@@ -146,6 +146,7 @@ void Simulator::Impl::AfterClientOp(uint32_t i) {
 bool Simulator::Impl::ClientAdd(uint32_t i, const std::string& filter, const std::string& key) {
   const uint64_t epoch = checker.CurrentEpoch(i, filter);
   auto added = nodes[i].node->Add(filter, key);
+  nodes[i].changed_since_poll = true;
   trace.Mix(0xadd);
   trace.Mix(i);
   trace.Mix(key);
@@ -211,6 +212,7 @@ void Simulator::Impl::Setup() {
   if (wl.operator_rotate_every.count() > 0)
     At(w + Exponential(work_rng, wl.operator_rotate_every), Ev::Kind::kOperatorRotate);
   At(w, Ev::Kind::kSample);
+  At(w, Ev::Kind::kWindowStart);
   const FaultOptions& f = o.faults;
   if (f.partition || f.one_way_partition) At(w + Exponential(fault_rng, f.partition_gap), Ev::Kind::kRandomPartition);
   if (f.crash) At(w + Exponential(fault_rng, f.crash_gap), Ev::Kind::kRandomCrash);
@@ -242,6 +244,7 @@ void Simulator::Impl::Dispatch(Ev& ev) {
       trace.Mix(static_cast<uint64_t>(ev.channel));
       trace.Mix(ev.bytes);
       ++r.frames_delivered;
+      to.changed_since_poll = true;
       if (ev.channel == Channel::kStream) {
         to.node->HandleStreamFrame(from.address, ev.bytes, Local(ev.node));
       } else {
@@ -282,6 +285,7 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kCheck: Check(); return;
     case Ev::Kind::kFaultsEnd: FaultsEnd(); return;
     case Ev::Kind::kConvergePoll: ConvergePoll(); return;
+    case Ev::Kind::kWindowStart: window_open_bytes = BytesOutByType(); return;
   }
 }
 
@@ -300,6 +304,16 @@ RunResult Simulator::Impl::Run() {
   if (!done) checker.Fail("simulator: ran out of events before the liveness verdict");
   Finish();
   return r;
+}
+
+std::map<std::string, uint64_t> Simulator::Impl::BytesOutByType() {
+  std::map<std::string, uint64_t> out;
+  for (SimNode& s : nodes) {
+    for (const auto& [type, bytes] : s.carried.bytes_out_by_type) out[type] += bytes;
+    if (!s.up) continue;
+    for (const auto& [type, bytes] : s.node->Counters().bytes_out_by_type) out[type] += bytes;
+  }
+  return out;
 }
 
 void Simulator::Impl::Finish() {
@@ -341,6 +355,24 @@ void Simulator::Impl::Finish() {
   }
   if (r.new_keys > 0) {
     r.delta_bytes_per_new_key = static_cast<double>(dissemination_bytes) / static_cast<double>(r.new_keys);
+  }
+  // The workload window alone (see window_open_bytes).
+  r.window_seconds = Sec(o.duration);
+  uint64_t window_total = 0;
+  for (const auto& [type, bytes] : window_close_bytes) {
+    auto open = window_open_bytes.find(type);
+    const uint64_t in_window = bytes - (open == window_open_bytes.end() ? 0 : open->second);
+    r.window_bytes_by_type[type] = in_window;
+    window_total += in_window;
+  }
+  if (r.new_keys > 0) r.window_bytes_per_new_key = static_cast<double>(window_total) / static_cast<double>(r.new_keys);
+  if (r.window_seconds > 0 && o.nodes > 0) {
+    auto m = r.window_bytes_by_type.find("membership");
+    r.membership_bytes_per_node_second =
+        m == r.window_bytes_by_type.end() ? 0 : static_cast<double>(m->second) / (o.nodes * r.window_seconds);
+  }
+  if (o.nodes > 1 && r.transmissions_per_bit > 0) {
+    r.relative_message_redundancy = r.transmissions_per_bit / static_cast<double>(o.nodes - 1) - 1;
   }
   for (const auto& [address, count] : unroutable) {
     checker.Fail(absl::StrFormat("node sent %d frames to unknown address '%s'", count, address));

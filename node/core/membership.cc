@@ -117,7 +117,7 @@ void Membership::Leave(Time now) {
   left_ = true;
   if (incarnation_ < std::numeric_limits<uint64_t>::max()) ++incarnation_;
   Enqueue(config_.self_name, Member{config_.self_address, MemberState::kLeft, incarnation_, now, Time{0}});
-  for (const std::string& name : RandomMembers(kMaxLeaveFanout, {}, /*alive_only=*/false)) {
+  for (const std::string& name : RandomMembers(kMaxLeaveFanout, nullptr, /*alive_only=*/false)) {
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
     SendMsg(FindMember(name)->address, std::move(msg), name);
@@ -172,12 +172,30 @@ std::vector<Address> Membership::LivePeers() const {
   return out;
 }
 
-size_t Membership::LiveCount() const { return live_others_ + (left_ ? 0 : 1); }
+size_t Membership::LiveCount() const { return live_.size() + (left_ ? 0 : 1); }
+
+const Address& Membership::LivePeerAddress(size_t position) const {
+  assert(position < live_.size());
+  return live_[position]->address;
+}
+
+const Address* Membership::LiveAddressOf(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end() || !IsLive(*it->second)) return nullptr;
+  return &it->second->address;
+}
 
 Duration Membership::SuspicionTimeout() const {
   const double n = static_cast<double>(std::max<size_t>(LiveCount(), 1));
   const double scale = config_.suspicion_multiplier * std::log10(n + 1.0);
   return Duration(static_cast<int64_t>(scale * static_cast<double>(config_.probe_interval.count())));
+}
+
+uint32_t Membership::PushPullScale() const {
+  constexpr double kThreshold = 32;
+  const double n = static_cast<double>(LiveCount());
+  if (n <= kThreshold) return 1;
+  return static_cast<uint32_t>(std::ceil(std::log2(n / kThreshold))) + 1;
 }
 
 uint32_t Membership::RetransmitLimit() const {
@@ -238,8 +256,26 @@ void Membership::Enqueue(const std::string& name, const Member& m) {
   }
   // Newest first among equally transmitted updates: order counts down.
   const uint64_t order = std::numeric_limits<uint64_t>::max() - queue_order_++;
-  auto queued = queue_.emplace(name, Queued{UpdateOf(name, m), 0, order}).first;
+  wire::MemberUpdate update = UpdateOf(name, m);
+  const size_t wire_bytes = update.ByteSizeLong() + 3;  // + tag, length (< 2^14)
+  auto queued = queue_.emplace(name, Queued{std::move(update), 0, order, wire_bytes}).first;
   queue_index_.emplace(std::make_tuple(uint32_t{0}, order, name), &queued->second);
+}
+
+void Membership::TrackLive(Member& m) {
+  const bool listed = m.live_pos != kNotLive;
+  if (IsLive(m) == listed) return;
+  if (!listed) {
+    m.live_pos = live_.size();
+    live_.push_back(&m);
+    return;
+  }
+  assert(live_[m.live_pos] == &m);
+  Member* last = live_.back();
+  live_[m.live_pos] = last;
+  last->live_pos = m.live_pos;
+  live_.pop_back();
+  m.live_pos = kNotLive;
 }
 
 void Membership::Emit(Event::Kind kind, const std::string& name, const Member& m) {
@@ -251,11 +287,10 @@ void Membership::SetState(const std::string& name, Member& m, MemberState state,
   const uint64_t old_inc = m.incarnation;
   ++peers_version_;
   if (old == MemberState::kSuspect) suspicions_.erase({m.suspect_deadline, name});
-  if (IsLive(m)) --live_others_;
   m.state = state;
   m.incarnation = incarnation;
   m.last_change = now;
-  if (IsLive(m)) ++live_others_;
+  TrackLive(m);
   if (state == MemberState::kSuspect) {
     // A fresh suspicion (or one at a newer incarnation) restarts the timer.
     if (old != MemberState::kSuspect || old_inc != incarnation) m.suspect_deadline = now + SuspicionTimeout();
@@ -300,6 +335,7 @@ bool Membership::MakeRoom() {
   }
   index_.erase(victim->first);
   ++peers_version_;
+  assert(victim->second.live_pos == kNotLive);
   members_.erase(victim);  // dead or left: not live, not in suspicions_
   return true;
 }
@@ -339,14 +375,17 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
       m.suspect_deadline = now + SuspicionTimeout();
       suspicions_.insert({m.suspect_deadline, name});
     }
-    if (IsLive(m)) ++live_others_;
     if (IsLive(m) && probe_order_.size() < 2 * config_.max_members) {
-      // Probe newcomers soon: a random place in the rest of this round.
-      const size_t rest = probe_order_.size() - std::min(probe_index_, probe_order_.size());
-      const size_t pos = std::min(probe_index_ + rng_.Below(rest + 1), probe_order_.size());
-      probe_order_.insert(probe_order_.begin() + pos, name);
+      // Probe newcomers soon: a random place in the rest of this round. The
+      // one there moves to the end (a vector insert was O(N) per newcomer).
+      probe_index_ = std::min(probe_index_, probe_order_.size());
+      const size_t pos = probe_index_ + rng_.Below(probe_order_.size() - probe_index_ + 1);
+      probe_order_.push_back(name);
+      std::swap(probe_order_[pos], probe_order_.back());
     }
     auto ins = members_.emplace(name, std::move(m)).first;
+    ins->second.name = &ins->first;
+    TrackLive(ins->second);
     index_[name] = &ins->second;
     ++peers_version_;
     if (IsLive(ins->second)) Emit(Event::Kind::kMemberJoined, name, ins->second);
@@ -405,11 +444,14 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     using IndexIt = decltype(queue_index_)::iterator;
     std::array<IndexIt, kMaxPiggybackWire> taken;
     size_t n_taken = 0;
+    size_t bytes = msg.ByteSizeLong();
     for (auto it = queue_index_.begin(); it != queue_index_.end() && n_taken < taken.size() &&
                                          static_cast<size_t>(msg.updates_size()) < config_.max_piggyback;
          ++it) {
       const std::string& name = std::get<2>(it->first);
       if (std::find(included.begin(), included.end(), name) != included.end()) continue;
+      if (bytes + it->second->wire_bytes > config_.max_piggyback_bytes) break;
+      bytes += it->second->wire_bytes;
       *msg.add_updates() = it->second->update;
       taken[n_taken++] = it;
     }
@@ -437,38 +479,34 @@ void Membership::SendJoin(const Address& to) {
   SendMsg(to, std::move(msg), "");
 }
 
-std::vector<std::string> Membership::RandomMembers(size_t k, const std::vector<std::string>& exclude,
-                                                   bool alive_only) {
-  // Candidates by pointer: only the k picked names are copied (copying every
-  // name per gossip tick made this 4.7% of pollen-sim N=100 CPU, mostly
-  // malloc; perf, 2026-11-21). Same candidate order and draws as before.
-  std::vector<const std::string*> candidates;
-  if (!alive_only && exclude.empty()) {
-    // The common case (gossip, push/pull): the cached live list, same order.
-    if (live_names_version_ != peers_version_) {
-      live_names_.clear();
-      for (const auto& [name, m] : members_) {
-        if (IsLive(m)) live_names_.push_back(&name);
-      }
-      live_names_version_ = peers_version_;
-    }
-    candidates = live_names_;
+std::vector<std::string> Membership::RandomMembers(size_t k, const std::string* exclude, bool alive_only) {
+  const auto eligible = [&](const Member& m) {
+    return (!alive_only || m.state == MemberState::kAlive) && (exclude == nullptr || *m.name != *exclude);
+  };
+  std::vector<const Member*> picked;
+  if (!alive_only && exclude == nullptr) {
+    for (size_t i : PickDistinct(rng_, live_.size(), k)) picked.push_back(live_[i]);
   } else {
-    candidates.reserve(members_.size());
-    for (const auto& [name, m] : members_) {
-      if (alive_only ? m.state != MemberState::kAlive : !IsLive(m)) continue;
-      if (std::find(exclude.begin(), exclude.end(), name) != exclude.end()) continue;
-      candidates.push_back(&name);
+    // Draw from live_ and skip the ineligible: uniform over the eligible ones.
+    // A bounded number of draws; if they come up short (most members suspect,
+    // or k near their count) the exact way: collect all, then pick.
+    const size_t max_draws = live_.size() > 4 * k ? 4 * k + 16 : 0;
+    for (size_t draw = 0; draw < max_draws && picked.size() < k; ++draw) {
+      const Member* m = live_[rng_.Below(live_.size())];
+      if (eligible(*m) && std::find(picked.begin(), picked.end(), m) == picked.end()) picked.push_back(m);
+    }
+    if (picked.size() < k) {
+      std::vector<const Member*> candidates;
+      for (const Member* m : live_) {
+        if (eligible(*m)) candidates.push_back(m);
+      }
+      picked.clear();
+      for (size_t i : PickDistinct(rng_, candidates.size(), k)) picked.push_back(candidates[i]);
     }
   }
-  // Partial Fisher-Yates: the first k are a uniform random sample.
-  const size_t take = std::min(k, candidates.size());
   std::vector<std::string> out;
-  out.reserve(take);
-  for (size_t i = 0; i < take; ++i) {
-    std::swap(candidates[i], candidates[i + rng_.Below(candidates.size() - i)]);
-    out.push_back(*candidates[i]);
-  }
+  out.reserve(picked.size());
+  for (const Member* m : picked) out.push_back(*m->name);
   return out;
 }
 
@@ -542,7 +580,7 @@ void Membership::Handle(const Address& from, const wire::MembershipMessage& msg,
   }
   reply_peer_.clear();
   FlushNotify();
-  if (!joined_ && (live_others_ > 0 || msg.has_push_pull())) {
+  if (!joined_ && (!live_.empty() || msg.has_push_pull())) {
     joined_ = true;
     next_join_ = Time::max();
   }
@@ -708,7 +746,7 @@ void Membership::SendIndirect(Time now) {
   probe_->indirect_sent = true;
   auto target = members_.find(probe_->target);
   if (target == members_.end() || !IsLive(target->second)) return;
-  probe_->helpers = RandomMembers(config_.indirect_probes, {probe_->target}, /*alive_only=*/true);
+  probe_->helpers = RandomMembers(config_.indirect_probes, &probe_->target, /*alive_only=*/true);
   for (const std::string& helper : probe_->helpers) {
     wire::MembershipMessage req = NewMessage();
     auto* r = req.mutable_ping_req();
@@ -722,7 +760,7 @@ void Membership::SendIndirect(Time now) {
 void Membership::GossipTick(Time now) {
   next_gossip_ = now + config_.gossip_interval;
   if (queue_.empty()) return;
-  for (const std::string& name : RandomMembers(config_.gossip_fanout, {}, /*alive_only=*/false)) {
+  for (const std::string& name : RandomMembers(config_.gossip_fanout, nullptr, /*alive_only=*/false)) {
     if (queue_.empty()) break;
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
@@ -731,8 +769,8 @@ void Membership::GossipTick(Time now) {
 }
 
 void Membership::PushPullTick(Time now) {
-  next_push_pull_ = now + config_.probe_interval * config_.push_pull_every;
-  std::vector<std::string> peer = RandomMembers(1, {}, /*alive_only=*/false);
+  next_push_pull_ = now + config_.probe_interval * config_.push_pull_every * PushPullScale();
+  std::vector<std::string> peer = RandomMembers(1, nullptr, /*alive_only=*/false);
   if (peer.empty()) return;
   wire::MembershipMessage msg = NewMessage();
   FillFullState(msg.mutable_push_pull());
@@ -747,7 +785,7 @@ void Membership::ReconnectTick(Time now) {
   }
   if (!dead.empty()) {
     SendJoin(members_.at(dead[rng_.Below(dead.size())]).address);
-  } else if (live_others_ == 0 && !seeds_.empty()) {
+  } else if (live_.empty() && !seeds_.empty()) {
     SendJoin(seeds_[rng_.Below(seeds_.size())]);
   }
 }

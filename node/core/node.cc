@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.dead_reconnect_interval = impl.config.dead_reconnect_interval;
   mc.gossip_interval = impl.config.gossip_interval;
   mc.gossip_fanout = impl.config.fanout;
+  mc.max_piggyback_bytes = impl.GossipBudget();  // a membership message fits one datagram
   impl.membership = std::make_unique<Membership>(mc, impl.rng.Next());
   for (const FilterConfig& fc : impl.config.filters) {
     absl::StatusOr<CatalogEntry> entry = MakeCatalogEntry(fc, impl.config.secret, 0, "");
@@ -291,6 +292,7 @@ std::vector<FilterInfo> Node::Filters(InfoParts parts) const {
 
 std::vector<MemberInfo> Node::Members() const {
   impl_->members_requested.store(true, std::memory_order_relaxed);
+  impl_->members_ever_read.store(true, std::memory_order_relaxed);
   std::lock_guard lock(impl_->members_mu);
   return impl_->members_cache;
 }

@@ -226,6 +226,9 @@ class Node {
   // Start/Leave and otherwise at most every 100 ms of its `now` while someone
   // reads it (every 1 s when nobody has since the last refresh), at the next
   // Tick or frame after a change: it can lag a change by up to about 1 s.
+  // Until the first call after Start it is not refreshed at all (copying the
+  // table nobody reads was O(N^2) a second over a cluster, as in the
+  // simulator), so that first call returns the snapshot taken at Start.
   std::vector<MemberInfo> Members() const;
   NodeCounters Counters() const;
   const std::string& name() const;

@@ -211,7 +211,7 @@ void Node::Impl::DrainPending() {
   // (which runs when a member joins or comes back) carries these bits later.
   // Saves the driver's sort-and-encode work on a standalone node (~10% of a
   // core under redis-benchmark, perf).
-  const bool alone = LivePeers().empty();
+  const bool alone = membership->live_peer_count() == 0;
   if (entries.empty()) return;  // the common case: a round with no client adds
   // Entries for one filter arrive in runs; look each run's filter up once
   // (a sorted vector: a std::map here cost allocations on every round).

@@ -19,7 +19,6 @@ void Node::Impl::GossipRound() {
       catalog_rounds.empty() && announce_tombstones.empty() && tombstone_rounds.empty() && ae_queue.empty()) {
     return;  // the common idle round: no O(N) peer list
   }
-  const std::vector<Address>& live = LivePeers();  // not refreshed below: no membership calls
   // One part per (filter, sub-filter): the union of its batches still in flight
   // (each batch is canonical, so the union is merged, not sorted).
   std::map<DeltaBuffer::Key, std::vector<crdt::WordBits>> unions;
@@ -62,7 +61,7 @@ void Node::Impl::GossipRound() {
     }
   }
   if (!packer.empty()) {
-    const std::vector<Address> peers = PickPeers(live, config.fanout);
+    const std::vector<Address> peers = PickPeers(config.fanout);
     for (const wire::Gossip& body : packer.Take()) {
       if (peers.empty()) break;
       const std::string plain = SerializeBody(wire::Envelope::kGossipFieldNumber, body);
@@ -71,9 +70,10 @@ void Node::Impl::GossipRound() {
     Stats([&](NodeCounters& s) { s.delta_bits_sent += delta_bits * peers.size(); });
   }
   if (!ae_queue.empty()) {
-    const Address peer = ae_queue.front();
+    const std::string member = std::move(ae_queue.front());
     ae_queue.pop_front();
-    if (std::find(live.begin(), live.end(), peer) != live.end()) StartAntiEntropy(peer);
+    // Still live? Then sync with the address it has now.
+    if (const Address* peer = membership->LiveAddressOf(member); peer != nullptr) StartAntiEntropy(Address(*peer));
   }
 }
 

@@ -64,31 +64,11 @@ void Node::Impl::SendPlainToAll(std::span<const Address> peers, const std::strin
   out.push_back(Outgoing{peers.back(), channel, std::move(frame)});
 }
 
-const std::vector<Address>& Node::Impl::LivePeers() {
-  if (membership->peers_version() != live_peers_version) {
-    live_peers = membership->LivePeers();
-    live_peers_version = membership->peers_version();
-  }
-  return live_peers;
-}
-
-std::vector<Address> Node::Impl::PickPeers(const std::vector<Address>& peers, size_t count) {
-  count = std::min(count, peers.size());
-  std::vector<size_t> chosen;
-  if (count * 4 > peers.size()) {  // dense: partial Fisher-Yates over indices
-    std::vector<size_t> all(peers.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    for (size_t i = 0; i < count; ++i) std::swap(all[i], all[i + rng.Below(all.size() - i)]);
-    chosen.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(count));
-  } else {
-    while (chosen.size() < count) {  // expected < 2 draws per pick here
-      const size_t i = rng.Below(peers.size());
-      if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) chosen.push_back(i);
-    }
-  }
+std::vector<Address> Node::Impl::PickPeers(size_t count) {
   std::vector<Address> out;
-  out.reserve(count);
-  for (size_t i : chosen) out.push_back(peers[i]);
+  for (size_t i : PickDistinct(rng, membership->live_peer_count(), count)) {
+    out.push_back(membership->LivePeerAddress(i));
+  }
   return out;
 }
 
@@ -111,11 +91,13 @@ void Node::Impl::PumpMembership(bool force) {
     cached_live = membership->LiveCount();
     members_dirty = true;
   }
-  // Without readers (the simulator never asks) the copy is made at most once
-  // per kMembersIdleRefresh; after a Members() call, every kMembersRefresh.
+  // Never read (the simulator never asks): no copy but the forced ones.
+  // Otherwise at most once per kMembersIdleRefresh, and after a Members()
+  // call every kMembersRefresh.
   const Duration period =
       members_requested.load(std::memory_order_relaxed) ? kMembersRefresh : kMembersIdleRefresh;
-  if (members_dirty && (force || now >= members_refreshed + period)) {
+  const bool read = members_ever_read.load(std::memory_order_relaxed);
+  if (members_dirty && (force || (read && now >= members_refreshed + period))) {
     members_requested.store(false, std::memory_order_relaxed);
     members_dirty = false;
     members_refreshed = now;
@@ -128,10 +110,10 @@ void Node::Impl::PumpMembership(bool force) {
 void Node::Impl::QueueAntiEntropy(const std::string& member) {
   const double live = static_cast<double>(std::max<size_t>(1, membership->LiveCount()));
   if (rng.Unit() * live >= kJoinSyncs) return;
-  std::optional<MemberInfo> m = membership->Find(member);
-  if (!m || std::find(ae_queue.begin(), ae_queue.end(), m->address) != ae_queue.end()) return;
+  if (membership->LiveAddressOf(member) == nullptr) return;
+  if (std::find(ae_queue.begin(), ae_queue.end(), member) != ae_queue.end()) return;
   if (ae_queue.size() >= kMaxQueuedSyncs) return;
-  ae_queue.push_back(m->address);
+  ae_queue.push_back(member);
 }
 
 void Node::Impl::CopyMembershipRejections() {

@@ -3,8 +3,11 @@
 // these, seeded from a configured seed, so a run replays from its seed.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace pollen::node {
 
@@ -45,5 +48,29 @@ class Rng {
   }
   uint64_t s_[4];
 };
+
+// min(k, n) distinct indices drawn uniformly from [0, n), in draw order.
+// For k small against n (gossip fanout out of thousands of members) it draws
+// and rejects repeats: O(k) expected work, never O(n). Otherwise a partial
+// Fisher-Yates over the n indices. Deterministic for a given rng state.
+inline std::vector<size_t> PickDistinct(Rng& rng, size_t n, size_t k) {
+  k = std::min(k, n);
+  std::vector<size_t> chosen;
+  chosen.reserve(k);
+  if (k * 4 > n) {
+    std::vector<size_t> all(n);
+    for (size_t i = 0; i < n; ++i) all[i] = i;
+    for (size_t i = 0; i < k; ++i) std::swap(all[i], all[i + rng.Below(n - i)]);
+    chosen.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k));
+    return chosen;
+  }
+  // At most a quarter of [0, n) is taken, so each draw is new with
+  // probability >= 3/4: this loop ends after < 4k/3 draws on average.
+  while (chosen.size() < k) {
+    const size_t i = rng.Below(n);
+    if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) chosen.push_back(i);
+  }
+  return chosen;
+}
 
 }  // namespace pollen::node

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "node/core/membership.h"
+#include "node/core/rng.h"
 #include "tests/membership/pump.h"
 
 namespace pollen::node {
@@ -360,24 +362,28 @@ TEST(Membership, LeaveAnnouncesAndStopsProbing) {
   }
 }
 
-TEST(Membership, PiggybackIsBoundedAndRetransmitsAreLimited) {
-  MembershipConfig c = Pump::Config("s", {});
-  c.max_piggyback = 4;
-  Membership m(c, 5);
-  m.Start(Time{0});
+// A started Membership that learned `count` alive members (prefix0, prefix1,
+// ...) from prefix0's full-state list; what that made it send is dropped.
+std::unique_ptr<Membership> WithMembers(const MembershipConfig& c, const std::string& prefix, int count) {
+  auto m = std::make_unique<Membership>(c, 5);
+  m->Start(Time{0});
   std::vector<wire::MemberUpdate> list;
-  for (int i = 0; i < 20; ++i) list.push_back(Update("m" + std::to_string(i), 0, wire::MEMBER_STATUS_ALIVE));
-  m.Handle("m0:1", PushPull("m0", list, true), Time{0});
-  m.TakeOutgoing();
-  std::map<std::string, int> sent;
-  Time t{0};
-  for (int i = 0; i < 400; ++i) {
-    t = m.NextWakeup();
+  for (int i = 0; i < count; ++i) list.push_back(Update(prefix + std::to_string(i), 0, wire::MEMBER_STATUS_ALIVE));
+  m->Handle(prefix + "0:1", PushPull(prefix + "0", list, true), Time{0});
+  m->TakeOutgoing();
+  return m;
+}
+
+// Ticks `m` at its wakeups `ticks` times and shows every message it sends to
+// `sent`; every probe is acked, so nobody is suspected.
+template <class Sent>
+void TickAckingProbes(Membership& m, int ticks, Sent&& sent) {
+  for (int i = 0; i < ticks; ++i) {
+    const Time t = m.NextWakeup();
     m.Tick(t);
     for (const auto& s : m.TakeOutgoing()) {
-      EXPECT_LE(s.msg.updates_size(), 4);
-      for (const auto& u : s.msg.updates()) ++sent[u.name()];
-      if (s.msg.has_ping()) {  // answer every probe so nobody is suspected
+      sent(s.msg);
+      if (s.msg.has_ping()) {
         wire::MembershipMessage ack;
         ack.set_sender(s.msg.ping().target());
         ack.mutable_ack()->set_seq(s.msg.ping().seq());
@@ -385,12 +391,92 @@ TEST(Membership, PiggybackIsBoundedAndRetransmitsAreLimited) {
       }
     }
   }
+}
+
+TEST(Membership, PiggybackIsBoundedAndRetransmitsAreLimited) {
+  MembershipConfig c = Pump::Config("s", {});
+  c.max_piggyback = 4;
+  std::unique_ptr<Membership> m = WithMembers(c, "m", 20);
+  std::map<std::string, int> sent;
+  TickAckingProbes(*m, 400, [&](const wire::MembershipMessage& msg) {
+    EXPECT_LE(msg.updates_size(), 4);
+    for (const auto& u : msg.updates()) ++sent[u.name()];
+  });
   const int limit = static_cast<int>(std::ceil(3 * std::log10(21.0 + 1))) + 1;
   EXPECT_EQ(sent.size(), 21u);  // every member's update and self's went out
   for (const auto& [name, n] : sent) {
     EXPECT_GE(n, 1) << name;
     EXPECT_LE(n, limit) << name;
   }
+}
+
+TEST(Membership, PiggybackFillsTheByteBudgetAndNoMore) {
+  MembershipConfig c = Pump::Config("s", {});
+  c.max_piggyback_bytes = 400;
+  std::unique_ptr<Membership> m = WithMembers(c, "member-", 60);
+  size_t most = 0;
+  TickAckingProbes(*m, 50, [&](const wire::MembershipMessage& msg) {
+    if (msg.has_push_pull()) return;
+    EXPECT_LE(msg.ByteSizeLong(), c.max_piggyback_bytes);
+    most = std::max(most, static_cast<size_t>(msg.updates_size()));
+  });
+  // ~25 bytes an update: a 400-byte budget carries well over the old fixed 8.
+  EXPECT_GE(most, 12u);
+}
+
+TEST(Membership, PushPullPeriodScalesPastThirtyTwoMembers) {
+  const auto scale_with = [](int others) {
+    Membership m(Pump::Config("self", {}), 1);
+    m.Start(Time{0});
+    std::vector<wire::MemberUpdate> list;
+    for (int i = 0; i < others; ++i) list.push_back(Update("m" + std::to_string(i), 0, wire::MEMBER_STATUS_ALIVE));
+    if (others > 0) m.Handle("m0:1", PushPull("m0", list, true), Time{0});
+    EXPECT_EQ(m.LiveCount(), static_cast<size_t>(others + 1));
+    return m.PushPullScale();
+  };
+  EXPECT_EQ(scale_with(0), 1u);
+  EXPECT_EQ(scale_with(31), 1u);   // 32 live
+  EXPECT_EQ(scale_with(32), 2u);   // 33 live: ceil(log2(33/32)) + 1
+  EXPECT_EQ(scale_with(63), 2u);   // 64
+  EXPECT_EQ(scale_with(64), 3u);   // 65
+  EXPECT_EQ(scale_with(999), 6u);  // 1000: ceil(4.97) + 1
+}
+
+// The O(1) live set (live_peer_count / LivePeerAddress / LiveAddressOf) always
+// lists exactly the members LivePeers() derives from the table, through
+// joins, suspicions, deaths, refutations, leaves and evictions.
+TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
+  MembershipConfig c = Pump::Config("self", {});
+  c.max_members = 24;  // small enough that evictions happen
+  Membership m(c, 9);
+  Time t{0};
+  m.Start(t);
+  Rng rng(42);
+  const wire::MemberStatus statuses[] = {wire::MEMBER_STATUS_ALIVE, wire::MEMBER_STATUS_SUSPECT,
+                                         wire::MEMBER_STATUS_DEAD, wire::MEMBER_STATUS_LEFT};
+  std::vector<uint64_t> incarnation(40, 0);
+  for (int step = 0; step < 3000; ++step) {
+    const size_t who = rng.Below(incarnation.size());
+    incarnation[who] += rng.Below(2);
+    const std::string name = "n" + std::to_string(who);
+    m.Handle("n0:1", Gossip("n0", {Update(name, incarnation[who], statuses[rng.Below(4)])}), t);
+    if (rng.Below(8) == 0) {
+      t += 700ms;
+      m.Tick(t);  // probes lapse, suspicions expire
+    }
+    m.TakeOutgoing();
+    std::vector<Address> listed;
+    for (size_t i = 0; i < m.live_peer_count(); ++i) listed.push_back(m.LivePeerAddress(i));
+    std::sort(listed.begin(), listed.end());
+    ASSERT_EQ(listed, m.LivePeers()) << "step " << step;
+    for (const MemberInfo& info : m.Members()) {
+      if (info.name == "self") continue;
+      const bool live = info.state == MemberState::kAlive || info.state == MemberState::kSuspect;
+      ASSERT_EQ(m.LiveAddressOf(info.name) != nullptr, live) << info.name << " step " << step;
+    }
+  }
+  EXPECT_EQ(m.LiveAddressOf("self"), nullptr);
+  EXPECT_EQ(m.LiveAddressOf("never-seen"), nullptr);
 }
 
 TEST(Membership, ProbeTimeoutLeadsToIndirectThenSuspicion) {

@@ -61,6 +61,33 @@ TEST_P(Scenario, Passes) {
 
 // The liveness checker fails a run that cannot converge in its bound, and the
 // report names the seed and the replay command.
+// The workload-window figures count only [warmup, warmup + duration]: less
+// than the whole run (the joins come before it), and consistent with each other.
+TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
+  const RunResult r = RunScenario("none", 2);
+  ASSERT_TRUE(r.passed) << FormatSummary(r);
+  ASSERT_GT(r.new_keys, 0u);
+  EXPECT_DOUBLE_EQ(r.window_seconds, 30.0);  // SimOptions' default duration
+  uint64_t window_total = 0;
+  for (const auto& [type, bytes] : r.window_bytes_by_type) {
+    EXPECT_LE(bytes, r.bytes_out_by_type.at(type)) << type;
+    window_total += bytes;
+  }
+  EXPECT_GT(r.window_bytes_by_type.at("gossip"), 0u);
+  EXPECT_LT(r.window_bytes_by_type.at("membership"), r.bytes_out_by_type.at("membership"));
+  EXPECT_LT(window_total, r.wire_bytes);
+  EXPECT_DOUBLE_EQ(r.window_bytes_per_new_key, static_cast<double>(window_total) / r.new_keys);
+  EXPECT_DOUBLE_EQ(r.membership_bytes_per_node_second,
+                   static_cast<double>(r.window_bytes_by_type.at("membership")) / (r.nodes * 30.0));
+  EXPECT_GT(r.membership_bytes_per_node_second, 0);
+  EXPECT_DOUBLE_EQ(r.relative_message_redundancy, r.transmissions_per_bit / (r.nodes - 1) - 1);
+  const std::string json = FormatJson(r);
+  for (const char* field : {"\"window_bytes_by_type\"", "\"window_bytes_per_new_key\"",
+                            "\"membership_bytes_per_node_second\"", "\"relative_message_redundancy\""}) {
+    EXPECT_NE(json.find(field), std::string::npos) << field;
+  }
+}
+
 TEST(Liveness, TooShortBoundFails) {
   SimOptions o;
   o.seed = 5;
