@@ -71,6 +71,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.fanout = o.fanout;
   c.probe_interval = o.probe_interval;
   c.anti_entropy_interval = o.anti_entropy_interval;
+  c.refresh_unread_members = false;  // nothing here reads Members()
   c.filters = Filters();
   auto created = node::Node::Create(std::move(c));
   if (!created.ok()) {

@@ -445,12 +445,19 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     std::array<IndexIt, kMaxPiggybackWire> taken;
     size_t n_taken = 0;
     size_t bytes = msg.ByteSizeLong();
+    // Entries passed over for being too big for what is left of the budget:
+    // a few, for smaller ones behind them, but the queue is never walked.
+    constexpr size_t kMaxOversizeSkips = 8;
+    size_t skipped = 0;
     for (auto it = queue_index_.begin(); it != queue_index_.end() && n_taken < taken.size() &&
                                          static_cast<size_t>(msg.updates_size()) < config_.max_piggyback;
          ++it) {
       const std::string& name = std::get<2>(it->first);
       if (std::find(included.begin(), included.end(), name) != included.end()) continue;
-      if (bytes + it->second->wire_bytes > config_.max_piggyback_bytes) break;
+      if (n_taken > 0 && bytes + it->second->wire_bytes > config_.max_piggyback_bytes) {
+        if (++skipped > kMaxOversizeSkips) break;
+        continue;
+      }
       bytes += it->second->wire_bytes;
       *msg.add_updates() = it->second->update;
       taken[n_taken++] = it;

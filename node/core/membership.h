@@ -100,7 +100,8 @@ struct MembershipConfig {
   uint32_t push_pull_every = 30;       // push/pull every this many probe intervals; 0 = never
   // Piggybacked updates per message: at most this many (<= kMaxPiggybackWire)
   // and only while the message stays within max_piggyback_bytes serialized,
-  // so it fits one datagram. Filling the datagram (as memberlist does)
+  // so it fits one datagram; but always at least one queued update, however
+  // big (the frame then goes as a stream frame), so every update goes out. Filling the datagram (as memberlist does)
   // rather than 8 per message drains a 1000-node join 4-5x sooner, in fewer
   // frames (pollen-sim N=1000; simulation/README.md).
   size_t max_piggyback = kMaxPiggybackWireDefault;

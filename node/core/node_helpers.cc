@@ -91,12 +91,12 @@ void Node::Impl::PumpMembership(bool force) {
     cached_live = membership->LiveCount();
     members_dirty = true;
   }
-  // Never read (the simulator never asks): no copy but the forced ones.
-  // Otherwise at most once per kMembersIdleRefresh, and after a Members()
-  // call every kMembersRefresh.
+  // Never read and refresh_unread_members off (the simulator): no copy but
+  // the forced ones. Otherwise at most once per kMembersIdleRefresh, and
+  // after a Members() call every kMembersRefresh.
   const Duration period =
       members_requested.load(std::memory_order_relaxed) ? kMembersRefresh : kMembersIdleRefresh;
-  const bool read = members_ever_read.load(std::memory_order_relaxed);
+  const bool read = config.refresh_unread_members || members_ever_read.load(std::memory_order_relaxed);
   if (members_dirty && (force || (read && now >= members_refreshed + period))) {
     members_requested.store(false, std::memory_order_relaxed);
     members_dirty = false;

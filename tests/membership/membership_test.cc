@@ -424,6 +424,26 @@ TEST(Membership, PiggybackFillsTheByteBudgetAndNoMore) {
   EXPECT_GE(most, 12u);
 }
 
+// An update bigger than the whole budget (255-byte name and address) still
+// goes out, alone, and does not hold back the updates queued behind it.
+TEST(Membership, OversizeUpdateIsSentAndDoesNotBlockTheQueue) {
+  MembershipConfig c = Pump::Config("s", {});
+  c.max_piggyback_bytes = 120;
+  std::unique_ptr<Membership> m = WithMembers(c, "m", 10);
+  wire::MemberUpdate big;
+  big.set_name(std::string(255, 'b'));
+  big.set_address(std::string(255, 'a'));
+  big.set_status(wire::MEMBER_STATUS_ALIVE);
+  m->Handle("m0:1", Gossip("m0", {big}), Time{0});
+  m->TakeOutgoing();
+  std::map<std::string, int> sent;
+  TickAckingProbes(*m, 300, [&](const wire::MembershipMessage& msg) {
+    for (const auto& u : msg.updates()) ++sent[u.name()];
+  });
+  EXPECT_GE(sent[big.name()], 1);
+  for (int i = 0; i < 10; ++i) EXPECT_GE(sent["m" + std::to_string(i)], 2) << i;
+}
+
 TEST(Membership, PushPullPeriodScalesPastThirtyTwoMembers) {
   const auto scale_with = [](int others) {
     Membership m(Pump::Config("self", {}), 1);

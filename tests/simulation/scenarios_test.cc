@@ -59,8 +59,6 @@ TEST_P(Scenario, Passes) {
   }
 }
 
-// The liveness checker fails a run that cannot converge in its bound, and the
-// report names the seed and the replay command.
 // The workload-window figures count only [warmup, warmup + duration]: less
 // than the whole run (the joins come before it), and consistent with each other.
 TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
@@ -88,6 +86,8 @@ TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
   }
 }
 
+// The liveness checker fails a run that cannot converge in its bound, and the
+// report names the seed and the replay command.
 TEST(Liveness, TooShortBoundFails) {
   SimOptions o;
   o.seed = 5;
