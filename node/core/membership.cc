@@ -285,7 +285,6 @@ void Membership::Emit(Event::Kind kind, const std::string& name, const Member& m
 void Membership::SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now) {
   const MemberState old = m.state;
   const uint64_t old_inc = m.incarnation;
-  ++peers_version_;
   if (old == MemberState::kSuspect) suspicions_.erase({m.suspect_deadline, name});
   m.state = state;
   m.incarnation = incarnation;
@@ -334,7 +333,6 @@ bool Membership::MakeRoom() {
     queue_.erase(q);
   }
   index_.erase(victim->first);
-  ++peers_version_;
   assert(victim->second.live_pos == kNotLive);
   members_.erase(victim);  // dead or left: not live, not in suspicions_
   return true;
@@ -387,14 +385,13 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
     ins->second.name = &ins->first;
     TrackLive(ins->second);
     index_[name] = &ins->second;
-    ++peers_version_;
     if (IsLive(ins->second)) Emit(Event::Kind::kMemberJoined, name, ins->second);
     Enqueue(name, ins->second);
     return true;
   }
   Member& m = *known;
   if (!Supersedes(u.incarnation(), state, m.incarnation, m.state)) return false;
-  if (u.incarnation() > m.incarnation) m.address = u.address();  // SetState bumps peers_version_
+  if (u.incarnation() > m.incarnation) m.address = u.address();
   SetState(name, m, state, u.incarnation(), now);
   return true;
 }

@@ -145,9 +145,6 @@ class Membership {
   std::optional<MemberInfo> Find(const std::string& name) const;
   bool Knows(const std::string& name) const;  // Find(name).has_value(), without the copy
   std::vector<Address> LivePeers() const;  // alive+suspect, excluding self, sorted; O(N log N)
-  // Changes whenever LivePeers() may have changed (a member added, removed,
-  // or its state or address updated), so callers can cache that list.
-  uint64_t peers_version() const { return peers_version_; }
   size_t LiveCount() const;                // alive+suspect, self included unless left
   // The live peers (alive+suspect, not self) by position in [0, live_peer_count()),
   // in no meaningful order: for O(1) random picks (PickDistinct) without
@@ -274,7 +271,6 @@ class Membership {
   // so a pick is O(1), not a walk of members_ (at N=1000 rebuilding a list of
   // live names on every change was a quarter of pollen-sim's CPU; perf).
   std::vector<Member*> live_;
-  uint64_t peers_version_ = 0;                                         // see peers_version()
   // Name -> entry of members_ (std::map nodes are stable), for the frequent
   // Knows() lookups; lookups only, never iterated.
   absl::flat_hash_map<std::string, Member*> index_;
