@@ -47,7 +47,8 @@ std::string FormatOneLine(const RunResult& r) {
 std::string FormatSummary(const RunResult& r) {
   std::string out;
   absl::StrAppendFormat(&out, "pollen-sim: %s\n", r.passed ? "PASS" : "FAIL");
-  absl::StrAppendFormat(&out, "  seed %d, %d nodes, fanout %d, scenario %s\n", r.seed, r.nodes, r.fanout,
+  absl::StrAppendFormat(&out, "  seed %d, %d nodes, %s dissemination, fanout %d, scenario %s\n", r.seed, r.nodes,
+                        r.dissemination, r.fanout,
                         r.scenario.empty() ? "-" : r.scenario);
   absl::StrAppendFormat(&out, "  faults: %s\n", r.faults);
   absl::StrAppendFormat(&out,
@@ -121,7 +122,7 @@ std::string FormatJson(const RunResult& r) {
   failures += "]";
   return absl::StrCat(
       "{\"passed\":", r.passed ? "true" : "false", ",\"seed\":", r.seed, ",\"nodes\":", r.nodes,
-      ",\"fanout\":", r.fanout, ",\"scenario\":", JsonString(r.scenario), ",\"faults\":", JsonString(r.faults),
+      ",\"fanout\":", r.fanout, ",\"dissemination\":", JsonString(r.dissemination), ",\"scenario\":", JsonString(r.scenario), ",\"faults\":", JsonString(r.faults),
       ",\"virtual_seconds\":", r.virtual_seconds, ",\"wall_seconds\":", r.wall_seconds, ",\"cpu_seconds\":", r.cpu_seconds,
       ",\"converged\":", r.converged ? "true" : "false", ",\"convergence_seconds\":", r.convergence_seconds,
       ",\"liveness_bound_seconds\":", r.liveness_bound_seconds, ",\"last_divergence\":", JsonString(r.last_divergence), ",\"samples\":", r.samples,

@@ -41,6 +41,7 @@ struct RunResult {
   uint64_t delta_bits_sent = 0, distinct_bits = 0;
   double transmissions_per_bit = 0;  // compare with N-1 and F*N
   uint32_t fanout = 0;
+  std::string dissemination;  // "flood" or "tree"
   uint64_t crashes = 0, restarts = 0, partitions = 0, rotations = 0;
   NetworkCounters network;
   std::map<std::string, uint64_t> rejected_by_reason;

@@ -155,6 +155,7 @@ Faults (each off by default):
   --latency-tail-ms=MS    mean of the exponential latency tail (default 4)
 Node and workload:
   --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
+  --dissemination=flood|tree  new bits: F random peers for a few rounds, or a Plumtree-style tree (default flood)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
   --capacity=N            crawl filter capacity (default 100000)
   --expansion=N           crawl filter scales: each layer N times the last (default 0: fixed size)
@@ -189,7 +190,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"seed", true},        {"seeds", true},           {"nodes", true},
         {"duration", true},    {"warmup", true},          {"liveness-bound", true},
         {"scenario", true},    {"latency-min-ms", true},  {"latency-tail-ms", true},
-        {"gossip-interval-ms", true}, {"fanout", true},   {"anti-entropy-ms", true},
+        {"gossip-interval-ms", true}, {"fanout", true},   {"anti-entropy-ms", true}, {"dissemination", true},
         {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},
@@ -243,6 +244,14 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 1, 1e6) o.gossip_interval = FromMillis(v);
     } else if (name == "fanout") {
       POLLEN_NUM(v, 1, 1000) o.fanout = static_cast<uint32_t>(v);
+    } else if (name == "dissemination") {
+      if (value == "flood") {
+        o.dissemination = node::NodeConfig::Dissemination::kFlood;
+      } else if (value == "tree") {
+        o.dissemination = node::NodeConfig::Dissemination::kTree;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("ERR --dissemination must be flood or tree, not '", value, "'"));
+      }
     } else if (name == "anti-entropy-ms") {
       POLLEN_NUM(v, 1, 1e8) o.anti_entropy_interval = FromMillis(v);
     } else if (name == "probe-interval-ms") {

@@ -69,6 +69,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.rng_seed = seed_rng.Next();
   c.gossip_interval = o.gossip_interval;
   c.fanout = o.fanout;
+  c.dissemination = o.dissemination;
   c.probe_interval = o.probe_interval;
   c.anti_entropy_interval = o.anti_entropy_interval;
   c.refresh_unread_members = false;  // nothing here reads Members()
@@ -323,6 +324,7 @@ void Simulator::Impl::Finish() {
   r.scenario = o.scenario;
   r.faults = o.faults.Describe();
   r.fanout = o.fanout;
+  r.dissemination = o.dissemination == node::NodeConfig::Dissemination::kTree ? "tree" : "flood";
   r.virtual_seconds = Sec(now);
   r.liveness_bound_seconds = Sec(o.liveness_bound);
   r.last_divergence = last_divergence;
@@ -342,16 +344,17 @@ void Simulator::Impl::Finish() {
                      {"filters_replaced", total.filters_replaced},
                      {"delta_overflows", total.delta_overflows},
                      {"stale_deltas", total.stale_deltas},
-                     {"unknown_filter", total.unknown_filter}};
+                     {"unknown_filter", total.unknown_filter},
+                     {"tree_parent_changes", total.tree_parent_changes}};
   r.bytes_out_by_type = total.bytes_out_by_type;
   r.frames_out_by_type = total.frames_out_by_type;
   r.distinct_bits = checker.distinct_bits();
   r.transmissions_per_bit =
       r.distinct_bits ? static_cast<double>(r.delta_bits_sent) / static_cast<double>(r.distinct_bits) : 0;
   r.bytes_per_new_key = r.new_keys ? static_cast<double>(r.wire_bytes) / static_cast<double>(r.new_keys) : 0;
-  // Dissemination frames: "gossip" (packed rounds) and any single "delta" frames.
+  // Dissemination frames: "gossip" (packed rounds), "tree" (tree mode) and any single "delta" frames.
   uint64_t dissemination_bytes = 0;
-  for (const char* type : {"delta", "gossip"}) {
+  for (const char* type : {"delta", "gossip", "tree"}) {
     if (auto d = r.bytes_out_by_type.find(type); d != r.bytes_out_by_type.end()) dissemination_bytes += d->second;
   }
   if (r.new_keys > 0) {

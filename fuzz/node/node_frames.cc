@@ -130,13 +130,29 @@ std::vector<std::string> Templates() {
     }
     finish(env);
   }
+  {  // a tree push with a beacon and a neighbour request (tree dissemination)
+    wire::Envelope env;
+    wire::Tree* t = env.mutable_tree();
+    t->set_link(1);
+    t->mutable_beacon()->set_root("a-root");
+    t->mutable_beacon()->set_distance(2);
+    t->mutable_beacon()->set_parent("a-parent");
+    wire::Delta* d = t->mutable_data()->add_deltas();
+    node::ToWire(p, d->mutable_filter());
+    std::vector<crdt::WordBits> words = {{7, 0x5}};
+    d->set_positions(node::EncodeWords(words, 0, p.shape.bits()));
+    finish(env);
+  }
   return out;
 }
 
 constexpr size_t kMaxSteps = 16;
 
-std::unique_ptr<node::Node> FreshNode() {
+// `tree`: tree dissemination (the fuzzer is no member, so its tree frames
+// reach validation and the merge, not the overlay; tests/node covers that).
+std::unique_ptr<node::Node> FreshNode(bool tree) {
   node::NodeConfig c;
+  if (tree) c.dissemination = node::NodeConfig::Dissemination::kTree;
   c.name = "target";
   c.advertise = "addr-target";
   c.secret = Secret();
@@ -194,7 +210,7 @@ uint64_t CountOf(const std::vector<node::Event>& events, node::Event::Kind kind)
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::unique_ptr<node::Node> target = FreshNode();
+  std::unique_ptr<node::Node> target = FreshNode(size % 2 == 1);
   const protocol::Keyring ring(protocol::DeriveGossipKey(Secret()));
   uint64_t counter = 0;
   node::Time now(0);

@@ -179,6 +179,11 @@ const Address& Membership::LivePeerAddress(size_t position) const {
   return live_[position]->address;
 }
 
+const std::string& Membership::LivePeerName(size_t position) const {
+  assert(position < live_.size());
+  return *live_[position]->name;
+}
+
 const Address* Membership::LiveAddressOf(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end() || !IsLive(*it->second)) return nullptr;

@@ -151,6 +151,7 @@ class Membership {
   // building LivePeers(). Positions change with any membership change.
   size_t live_peer_count() const { return live_.size(); }
   const Address& LivePeerAddress(size_t position) const;
+  const std::string& LivePeerName(size_t position) const;
   // The address of `name` if it is a live peer, else nullptr. Valid until the
   // next Handle/Tick/Leave.
   const Address* LiveAddressOf(const std::string& name) const;

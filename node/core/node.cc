@@ -43,6 +43,12 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.gossip_fanout = impl.config.fanout;
   mc.max_piggyback_bytes = impl.GossipBudget();  // a membership message fits one datagram
   impl.membership = std::make_unique<Membership>(mc, impl.rng.Next());
+  if (impl.config.dissemination == NodeConfig::Dissemination::kTree) {
+    BroadcastTree::Config tc;
+    tc.degree = impl.config.tree_degree;
+    tc.max_degree = 2 * impl.config.tree_degree;
+    impl.tree = std::make_unique<BroadcastTree>(impl.config.name, tc);
+  }
   for (const FilterConfig& fc : impl.config.filters) {
     absl::StatusOr<CatalogEntry> entry = MakeCatalogEntry(fc, impl.config.secret, 0, "");
     if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("filter '", fc.name, "': ", entry.status().message()));
@@ -91,6 +97,7 @@ void Node::Tick(Time now) {
   impl.PumpMembership();
   impl.DrainPending();
   impl.CheckRotations();
+  if (impl.tree != nullptr && now >= impl.next_push) impl.TreePush();
   if (now >= impl.next_gossip) {
     impl.CheckGrowth();  // once a round: an estimate per changed filter
     impl.GossipRound();
@@ -106,7 +113,7 @@ void Node::Tick(Time now) {
 Time Node::NextWakeup() const {
   const Impl& impl = *impl_;
   if (!impl.started) return Time::max();
-  Time next = std::min({impl.membership->NextWakeup(), impl.next_gossip, impl.next_anti_entropy});
+  Time next = std::min({impl.membership->NextWakeup(), impl.next_gossip, impl.next_anti_entropy, impl.next_push});
   return std::min(next, impl.NextRotationDeadline());
 }
 

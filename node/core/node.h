@@ -57,6 +57,19 @@ struct NodeConfig {
   // every node's table every second was 10% of its CPU (perf).
   bool refresh_unread_members = true;
 
+  // How new bits spread. kFlood: each batch goes to `fanout` random peers in
+  // each of RetransmitRounds() rounds, about 9·(N-1) transmissions per bit at
+  // N=100. kTree: pushed once along a self-repairing spanning tree of a small
+  // overlay (node/core/broadcast_tree.h), about N-1. Epoch, catalog and
+  // tombstone announcements flood in both modes.
+  enum class Dissemination : uint8_t { kFlood, kTree };
+  Dissemination dissemination = Dissemination::kFlood;
+  uint32_t tree_degree = 4;                              // overlay neighbours sought (kTree)
+  Duration tree_beacon_interval = std::chrono::seconds(5);  // beacons go out on change and this often
+  // A push received is forwarded this long after it arrived, with whatever
+  // else arrived meanwhile: the hop latency, traded against frames per bit.
+  Duration tree_push_delay = std::chrono::milliseconds(50);
+
   std::vector<FilterConfig> filters;  // declared filters
 };
 
@@ -153,6 +166,7 @@ struct NodeCounters {
   uint64_t delta_overflows = 0;  // dissemination buffers dropped (anti-entropy repairs)
   uint64_t stale_deltas = 0;     // deltas for epochs that left the window: dropped
   uint64_t unknown_filter = 0;   // deltas/epochs for filters not (yet) in the catalog
+  uint64_t tree_parent_changes = 0;  // kTree: times this node took another parent (or became root)
   // "auth", "version", "malformed", "oversize", "replay", "unknown_key" (frames);
   // "params" (refused merges); "catalog_full"; "membership_<reason>".
   std::map<std::string, uint64_t> rejected_by_reason;

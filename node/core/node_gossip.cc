@@ -5,6 +5,7 @@ namespace pollen::node {
 
 void Node::Impl::GossipRound() {
   DrainPending();
+  if (tree != nullptr) TreeRound();  // takes `deltas`: `inflight` stays empty
   const uint32_t rounds = RetransmitRounds();
   for (auto& [key, bits] : deltas.Take()) {
     inflight.emplace_back(key, InFlight{bits.filter_uid, std::move(bits.words), rounds});
@@ -45,21 +46,7 @@ void Node::Impl::GossipRound() {
   GossipPacker packer(GossipBudget());
   Announce(rounds, packer);
   uint64_t delta_bits = 0;
-  for (auto& [key, words] : unions) {
-    std::shared_ptr<const FilterState> state = DriverLookup(key.first);
-    const uint64_t universe = LayerBlocks(state->entry.params, key.second) * crdt::kBlockBits;
-    for (size_t start = 0; start < words.size(); start += kMaxDeltaWords) {
-      const size_t n = std::min(kMaxDeltaWords, words.size() - start);
-      std::span<const crdt::WordBits> chunk(words.data() + start, n);
-      wire::Delta delta;
-      ToWire(state->entry.params, delta.mutable_filter());
-      delta.set_epoch(crdt::EpochOfSlot(key.second));
-      delta.set_layer(crdt::LayerOfSlot(key.second));
-      delta.set_positions(EncodeWords(chunk, 0, universe));
-      delta_bits += crdt::CountBits(chunk);
-      packer.AddDelta(std::move(delta));
-    }
-  }
+  for (auto& [key, words] : unions) delta_bits += PackWords(key, 0, words, packer);
   if (!packer.empty()) {
     const std::vector<Address> peers = PickPeers(config.fanout);
     for (const wire::Gossip& body : packer.Take()) {
@@ -75,6 +62,26 @@ void Node::Impl::GossipRound() {
     // Still live? Then sync with the address it has now.
     if (const Address* peer = membership->LiveAddressOf(member); peer != nullptr) StartAntiEntropy(Address(*peer));
   }
+}
+
+uint64_t Node::Impl::PackWords(const DeltaBuffer::Key& key, uint64_t filter_uid, std::span<const crdt::WordBits> words,
+                               GossipPacker& packer) {
+  std::shared_ptr<const FilterState> state = DriverLookup(key.first);
+  if (state == nullptr || (filter_uid != 0 && state->uid != filter_uid) || state->set->Sub(key.second) == nullptr) return 0;
+  const uint64_t universe = LayerBlocks(state->entry.params, key.second) * crdt::kBlockBits;
+  uint64_t bits = 0;
+  for (size_t start = 0; start < words.size(); start += kMaxDeltaWords) {
+    const size_t n = std::min(kMaxDeltaWords, words.size() - start);
+    std::span<const crdt::WordBits> chunk = words.subspan(start, n);
+    wire::Delta delta;
+    ToWire(state->entry.params, delta.mutable_filter());
+    delta.set_epoch(crdt::EpochOfSlot(key.second));
+    delta.set_layer(crdt::LayerOfSlot(key.second));
+    delta.set_positions(EncodeWords(chunk, 0, universe));
+    bits += crdt::CountBits(chunk);
+    packer.AddDelta(std::move(delta));
+  }
+  return bits;
 }
 
 void Node::Impl::Announce(uint32_t rounds, GossipPacker& packer) {

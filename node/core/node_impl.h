@@ -24,6 +24,7 @@
 #include "crdt/sizing.h"
 #include "crdt/snapshot.h"
 #include "node/core/anti_entropy.h"
+#include "node/core/broadcast_tree.h"
 #include "node/core/catalog.h"
 #include "node/core/dissemination.h"
 #include "node/core/epochs.h"
@@ -82,6 +83,14 @@ struct InFlight {
   uint32_t remaining = 0;
 };
 
+// Tree dissemination: bits set here by one received push (or by this node's
+// own adds), waiting for the next push to the tree links.
+struct TreeEntry {
+  std::string from;  // the member it came from; empty: originated here
+  std::map<DeltaBuffer::Key, DeltaBuffer::Bits> bits;  // canonical words
+  size_t words = 0;
+};
+
 // Driver-only bookkeeping per filter name.
 struct FilterClock {
   std::optional<Time> epoch_began;
@@ -108,9 +117,9 @@ constexpr double kSaturatedFill = 0.6;
 
 // Per-type traffic counters are kept in arrays indexed by BodyIndex (a map
 // lookup by name per frame showed up in profiles) and become maps in Counters().
-constexpr size_t kBodyKinds = 8;
-constexpr const char* kBodyNames[kBodyKinds] = {"membership",   "catalog",     "delta",  "epochs",
-                                                "sync_request", "sync_ranges", "gossip", "unknown"};
+constexpr size_t kBodyKinds = 9;
+constexpr const char* kBodyNames[kBodyKinds] = {"membership",  "catalog", "delta", "epochs", "sync_request",
+                                                "sync_ranges", "gossip",  "tree",  "unknown"};
 inline size_t BodyIndex(wire::Envelope::BodyCase body) {
   switch (body) {
     case wire::Envelope::kMembership: return 0;
@@ -120,7 +129,8 @@ inline size_t BodyIndex(wire::Envelope::BodyCase body) {
     case wire::Envelope::kSyncRequest: return 4;
     case wire::Envelope::kSyncRanges: return 5;
     case wire::Envelope::kGossip: return 6;
-    default: return 7;
+    case wire::Envelope::kTree: return 7;
+    default: return 8;
   }
 }
 inline size_t BodyIndex(const wire::Envelope& env) { return BodyIndex(env.body_case()); }
@@ -151,6 +161,8 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
   if (c.max_datagram_bytes < kMinDatagramBytes || c.max_datagram_bytes > kMaxDatagramBytes) {
     return absl::InvalidArgumentError(absl::StrCat("max_datagram_bytes must be ", kMinDatagramBytes, " to ", kMaxDatagramBytes));
   }
+  if (c.tree_degree < 1 || c.tree_degree > 32) return absl::InvalidArgumentError("tree_degree must be 1 to 32");
+  if (!positive(c.tree_beacon_interval) || c.tree_push_delay.count() < 0) return absl::InvalidArgumentError("intervals must be positive");
   if (c.filters.size() > kMaxFilters) return absl::InvalidArgumentError("too many filters");
   std::set<std::string> names;
   for (const FilterConfig& f : c.filters) {
@@ -210,6 +222,15 @@ struct Node::Impl {
   std::deque<std::pair<DeltaBuffer::Key, InFlight>> inflight;    // batches still to repeat
   size_t inflight_words = 0;
   std::deque<std::string> ae_queue;  // names of members that (re)appeared, to sync with
+
+  // Tree dissemination (config.dissemination == kTree), driver only.
+  std::unique_ptr<BroadcastTree> tree;  // null in flood mode
+  std::vector<TreeEntry> tree_pending;  // at most kMaxBufferedWords words
+  size_t tree_pending_words = 0;
+  Time next_push = Time::max();         // set while entries or own bits wait to be pushed
+  Time next_beacon = Time::min();       // the next unconditional beacon
+  bool beacon_changed = false;          // send beacons at the next round
+  DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
   std::vector<Outgoing> out;
   std::vector<Event> events;
@@ -442,7 +463,7 @@ struct Node::Impl {
   uint64_t MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words);
 
   void Buffer(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words) {
-    if (!deltas.Add(state.entry.config.name, state.uid, slot, words)) {
+    if (!(capture != nullptr ? capture : &deltas)->Add(state.entry.config.name, state.uid, slot, words)) {
       Stats([](NodeCounters& s) { ++s.delta_overflows; });
     }
   }
@@ -460,6 +481,28 @@ struct Node::Impl {
   }
 
   void GossipRound();
+
+  // ---- tree dissemination (node_tree.cc) ----
+  // Once a gossip round: keeps the overlay and the tree, sends beacons when
+  // they changed (and every tree_beacon_interval), and pushes.
+  void TreeRound();
+  void MaintainOverlay();
+  // Recomputes this node's beacon; counts a new parent.
+  void RecomputeTree();
+  wire::TreeBeacon BeaconToWire() const;
+  // Pushes this node's own new bits and every pending entry to the tree links.
+  void TreePush();
+  void SchedulePush() { next_push = std::min(next_push, now + config.tree_push_delay); }
+  // Sends the pending entries not received from `exclude` (nullptr: all) to
+  // `peers`, packed to the datagram budget.
+  void PushEntries(const std::string* exclude, std::span<const Address> peers);
+  void SendTree(std::span<const Address> peers, const wire::Tree& msg);
+  void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
+
+  // Appends the words of (filter, slot) to `packer` as Delta parts; returns
+  // the bits packed (0 if the filter or sub-filter is gone).
+  uint64_t PackWords(const DeltaBuffer::Key& key, uint64_t filter_uid, std::span<const crdt::WordBits> words,
+                     GossipPacker& packer);
 
   // Bytes a Gossip body may take so that the sealed frame fits a datagram.
   size_t GossipBudget() const {
@@ -626,7 +669,17 @@ struct Node::Impl {
 
   void HandleEpochs(const Address& from, const wire::EpochAnnounce& msg);
 
-  // Every part is validated before any is applied; then catalog, epochs, deltas.
+  struct DecodedGossip {
+    std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
+    std::vector<Tombstone> dead;
+    DecodedEpochs epochs;
+    std::vector<DecodedDelta> deltas;
+  };
+  // Validates every part of `g` without touching state.
+  bool DecodeGossip(const wire::Gossip& g, DecodedGossip* out);
+  // Tombstones, then catalog, epochs and deltas.
+  void ApplyGossip(const DecodedGossip& g);
+  // Every part is validated before any is applied.
   void HandleGossip(const Address& from, const wire::Gossip& g);
 
   void HandleCatalog(const Address& from, const wire::CatalogUpdate& msg);

@@ -95,24 +95,31 @@ void Node::Impl::HandleEpochs(const Address& from, const wire::EpochAnnounce& ms
   ApplyEpochs(decoded);
 }
 
-void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
-  std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
-  std::vector<Tombstone> dead;
-  DecodedEpochs epochs;
-  std::vector<DecodedDelta> decoded;
-  bool ok = static_cast<size_t>(g.deltas_size()) <= kMaxGossipDeltas && DecodeCatalog(g.catalog(), &catalog) &&
-            DecodeTombstones(g.tombstones(), &dead) && DecodeEpochs(g.epochs(), &epochs);
+bool Node::Impl::DecodeGossip(const wire::Gossip& g, DecodedGossip* out) {
+  bool ok = static_cast<size_t>(g.deltas_size()) <= kMaxGossipDeltas && DecodeCatalog(g.catalog(), &out->catalog) &&
+            DecodeTombstones(g.tombstones(), &out->dead) && DecodeEpochs(g.epochs(), &out->epochs);
   size_t budget = kMaxFramePositions;
-  decoded.resize(ok ? static_cast<size_t>(g.deltas_size()) : 0);
-  for (size_t i = 0; ok && i < decoded.size(); ++i) ok = DecodeDelta(g.deltas(static_cast<int>(i)), &budget, &decoded[i]);
-  if (!ok) {
+  out->deltas.resize(ok ? static_cast<size_t>(g.deltas_size()) : 0);
+  for (size_t i = 0; ok && i < out->deltas.size(); ++i) {
+    ok = DecodeDelta(g.deltas(static_cast<int>(i)), &budget, &out->deltas[i]);
+  }
+  return ok;
+}
+
+void Node::Impl::ApplyGossip(const DecodedGossip& g) {
+  ApplyTombstones(g.dead);
+  ApplyCatalog(g.catalog);
+  ApplyEpochs(g.epochs);
+  for (const DecodedDelta& d : g.deltas) ApplyDelta(d);
+}
+
+void Node::Impl::HandleGossip(const Address& from, const wire::Gossip& g) {
+  DecodedGossip decoded;
+  if (!DecodeGossip(g, &decoded)) {
     Reject(from, "malformed");
     return;
   }
-  ApplyTombstones(dead);
-  ApplyCatalog(catalog);
-  ApplyEpochs(epochs);
-  for (const DecodedDelta& d : decoded) ApplyDelta(d);
+  ApplyGossip(decoded);
 }
 
 void Node::Impl::HandleCatalog(const Address& from, const wire::CatalogUpdate& msg) {
@@ -162,11 +169,13 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     case wire::Envelope::kSyncRequest: HandleSyncRequest(reply_to, env.sync_request()); break;
     case wire::Envelope::kSyncRanges: HandleSyncRanges(reply_to, env.sync_ranges()); break;
     case wire::Envelope::kGossip: HandleGossip(reply_to, env.gossip()); break;
+    case wire::Envelope::kTree: HandleTree(reply_to, env.sender_name(), env.tree()); break;
     default: Reject(from, "malformed"); break;
   }
   if (env.body_case() == wire::Envelope::kDelta || env.body_case() == wire::Envelope::kSyncRequest ||
       env.body_case() == wire::Envelope::kSyncRanges ||
-      (env.body_case() == wire::Envelope::kGossip && env.gossip().deltas_size() > 0)) {
+      (env.body_case() == wire::Envelope::kGossip && env.gossip().deltas_size() > 0) ||
+      (env.body_case() == wire::Envelope::kTree && env.tree().data().deltas_size() > 0)) {
     if (frame_rejects == rejects_before) NoteData(env.sender_name());
   }
 }

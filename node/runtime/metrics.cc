@@ -198,6 +198,9 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_stale_deltas_total", "counter", "Deltas for epochs outside the window, dropped.", c.stale_deltas);
   w.One("pollen_unknown_filter_messages_total", "counter", "Deltas or epochs for filters not (yet) in the catalog.",
         c.unknown_filter);
+  w.One("pollen_tree_parent_changes_total", "counter",
+        "Tree dissemination: times this node took another parent in the spanning tree (or became its root).",
+        c.tree_parent_changes);
 
   // Rejections: the node's (by reason) plus the stream framer's, always every reason.
   std::map<std::string, uint64_t> rejected = {{"auth", 0},    {"version", 0}, {"malformed", 0}, {"oversize", 0},

@@ -76,6 +76,7 @@ struct ClusterOptions {
   Duration step = 50ms;
   double datagram_loss = 0;  // applied to every datagram
   bool tcp_only = false;
+  NodeConfig::Dissemination dissemination = NodeConfig::Dissemination::kFlood;
   bool inspect = false;  // count delivered frames by (channel, type) in delivered()
   // Return true to drop a frame (from, outgoing, peeked envelope if it opened).
   std::function<bool(size_t from, const Outgoing&, const wire::Envelope&)> drop;
@@ -101,6 +102,7 @@ class Cluster {
     c.gossip_interval = options_.gossip_interval;
     c.anti_entropy_interval = options_.anti_entropy_interval;
     c.tcp_only = options_.tcp_only;
+    c.dissemination = options_.dissemination;
     c.filters = options_.filters;
     return c;
   }

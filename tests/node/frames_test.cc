@@ -224,6 +224,29 @@ TEST_F(Frames, GossipFrameIsValidatedWholeBeforeAnyPartApplies) {
   EXPECT_FALSE(node().Info("other").ok());
 }
 
+// Tree frames (tree dissemination): a bad link code, an oversize beacon name
+// or a bad part of the pushed data refuses the whole frame; a valid push
+// from a sender that is no member still merges (it holds the key).
+TEST_F(Frames, TreeFrameIsValidatedWholeBeforeAnyPartApplies) {
+  wire::Envelope env;
+  *env.mutable_tree()->mutable_data()->add_deltas() = DeltaEnvelope(params_, 0).delta();
+  env.mutable_tree()->set_link(3);
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->set_link(1);
+  env.mutable_tree()->mutable_beacon()->set_root(std::string(256, 'r'));
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->mutable_beacon()->set_root("r");
+  env.mutable_tree()->mutable_beacon()->set_parent(std::string(256, 'p'));
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->clear_beacon();
+  env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_positions("\x07\x01\x02");  // corrupt
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_positions(DeltaEnvelope(params_, 0).delta().positions());
+  const Observed before = Observe(*cluster_, 0);
+  node().HandleDatagram("addr-evil", forger_.Seal(env), cluster_->now());
+  EXPECT_NE(Observe(*cluster_, 0), before);  // merged
+}
+
 TEST_F(Frames, GossipFrameAppliesCatalogThenEpochsThenDeltas) {
   const Observed before = Observe(*cluster_, 0);
   wire::Envelope env;

@@ -8,8 +8,10 @@ namespace {
 
 class Scenario : public ::testing::TestWithParam<std::string> {};
 
-RunResult RunScenario(const std::string& name, uint64_t seed) {
+RunResult RunScenario(const std::string& name, uint64_t seed,
+                      node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kFlood) {
   SimOptions o;
+  o.dissemination = dissemination;
   o.seed = seed;
   o.nodes = 8;
   o.warmup = std::chrono::seconds(3);
@@ -85,6 +87,30 @@ TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
     EXPECT_NE(json.find(field), std::string::npos) << field;
   }
 }
+
+// Every fixed scenario also passes with tree dissemination, with every
+// checker on; without faults each new bit crosses each node about once.
+class TreeScenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TreeScenario, Passes) {
+  const RunResult r = RunScenario(GetParam(), 1, node::NodeConfig::Dissemination::kTree);
+  EXPECT_TRUE(r.passed) << FormatSummary(r);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.dissemination, "tree");
+  EXPECT_GT(r.window_bytes_by_type.at("tree"), 0u);
+  if (GetParam() == "none") {
+    EXPECT_EQ(r.samples_reached, r.samples);
+    EXPECT_LE(r.transmissions_per_bit, 1.3 * (r.nodes - 1)) << FormatSummary(r);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tree, TreeScenario, ::testing::Values("none", "loss30", "partition-heal", "crash-restart"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
 
 // The liveness checker fails a run that cannot converge in its bound, and the
 // report names the seed and the replay command.

@@ -1,0 +1,57 @@
+#include "node/core/broadcast_tree.h"
+
+#include <cassert>
+#include <tuple>
+
+namespace pollen::node {
+
+BroadcastTree::BroadcastTree(std::string self, Config config) : self_(std::move(self)), config_(config) {
+  assert(!self_.empty());
+  assert(config_.degree >= 1 && config_.degree <= config_.max_degree && config_.max_distance >= 1);
+  beacon_.root = self_;
+}
+
+bool BroadcastTree::AddNeighbour(const std::string& name) {
+  if (name == self_ || neighbours_.size() >= config_.max_degree) return false;
+  return neighbours_.emplace(name, Neighbour{}).second;
+}
+
+void BroadcastTree::RemoveNeighbour(const std::string& name) { neighbours_.erase(name); }
+
+std::vector<std::string> BroadcastTree::Neighbours() const {
+  std::vector<std::string> out;
+  out.reserve(neighbours_.size());
+  for (const auto& [name, n] : neighbours_) out.push_back(name);
+  return out;
+}
+
+void BroadcastTree::OnBeacon(const std::string& name, Beacon beacon) {
+  auto it = neighbours_.find(name);
+  if (it == neighbours_.end()) return;
+  it->second.has_beacon = true;
+  it->second.beacon = std::move(beacon);
+}
+
+bool BroadcastTree::Recompute(const std::function<bool(const std::string&)>& live) {
+  Beacon best{self_, 0, ""};  // this node as the root
+  for (const auto& [name, n] : neighbours_) {
+    if (!n.has_beacon || n.beacon.parent == self_) continue;  // no news, or my child (poison reverse)
+    if (n.beacon.distance + 1 > config_.max_distance || n.beacon.root == self_ || !live(n.beacon.root)) continue;
+    Beacon via{n.beacon.root, n.beacon.distance + 1, name};
+    // Smaller root first, then the shorter path, then the smaller neighbour.
+    if (std::tie(via.root, via.distance, via.parent) < std::tie(best.root, best.distance, best.parent)) best = std::move(via);
+  }
+  if (best == beacon_) return false;
+  beacon_ = std::move(best);
+  return true;
+}
+
+std::vector<std::string> BroadcastTree::TreeLinks() const {
+  std::vector<std::string> out;
+  for (const auto& [name, n] : neighbours_) {
+    if (name == beacon_.parent || (n.has_beacon && n.beacon.parent == self_)) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace pollen::node

@@ -1,0 +1,111 @@
+// Tree dissemination (NodeConfig::Dissemination::kTree) on the test pump:
+// every key reaches every node by the tree alone, each new bit is sent about
+// once per node, and the cluster converges through loss and a crash.
+#include <gtest/gtest.h>
+
+#include "node/core/rng.h"
+#include "tests/node/cluster.h"
+
+namespace pollen::node::testing {
+namespace {
+
+std::string Key(int i) { return "key-" + std::to_string(i); }
+
+ClusterOptions TreeOptions(size_t nodes, uint64_t seed = 1) {
+  ClusterOptions o;
+  o.nodes = nodes;
+  o.seed = seed;
+  o.filters = {SharedFilter("crawl", 100'000)};
+  o.dissemination = NodeConfig::Dissemination::kTree;
+  return o;
+}
+
+bool AllPresent(Cluster& c, int first, int last) {
+  for (size_t n = 0; n < c.size(); ++n) {
+    for (int i = first; i < last; ++i) {
+      auto r = c.node(n).Exists("crawl", Key(i));
+      if (!r.ok() || !*r) return false;
+    }
+  }
+  return true;
+}
+
+uint64_t SetBits(Node& node) {
+  auto info = node.Info("crawl", InfoParts::kCounts);
+  EXPECT_TRUE(info.ok());
+  uint64_t bits = 0;
+  for (const GenerationInfo& g : info->generations) bits += g.set_bits;
+  return bits;
+}
+
+uint64_t BitsSent(Cluster& c) {
+  uint64_t sent = 0;
+  for (size_t n = 0; n < c.size(); ++n) sent += c.node(n).Counters().delta_bits_sent;
+  return sent;
+}
+
+TEST(TreeDissemination, EachNewBitCrossesEachNodeAboutOnce) {
+  ClusterOptions o = TreeOptions(16);
+  o.anti_entropy_interval = 1000s;  // the tree alone (after the join syncs)
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(20s);  // the tree settles
+  const uint64_t bits_before = SetBits(c.node(0));
+  const uint64_t sent_before = BitsSent(c);
+  Rng rng(5);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
+    if (i % 20 == 19) c.Step();  // spread over several pushes
+  }
+  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, 0, 300); }, 3s));
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 3s));
+  const double new_bits = static_cast<double>(SetBits(c.node(0)) - bits_before);
+  const double per_bit = static_cast<double>(BitsSent(c) - sent_before) / new_bits;
+  const double n_minus_1 = static_cast<double>(c.size() - 1);
+  // Every node must receive each bit (>= N-1, less a few bits that two keys
+  // share); flooding sends ~9·(N-1). The bound is 1.3·(N-1).
+  EXPECT_GE(per_bit, 0.95 * n_minus_1);
+  EXPECT_LE(per_bit, 1.3 * n_minus_1);
+  uint64_t parent_changes = 0;
+  for (size_t n = 0; n < c.size(); ++n) parent_changes += c.node(n).Counters().tree_parent_changes;
+  EXPECT_GT(parent_changes, 0u);  // a tree formed
+}
+
+TEST(TreeDissemination, ConvergesUnderLossAndAfterACrash) {
+  ClusterOptions o = TreeOptions(20, 12);
+  o.datagram_loss = 0.1;
+  o.anti_entropy_interval = 5s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);
+  Rng rng(13);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, 0, 300); }, 60s));
+  // Node 0 (the smallest name: the tree's root) restarts without state; keys
+  // added meanwhile and after still reach everyone.
+  c.Restart(0);
+  for (int i = 300; i < 400; ++i) ASSERT_TRUE(c.node(1 + rng.Below(c.size() - 1)).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, 0, 400); }, 90s));
+}
+
+// The same seeds give the same frames: the tree draws only from the node Rng.
+TEST(TreeDissemination, IsDeterministic) {
+  auto run = [] {
+    ClusterOptions o = TreeOptions(8, 3);
+    o.inspect = true;
+    Cluster c(o);
+    c.StartAll();
+    c.RunFor(10s);
+    for (int i = 0; i < 50; ++i) EXPECT_TRUE(c.node(static_cast<size_t>(i) % 8).Add("crawl", Key(i)).ok());
+    c.RunFor(5s);
+    std::vector<uint64_t> sent;
+    for (size_t n = 0; n < c.size(); ++n) sent.push_back(c.node(n).Counters().bytes_out);
+    return sent;
+  };
+  EXPECT_EQ(run(), run());
+}
+
+}  // namespace
+}  // namespace pollen::node::testing
