@@ -7,7 +7,8 @@ namespace pollen::node {
 
 BroadcastTree::BroadcastTree(std::string self, Config config) : self_(std::move(self)), config_(config) {
   assert(!self_.empty());
-  assert(config_.degree >= 1 && config_.degree <= config_.max_degree && config_.max_distance >= 1);
+  assert(config_.degree >= 1 && config_.degree <= config_.max_degree);
+  assert(config_.max_distance >= 1 && config_.max_distance <= kMaxDistance);
   beacon_.root = self_;
 }
 
@@ -36,7 +37,7 @@ bool BroadcastTree::Recompute(const std::function<bool(const std::string&)>& liv
   Beacon best{self_, 0, ""};  // this node as the root
   for (const auto& [name, n] : neighbours_) {
     if (!n.has_beacon || n.beacon.parent == self_) continue;  // no news, or my child (poison reverse)
-    if (n.beacon.distance + 1 > config_.max_distance || n.beacon.root == self_ || !live(n.beacon.root)) continue;
+    if (uint64_t{n.beacon.distance} + 1 > config_.max_distance || n.beacon.root == self_ || !live(n.beacon.root)) continue;
     Beacon via{n.beacon.root, n.beacon.distance + 1, name};
     // Smaller root first, then the shorter path, then the smaller neighbour.
     if (std::tie(via.root, via.distance, via.parent) < std::tie(best.root, best.distance, best.parent)) best = std::move(via);

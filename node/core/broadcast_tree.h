@@ -12,11 +12,17 @@
 // where it came from, so without loss each bit crosses each node once: N-1
 // transmissions per bit, whoever added it.
 //
-// Why not Plumtree's prune-on-duplicate (tried first, see
-// simulation/README.md): with many concurrent origins a shared tree is
+// Why not Plumtree's prune-on-duplicate (tried first; simulation/README.md,
+// "Tree dissemination"): with many concurrent origins a shared tree is
 // over-pruned faster than IHAVE/GRAFT repairs it (N=100, 20 adds/s: 9,093
 // grafts and 13,888 prunes for 1,177 adds, median delivery 5.5 s). A tree
 // that depends only on membership does not thrash under traffic.
+//
+// Splits: the overlay is random and kept only while a node has fewer than
+// `degree` neighbours, so after a long partition each side can refill from
+// itself and stay a tree of its own. Node::Impl closes that: a node that is a
+// root while membership lists a smaller live member links to it (or, if
+// refused, to a random member) every beacon interval.
 //
 // Loops: a node never takes as parent a neighbour whose parent it is, and a
 // path longer than max_distance is refused, so a stale path dies out (count
@@ -43,8 +49,9 @@ class BroadcastTree {
   struct Config {
     size_t degree = 4;        // neighbours a node seeks
     size_t max_degree = 8;    // neighbours it accepts
-    uint32_t max_distance = 32;
+    uint32_t max_distance = 32;  // longer paths are refused (and beacons beyond kMaxDistance are malformed)
   };
+  static constexpr uint32_t kMaxDistance = 1024;
   // What a node tells its neighbours about its place in the tree.
   struct Beacon {
     std::string root;

@@ -184,6 +184,13 @@ const std::string& Membership::LivePeerName(size_t position) const {
   return *live_[position]->name;
 }
 
+const std::string* Membership::SmallestLivePeer() const {
+  for (const auto& [name, m] : members_) {
+    if (IsLive(m)) return &name;
+  }
+  return nullptr;
+}
+
 const Address* Membership::LiveAddressOf(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end() || !IsLive(*it->second)) return nullptr;

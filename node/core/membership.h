@@ -152,6 +152,9 @@ class Membership {
   size_t live_peer_count() const { return live_.size(); }
   const Address& LivePeerAddress(size_t position) const;
   const std::string& LivePeerName(size_t position) const;
+  // The smallest name among live peers, or nullptr if none. O(dead members
+  // that sort before it).
+  const std::string* SmallestLivePeer() const;
   // The address of `name` if it is a live peer, else nullptr. Valid until the
   // next Handle/Tick/Leave.
   const Address* LiveAddressOf(const std::string& name) const;

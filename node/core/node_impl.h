@@ -53,6 +53,7 @@ constexpr Duration kMembersRefresh = std::chrono::milliseconds(100);  // Members
 constexpr Duration kMembersIdleRefresh = std::chrono::seconds(1);    // ... when nobody reads it
 constexpr size_t kMaxDatagramBytes = 65507;
 constexpr char kSnapshotMagic[] = "PLNNODE1";  // 8 bytes
+constexpr size_t kTreeWrapperBytes = 8;  // a Tree frame's tags and lengths around its Gossip body
 
 // Per-filter tallies on this node. Relaxed atomics: counters and a flag read
 // by metrics, not synchronization. The three counters share one cache line,
@@ -161,8 +162,10 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
   if (c.max_datagram_bytes < kMinDatagramBytes || c.max_datagram_bytes > kMaxDatagramBytes) {
     return absl::InvalidArgumentError(absl::StrCat("max_datagram_bytes must be ", kMinDatagramBytes, " to ", kMaxDatagramBytes));
   }
-  if (c.tree_degree < 1 || c.tree_degree > 32) return absl::InvalidArgumentError("tree_degree must be 1 to 32");
-  if (!positive(c.tree_beacon_interval) || c.tree_push_delay.count() < 0) return absl::InvalidArgumentError("intervals must be positive");
+  // A random 1-out overlay is usually disconnected; 2 or more keeps it whole.
+  if (c.tree_degree < 2 || c.tree_degree > 32) return absl::InvalidArgumentError("tree_degree must be 2 to 32");
+  if (!positive(c.tree_beacon_interval)) return absl::InvalidArgumentError("intervals must be positive");
+  if (c.tree_push_delay.count() < 0) return absl::InvalidArgumentError("tree_push_delay must not be negative");
   if (c.filters.size() > kMaxFilters) return absl::InvalidArgumentError("too many filters");
   std::set<std::string> names;
   for (const FilterConfig& f : c.filters) {
@@ -227,7 +230,8 @@ struct Node::Impl {
   std::unique_ptr<BroadcastTree> tree;  // null in flood mode
   std::vector<TreeEntry> tree_pending;  // at most kMaxBufferedWords words
   size_t tree_pending_words = 0;
-  Time next_push = Time::max();         // set while entries or own bits wait to be pushed
+  Time next_push = Time::max();         // set while received entries wait (own adds go at the gossip round)
+  bool root_link_refused = false;       // the last link to the smallest live member was refused
   Time next_beacon = Time::min();       // the next unconditional beacon
   bool beacon_changed = false;          // send beacons at the next round
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
@@ -487,6 +491,8 @@ struct Node::Impl {
   // they changed (and every tree_beacon_interval), and pushes.
   void TreeRound();
   void MaintainOverlay();
+  // Heals a split overlay: see broadcast_tree.h, "Splits".
+  void LinkTowardsTheRoot();
   // Recomputes this node's beacon; counts a new parent.
   void RecomputeTree();
   wire::TreeBeacon BeaconToWire() const;

@@ -12,9 +12,11 @@ namespace pollen::node {
 
 void Node::Impl::TreeRound() {
   assert(tree != nullptr);
+  if (membership->left()) return;
   MaintainOverlay();
   RecomputeTree();
   if (beacon_changed || now >= next_beacon) {
+    if (now >= next_beacon) LinkTowardsTheRoot();
     beacon_changed = false;
     next_beacon = now + config.tree_beacon_interval;
     std::vector<Address> peers;
@@ -26,6 +28,25 @@ void Node::Impl::TreeRound() {
     SendTree(peers, beacon);
   }
   TreePush();
+}
+
+void Node::Impl::LinkTowardsTheRoot() {
+  const std::string* smallest = membership->SmallestLivePeer();
+  if (smallest == nullptr || !tree->beacon().parent.empty() || *smallest > config.name) return;
+  // A root, while a smaller member is live: this side of the overlay has no
+  // path to it. Ask it (or, after a refusal, a random member) to be a
+  // neighbour; the max_degree slack above `degree` makes room.
+  std::string target = *smallest;
+  if (root_link_refused || tree->IsNeighbour(target)) {
+    const size_t live = membership->live_peer_count();
+    target = membership->LivePeerName(static_cast<size_t>(rng.Below(live)));
+    root_link_refused = false;
+  }
+  if (!tree->IsNeighbour(target) && !tree->AddNeighbour(target)) return;
+  wire::Tree hello;
+  hello.set_link(1);
+  *hello.mutable_beacon() = BeaconToWire();
+  SendTree({membership->LiveAddressOf(target), 1}, hello);
 }
 
 void Node::Impl::MaintainOverlay() {
@@ -102,12 +123,16 @@ void Node::Impl::PushEntries(const std::string* exclude, std::span<const Address
   for (const TreeEntry& e : tree_pending) {
     if (exclude != nullptr && e.from == *exclude) continue;
     for (const auto& [key, bits] : e.bits) {
+      // Only the current incarnation's bits: a filter replaced since the
+      // entry was buffered must not get its predecessor's bits.
+      std::shared_ptr<const FilterState> state = DriverLookup(key.first);
+      if (state == nullptr || state->uid != bits.filter_uid) continue;
       DeltaBuffer::Bits& u = unions[key];
       u.filter_uid = bits.filter_uid;
       UnionCanonical(u.words, bits.words, scratch);
     }
   }
-  GossipPacker packer(GossipBudget());
+  GossipPacker packer(GossipBudget() - kTreeWrapperBytes);
   uint64_t bits = 0;
   for (const auto& [key, u] : unions) bits += PackWords(key, u.filter_uid, u.words, packer);
   for (wire::Gossip& body : packer.Take()) {
@@ -126,7 +151,8 @@ void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg)
 void Node::Impl::HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg) {
   DecodedGossip data;
   const wire::TreeBeacon& b = msg.beacon();
-  const bool ok = msg.link() <= 2 && b.root().size() <= Membership::kMaxNameBytes &&
+  const bool ok = msg.link() <= 2 && b.distance() <= BroadcastTree::kMaxDistance &&
+                  b.root().size() <= Membership::kMaxNameBytes &&
                   b.parent().size() <= Membership::kMaxNameBytes && DecodeGossip(msg.data(), &data);
   if (!ok) {
     Reject(from, "malformed");
@@ -141,7 +167,9 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
     return;
   }
   if (msg.link() == 2) {
+    if (membership->SmallestLivePeer() != nullptr && *membership->SmallestLivePeer() == sender) root_link_refused = true;
     tree->RemoveNeighbour(sender);
+    RecomputeTree();
   } else if ((msg.link() == 1 || msg.has_beacon()) && !tree->IsNeighbour(sender) && !tree->AddNeighbour(sender)) {
     wire::Tree refuse;  // full: the sender drops this link and picks another
     refuse.set_link(2);
