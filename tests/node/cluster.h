@@ -244,6 +244,20 @@ class Cluster {
   std::map<std::string, uint64_t> delivered_;
 };
 
+// The keys tests add: "key-<i>".
+inline std::string Key(int i) { return "key-" + std::to_string(i); }
+
+// Keys [first, last) read present on every node.
+inline bool AllPresent(Cluster& c, const std::string& filter, int first, int last) {
+  for (size_t n = 0; n < c.size(); ++n) {
+    for (int i = first; i < last; ++i) {
+      auto r = c.node(n).Exists(filter, Key(i));
+      if (!r.ok() || !*r) return false;
+    }
+  }
+  return true;
+}
+
 inline FilterConfig SharedFilter(const std::string& name, uint64_t capacity = 10'000, double fpr = 0.01) {
   FilterConfig f;
   f.name = name;

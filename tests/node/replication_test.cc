@@ -12,7 +12,6 @@
 namespace pollen::node::testing {
 namespace {
 
-std::string Key(int i) { return "key-" + std::to_string(i); }
 
 ClusterOptions Options(size_t nodes, uint64_t seed = 1) {
   ClusterOptions o;
@@ -22,15 +21,6 @@ ClusterOptions Options(size_t nodes, uint64_t seed = 1) {
   return o;
 }
 
-bool AllPresent(Cluster& c, const std::string& filter, int first, int last) {
-  for (size_t n = 0; n < c.size(); ++n) {
-    for (int i = first; i < last; ++i) {
-      auto r = c.node(n).Exists(filter, Key(i));
-      if (!r.ok() || !*r) return false;
-    }
-  }
-  return true;
-}
 
 uint64_t EpochOf(Node& node, const std::string& filter) {
   auto info = node.Info(filter);

@@ -9,8 +9,6 @@
 namespace pollen::node::testing {
 namespace {
 
-std::string Key(int i) { return "key-" + std::to_string(i); }
-
 ClusterOptions TreeOptions(size_t nodes, uint64_t seed = 1) {
   ClusterOptions o;
   o.nodes = nodes;
@@ -18,16 +16,6 @@ ClusterOptions TreeOptions(size_t nodes, uint64_t seed = 1) {
   o.filters = {SharedFilter("crawl", 100'000)};
   o.dissemination = NodeConfig::Dissemination::kTree;
   return o;
-}
-
-bool AllPresent(Cluster& c, int first, int last) {
-  for (size_t n = 0; n < c.size(); ++n) {
-    for (int i = first; i < last; ++i) {
-      auto r = c.node(n).Exists("crawl", Key(i));
-      if (!r.ok() || !*r) return false;
-    }
-  }
-  return true;
 }
 
 uint64_t SetBits(Node& node) {
@@ -58,7 +46,7 @@ TEST(TreeDissemination, EachNewBitCrossesEachNodeAboutOnce) {
     ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
     if (i % 20 == 19) c.Step();  // spread over several pushes
   }
-  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, 0, 300); }, 3s));
+  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 300); }, 3s));
   ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 3s));
   const double new_bits = static_cast<double>(SetBits(c.node(0)) - bits_before);
   const double per_bit = static_cast<double>(BitsSent(c) - sent_before) / new_bits;
@@ -82,12 +70,12 @@ TEST(TreeDissemination, ConvergesUnderLossAndAfterACrash) {
   c.RunFor(10s);
   Rng rng(13);
   for (int i = 0; i < 300; ++i) ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
-  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, 0, 300); }, 60s));
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 300); }, 60s));
   // Node 0 (the smallest name: the tree's root) restarts without state; keys
   // added meanwhile and after still reach everyone.
   c.Restart(0);
   for (int i = 300; i < 400; ++i) ASSERT_TRUE(c.node(1 + rng.Below(c.size() - 1)).Add("crawl", Key(i)).ok());
-  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, 0, 400); }, 90s));
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 400); }, 90s));
 }
 
 // After a partition long enough for each side to declare the other dead,
@@ -113,7 +101,7 @@ TEST(TreeDissemination, OneTreeAgainAfterALongPartition) {
   c.RunFor(60s);  // the join syncs, then the tree joins up
   for (int i = 0; i < 60; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i % 12) * 2).Add("crawl", Key(i)).ok());
   for (int i = 60; i < 120; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i % 12) * 2 + 1).Add("crawl", Key(i)).ok());
-  EXPECT_TRUE(c.RunUntil([&] { return AllPresent(c, 0, 120); }, 5s));
+  EXPECT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 120); }, 5s));
 }
 
 // The same seeds give the same frames: the tree draws only from the node Rng.
