@@ -87,6 +87,7 @@ inline void AddCounters(node::NodeCounters& into, const node::NodeCounters& c) {
   into.stale_deltas += c.stale_deltas;
   into.unknown_filter += c.unknown_filter;
   into.tree_parent_changes += c.tree_parent_changes;
+  into.tree_resends += c.tree_resends;
   for (const auto& [k, v] : c.rejected_by_reason) into.rejected_by_reason[k] += v;
   for (const auto& [k, v] : c.bytes_out_by_type) into.bytes_out_by_type[k] += v;
   for (const auto& [k, v] : c.frames_out_by_type) into.frames_out_by_type[k] += v;

@@ -345,7 +345,8 @@ void Simulator::Impl::Finish() {
                      {"delta_overflows", total.delta_overflows},
                      {"stale_deltas", total.stale_deltas},
                      {"unknown_filter", total.unknown_filter},
-                     {"tree_parent_changes", total.tree_parent_changes}};
+                     {"tree_parent_changes", total.tree_parent_changes},
+                     {"tree_resends", total.tree_resends}};
   r.bytes_out_by_type = total.bytes_out_by_type;
   r.frames_out_by_type = total.frames_out_by_type;
   r.distinct_bits = checker.distinct_bits();

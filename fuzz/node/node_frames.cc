@@ -142,6 +142,14 @@ std::vector<std::string> Templates() {
     std::vector<crdt::WordBits> words = {{7, 0x5}};
     d->set_positions(node::EncodeWords(words, 0, p.shape.bits()));
     finish(env);
+    // ... numbered, asking for an ack, with feedback on the receiver's stream
+    t->set_stream(77);
+    t->set_seq(3);
+    t->set_probe(3);
+    t->set_ack_stream(91);
+    t->set_ack(5);
+    t->add_nack(7);
+    finish(env);
   }
   return out;
 }

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
     tc.degree = impl.config.tree_degree;
     tc.max_degree = 2 * impl.config.tree_degree;
     impl.tree = std::make_unique<BroadcastTree>(impl.config.name, tc);
+    impl.delivery = std::make_unique<PushDelivery>(PushDelivery::Config{}, impl.rng.Next());
   }
   for (const FilterConfig& fc : impl.config.filters) {
     absl::StatusOr<CatalogEntry> entry = MakeCatalogEntry(fc, impl.config.secret, 0, "");
@@ -98,6 +99,7 @@ void Node::Tick(Time now) {
   impl.DrainPending();
   impl.CheckRotations();
   if (impl.tree != nullptr && now >= impl.next_push) impl.TreePush();
+  if (impl.delivery != nullptr && now >= impl.delivery->NextWakeup()) impl.ServiceDelivery();
   if (now >= impl.next_gossip) {
     impl.CheckGrowth();  // once a round: an estimate per changed filter
     impl.GossipRound();
@@ -114,6 +116,7 @@ Time Node::NextWakeup() const {
   const Impl& impl = *impl_;
   if (!impl.started) return Time::max();
   Time next = std::min({impl.membership->NextWakeup(), impl.next_gossip, impl.next_anti_entropy, impl.next_push});
+  if (impl.delivery != nullptr) next = std::min(next, std::max(impl.now, impl.delivery->NextWakeup()));
   return std::min(next, impl.NextRotationDeadline());
 }
 

@@ -167,6 +167,7 @@ struct NodeCounters {
   uint64_t stale_deltas = 0;     // deltas for epochs that left the window: dropped
   uint64_t unknown_filter = 0;   // deltas/epochs for filters not (yet) in the catalog
   uint64_t tree_parent_changes = 0;  // kTree: times this node took another parent (or became root)
+  uint64_t tree_resends = 0;         // kTree: pushes sent again because a tree link NACKed them
   // "auth", "version", "malformed", "oversize", "replay", "unknown_key" (frames);
   // "params" (refused merges); "catalog_full"; "membership_<reason>".
   std::map<std::string, uint64_t> rejected_by_reason;

@@ -65,7 +65,7 @@ void Node::Impl::GossipRound() {
 }
 
 uint64_t Node::Impl::PackWords(const DeltaBuffer::Key& key, uint64_t filter_uid, std::span<const crdt::WordBits> words,
-                               GossipPacker& packer) {
+                               GossipPacker& packer, std::vector<uint64_t>* bits_per_delta) {
   std::shared_ptr<const FilterState> state = DriverLookup(key.first);
   if (state == nullptr || (filter_uid != 0 && state->uid != filter_uid) || state->set->Sub(key.second) == nullptr) return 0;
   const uint64_t universe = LayerBlocks(state->entry.params, key.second) * crdt::kBlockBits;
@@ -78,7 +78,9 @@ uint64_t Node::Impl::PackWords(const DeltaBuffer::Key& key, uint64_t filter_uid,
     delta.set_epoch(crdt::EpochOfSlot(key.second));
     delta.set_layer(crdt::LayerOfSlot(key.second));
     delta.set_positions(EncodeWords(chunk, 0, universe));
-    bits += crdt::CountBits(chunk);
+    const uint64_t chunk_bits = crdt::CountBits(chunk);
+    bits += chunk_bits;
+    if (bits_per_delta != nullptr) bits_per_delta->push_back(chunk_bits);
     packer.AddDelta(std::move(delta));
   }
   return bits;

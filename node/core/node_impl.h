@@ -31,6 +31,7 @@
 #include "node/core/frames.h"
 #include "node/core/gossip_packer.h"
 #include "node/core/membership.h"
+#include "node/core/push_delivery.h"
 #include "node/core/rng.h"
 #include "node/core/summary_cache.h"
 
@@ -53,7 +54,9 @@ constexpr Duration kMembersRefresh = std::chrono::milliseconds(100);  // Members
 constexpr Duration kMembersIdleRefresh = std::chrono::seconds(1);    // ... when nobody reads it
 constexpr size_t kMaxDatagramBytes = 65507;
 constexpr char kSnapshotMagic[] = "PLNNODE1";  // 8 bytes
-constexpr size_t kTreeWrapperBytes = 8;  // a Tree frame's tags and lengths around its Gossip body
+// A Tree frame's tags and lengths around its Gossip body, and its delivery
+// fields (stream, seq, probe, ack_stream, ack; NACKs never ride on a push).
+constexpr size_t kTreeWrapperBytes = 64;
 
 // Per-filter tallies on this node. Relaxed atomics: counters and a flag read
 // by metrics, not synchronization. The three counters share one cache line,
@@ -228,6 +231,7 @@ struct Node::Impl {
 
   // Tree dissemination (config.dissemination == kTree), driver only.
   std::unique_ptr<BroadcastTree> tree;  // null in flood mode
+  std::unique_ptr<PushDelivery> delivery;  // with `tree`: numbered pushes, NACKs, probes
   std::vector<TreeEntry> tree_pending;  // at most kMaxBufferedWords words
   size_t tree_pending_words = 0;
   Time next_push = Time::max();         // set while received entries wait (own adds go at the gossip round)
@@ -500,15 +504,21 @@ struct Node::Impl {
   void TreePush();
   void SchedulePush() { next_push = std::min(next_push, now + config.tree_push_delay); }
   // Sends the pending entries not received from `exclude` (nullptr: all) to
-  // `peers`, packed to the datagram budget.
-  void PushEntries(const std::string* exclude, std::span<const Address> peers);
+  // each of `links`, packed to the datagram budget, numbered per link.
+  void PushEntries(const std::string* exclude, std::span<const std::string> links);
+  // Sends one numbered push (new or again) to a tree link, with the link's
+  // piggybacked delivery fields.
+  void SendPush(const std::string& link, const PushDelivery::Numbered& push);
+  // Sends the probes, acks and NACKs that are due, each link's in one frame.
+  void ServiceDelivery();
   void SendTree(std::span<const Address> peers, const wire::Tree& msg);
   void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
 
   // Appends the words of (filter, slot) to `packer` as Delta parts; returns
-  // the bits packed (0 if the filter or sub-filter is gone).
+  // the bits packed (0 if the filter or sub-filter is gone), and appends each
+  // Delta's bits to `bits_per_delta` when given.
   uint64_t PackWords(const DeltaBuffer::Key& key, uint64_t filter_uid, std::span<const crdt::WordBits> words,
-                     GossipPacker& packer);
+                     GossipPacker& packer, std::vector<uint64_t>* bits_per_delta = nullptr);
 
   // Bytes a Gossip body may take so that the sealed frame fits a datagram.
   size_t GossipBudget() const {

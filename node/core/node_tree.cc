@@ -14,6 +14,7 @@ void Node::Impl::TreeRound() {
   assert(tree != nullptr);
   if (membership->left()) return;
   MaintainOverlay();
+  delivery->Retain(tree->Neighbours());
   RecomputeTree();
   if (beacon_changed || now >= next_beacon) {
     if (now >= next_beacon) LinkTowardsTheRoot();
@@ -98,17 +99,16 @@ void Node::Impl::TreePush() {
   }
   if (tree_pending.empty()) return;
   // Tree links that sent none of the pending entries all get the same
-  // frames, sealed once; each of the others gets its own.
-  std::vector<Address> common;
+  // bodies, packed once; each of the others gets its own.
+  std::vector<std::string> common;
   for (const std::string& name : tree->TreeLinks()) {
-    const Address* address = membership->LiveAddressOf(name);
-    if (address == nullptr) continue;
+    if (membership->LiveAddressOf(name) == nullptr) continue;
     const bool sent_some = std::any_of(tree_pending.begin(), tree_pending.end(),
                                        [&](const TreeEntry& e) { return e.from == name; });
     if (sent_some) {
-      PushEntries(&name, {address, 1});
+      PushEntries(&name, {&name, 1});
     } else {
-      common.push_back(*address);
+      common.push_back(name);
     }
   }
   PushEntries(nullptr, common);
@@ -116,8 +116,8 @@ void Node::Impl::TreePush() {
   tree_pending_words = 0;
 }
 
-void Node::Impl::PushEntries(const std::string* exclude, std::span<const Address> peers) {
-  if (peers.empty()) return;
+void Node::Impl::PushEntries(const std::string* exclude, std::span<const std::string> links) {
+  if (links.empty()) return;
   std::map<DeltaBuffer::Key, DeltaBuffer::Bits> unions;
   std::vector<crdt::WordBits> scratch;
   for (const TreeEntry& e : tree_pending) {
@@ -132,15 +132,59 @@ void Node::Impl::PushEntries(const std::string* exclude, std::span<const Address
       UnionCanonical(u.words, bits.words, scratch);
     }
   }
-  GossipPacker packer(GossipBudget() - kTreeWrapperBytes);
-  uint64_t bits = 0;
-  for (const auto& [key, u] : unions) bits += PackWords(key, u.filter_uid, u.words, packer);
+  GossipPacker packer(GossipBudget() > kTreeWrapperBytes ? GossipBudget() - kTreeWrapperBytes : 1);
+  std::vector<uint64_t> bits_per_delta;
+  for (const auto& [key, u] : unions) PackWords(key, u.filter_uid, u.words, packer, &bits_per_delta);
+  size_t next_delta = 0;  // the packer keeps the order of deltas
   for (wire::Gossip& body : packer.Take()) {
-    wire::Tree push;
-    *push.mutable_data() = std::move(body);
-    SendTree(peers, push);
+    uint64_t bits = 0;
+    for (int d = 0; d < body.deltas_size(); ++d) bits += bits_per_delta.at(next_delta++);
+    auto shared = std::make_shared<const wire::Gossip>(std::move(body));
+    for (const std::string& link : links) SendPush(link, delivery->Send(link, shared, bits, now));
   }
-  Stats([&](NodeCounters& s) { s.delta_bits_sent += bits * peers.size(); });
+}
+
+namespace {
+
+void ControlToWire(const PushDelivery::Control& c, wire::Tree& msg) {
+  if (c.probe != 0) {
+    msg.set_stream(c.stream);
+    msg.set_probe(c.probe);
+  }
+  if (c.ack_stream != 0) {
+    msg.set_ack_stream(c.ack_stream);
+    msg.set_ack(c.ack);
+  }
+  for (uint64_t seq : c.nacks) msg.add_nack(seq);
+}
+
+}  // namespace
+
+void Node::Impl::SendPush(const std::string& link, const PushDelivery::Numbered& push) {
+  const Address* address = membership->LiveAddressOf(link);
+  if (address == nullptr) return;
+  wire::Tree msg;
+  *msg.mutable_data() = *push.body;
+  msg.set_stream(push.stream);
+  msg.set_seq(push.seq);
+  ControlToWire(delivery->TakeControl(link, now, true), msg);
+  SendTree({address, 1}, msg);
+  Stats([&](NodeCounters& s) { s.delta_bits_sent += push.bits; });
+}
+
+void Node::Impl::ServiceDelivery() {
+  if (membership->left()) {  // no more tree work: nothing stays due
+    delivery->Retain({});
+    return;
+  }
+  for (const std::string& link : delivery->Due(now)) {
+    const PushDelivery::Control control = delivery->TakeControl(link, now, false);
+    const Address* address = membership->LiveAddressOf(link);
+    if (control.empty() || address == nullptr) continue;
+    wire::Tree msg;
+    ControlToWire(control, msg);
+    SendTree({address, 1}, msg);
+  }
 }
 
 void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg) {
@@ -151,9 +195,17 @@ void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg)
 void Node::Impl::HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg) {
   DecodedGossip data;
   const wire::TreeBeacon& b = msg.beacon();
+  const bool numbered = msg.seq() != 0 || msg.probe() != 0;
+  const bool feedback = msg.ack() != 0 || msg.nack_size() > 0;
+  bool numbers_ok = msg.seq() < PushDelivery::kMaxSeq && msg.probe() < PushDelivery::kMaxSeq &&
+                    msg.ack() < PushDelivery::kMaxSeq;
+  for (int i = 0; i < msg.nack_size(); ++i) {  // ascending, nonzero: no push resent twice for one NACK
+    numbers_ok = numbers_ok && msg.nack(i) > (i == 0 ? 0 : msg.nack(i - 1)) && msg.nack(i) < PushDelivery::kMaxSeq;
+  }
   const bool ok = msg.link() <= 2 && b.distance() <= BroadcastTree::kMaxDistance &&
-                  b.root().size() <= Membership::kMaxNameBytes &&
-                  b.parent().size() <= Membership::kMaxNameBytes && DecodeGossip(msg.data(), &data);
+                  b.root().size() <= Membership::kMaxNameBytes && b.parent().size() <= Membership::kMaxNameBytes &&
+                  numbers_ok && (!numbered || msg.stream() != 0) && (!feedback || msg.ack_stream() != 0) &&
+                  static_cast<size_t>(msg.nack_size()) <= PushDelivery::kMaxNacks && DecodeGossip(msg.data(), &data);
   if (!ok) {
     Reject(from, "malformed");
     return;
@@ -179,6 +231,18 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   if (msg.has_beacon() && tree->IsNeighbour(sender)) {
     tree->OnBeacon(sender, BroadcastTree::Beacon{b.root(), b.distance(), b.parent()});
     RecomputeTree();
+  }
+  if (tree->IsNeighbour(sender)) {
+    if (msg.seq() != 0) delivery->OnPush(sender, msg.stream(), msg.seq(), now);
+    if (msg.probe() != 0) delivery->OnProbe(sender, msg.stream(), msg.probe(), now);
+    if (msg.ack_stream() != 0) {
+      const std::vector<uint64_t> nacks(msg.nack().begin(), msg.nack().end());
+      for (const PushDelivery::Numbered& push : delivery->OnFeedback(sender, msg.ack_stream(), msg.ack(), nacks, now)) {
+        SendPush(sender, push);
+        Stats([](NodeCounters& s) { ++s.tree_resends; });
+      }
+    }
+    if (delivery->NextWakeup() <= now) ServiceDelivery();  // a probe is answered at once
   }
   if (!msg.has_data()) return;
   DeltaBuffer captured(kMaxBufferedWords);

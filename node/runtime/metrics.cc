@@ -201,6 +201,8 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_tree_parent_changes_total", "counter",
         "Tree dissemination: times this node took another parent in the spanning tree (or became its root).",
         c.tree_parent_changes);
+  w.One("pollen_tree_resends_total", "counter",
+        "Tree dissemination: pushes sent again because the tree link reported them missing.", c.tree_resends);
 
   // Rejections: the node's (by reason) plus the stream framer's, always every reason.
   std::map<std::string, uint64_t> rejected = {{"auth", 0},    {"version", 0}, {"malformed", 0}, {"oversize", 0},

@@ -8,6 +8,7 @@
 #include "node/core/anti_entropy.h"
 #include "node/core/catalog.h"
 #include "node/core/dissemination.h"
+#include "node/core/push_delivery.h"
 #include "tests/node/cluster.h"
 
 namespace pollen::node::testing {
@@ -242,6 +243,22 @@ TEST_F(Frames, TreeFrameIsValidatedWholeBeforeAnyPartApplies) {
   env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_positions("\x07\x01\x02");  // corrupt
   ExpectRejected(forger_.Seal(env), "malformed");
   env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_positions(DeltaEnvelope(params_, 0).delta().positions());
+  env.mutable_tree()->set_seq(4);  // numbered, but on no stream
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->set_stream(9);
+  env.mutable_tree()->add_nack(2);  // feedback, but on no stream
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->set_ack_stream(5);
+  for (uint64_t seq = 3; seq < 3 + PushDelivery::kMaxNacks; ++seq) env.mutable_tree()->add_nack(seq);  // one too many
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->clear_nack();
+  env.mutable_tree()->add_nack(5);
+  env.mutable_tree()->add_nack(5);  // not ascending: one push resent twice
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->clear_nack();
+  env.mutable_tree()->set_seq(PushDelivery::kMaxSeq);  // would overflow the receive window
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->set_seq(4);
   const Observed before = Observe(*cluster_, 0);
   node().HandleDatagram("addr-evil", forger_.Seal(env), cluster_->now());
   EXPECT_NE(Observe(*cluster_, 0), before);  // merged

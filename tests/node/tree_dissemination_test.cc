@@ -78,6 +78,35 @@ TEST(TreeDissemination, ConvergesUnderLossAndAfterACrash) {
   EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 400); }, 90s));
 }
 
+// With anti-entropy off (after the join syncs), only resends can repair a
+// lost push (node/core/push_delivery.h): at 10% loss every key still reaches
+// every node, and each new bit costs at most the 1.6·(N-1).
+// Without resends, lost pushes stay lost and the keys below them missing.
+TEST(TreeDissemination, LostPushesAreSentAgain) {
+  ClusterOptions o = TreeOptions(20, 21);
+  o.datagram_loss = 0.1;
+  o.anti_entropy_interval = 1000s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(20s);
+  const uint64_t bits_before = SetBits(c.node(0));
+  const uint64_t sent_before = BitsSent(c);
+  Rng rng(22);
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(c.node(rng.Below(c.size())).Add("crawl", Key(i)).ok());
+    if (i % 10 == 9) c.Step();
+  }
+  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 200); }, 10s));
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 10s));
+  uint64_t resends = 0;
+  for (size_t n = 0; n < c.size(); ++n) resends += c.node(n).Counters().tree_resends;
+  EXPECT_GT(resends, 0u);
+  const double per_bit = static_cast<double>(BitsSent(c) - sent_before) /
+                         static_cast<double>(SetBits(c.node(0)) - bits_before);
+  EXPECT_LE(per_bit, 1.6 * static_cast<double>(c.size() - 1));
+}
+
 // After a partition long enough for each side to declare the other dead,
 // each side's overlay has refilled from itself and forms its own tree; the
 // root of the side without the smallest name links to it again, so keys

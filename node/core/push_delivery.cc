@@ -1,0 +1,221 @@
+#include "node/core/push_delivery.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace pollen::node {
+
+PushDelivery::PushDelivery(Config config, uint64_t stream_ids) : config_(config), stream_ids_(stream_ids) {
+  assert(config_.probe_delay.count() > 0 && config_.max_probe_interval >= config_.probe_delay);
+  assert(config_.nack_retry.count() > 0 && config_.retain.count() > 0);
+}
+
+PushDelivery::Link& PushDelivery::At(const std::string& link) {
+  auto [it, inserted] = links_.try_emplace(link);
+  if (inserted) {
+    // SplitMix64 over a counter: distinct ids per link, reproducible per seed.
+    uint64_t z = (stream_ids_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    it->second.stream = std::max<uint32_t>(1, static_cast<uint32_t>(z >> 32));
+  }
+  return it->second;
+}
+
+// ---- sender ----
+
+void PushDelivery::Trim(Link& l, Time now) const {
+  while (!l.window.empty() && l.window.front().at + config_.retain < now) l.window.pop_front();
+  if (l.window.empty()) l.probe_due = Time::max();
+}
+
+// A probe is worth sending only while the newest push is still held.
+void PushDelivery::ScheduleProbe(Link& l, Time at) const {
+  l.probe_due = !l.window.empty() && at <= l.window.back().at + config_.retain ? at : Time::max();
+}
+
+PushDelivery::Numbered PushDelivery::Send(const std::string& link, Body body, uint64_t bits, Time now) {
+  assert(body != nullptr);
+  Link& l = At(link);
+  Trim(l, now);
+  if (l.window.size() == kWindow) l.window.pop_front();  // its loss is left to anti-entropy
+  const Numbered n{l.stream, l.next_seq++, body, bits};
+  l.window.push_back(Sent{n.seq, now, std::move(body), bits});
+  // Probes are for an idle link: on a busy one the next push shows a gap.
+  l.probe_interval = config_.probe_delay;
+  ScheduleProbe(l, now + config_.probe_delay);
+  return n;
+}
+
+std::vector<PushDelivery::Numbered> PushDelivery::OnFeedback(const std::string& link, uint32_t stream, uint64_t ack,
+                                                             const std::vector<uint64_t>& nacks, Time now) {
+  std::vector<Numbered> resend;
+  auto it = links_.find(link);
+  if (it == links_.end() || stream != it->second.stream) return resend;
+  Link& l = it->second;
+  const size_t before = l.window.size();
+  while (!l.window.empty() && l.window.front().seq <= ack) l.window.pop_front();
+  if (l.window.size() != before) {  // progress: the probe clock starts again
+    l.probe_interval = config_.probe_delay;
+    ScheduleProbe(l, now + config_.probe_delay);
+  }
+  Trim(l, now);
+  for (uint64_t seq : nacks) {
+    auto sent = std::find_if(l.window.begin(), l.window.end(), [seq](const Sent& s) { return s.seq == seq; });
+    if (sent != l.window.end()) resend.push_back(Numbered{l.stream, sent->seq, sent->body, sent->bits});
+  }
+  return resend;
+}
+
+// ---- receiver ----
+
+void PushDelivery::Advance(Link& l) const {
+  if ((l.above & 1) == 0) return;
+  while ((l.above & 1) != 0) {
+    l.above >>= 1;
+    ++l.contiguous;
+  }
+  l.nack_tries = 0;  // a new oldest gap, if any
+}
+
+// Raises the frontier to `seq`; numbers more than kWindow below it are given
+// up (counted as arrived): the mask holds kWindow numbers.
+void PushDelivery::Extend(Link& l, uint64_t seq) const {
+  l.highest = std::max(l.highest, seq);
+  if (l.highest <= l.contiguous + kWindow) return;
+  const uint64_t shift = l.highest - kWindow - l.contiguous;
+  l.above = shift >= 64 ? 0 : l.above >> shift;
+  l.contiguous += shift;
+  l.nack_tries = 0;
+  Advance(l);
+}
+
+void PushDelivery::ResetReceive(Link& l, uint32_t stream) const {
+  l.replaced_rx_stream = l.rx_stream;
+  l.rx_stream = stream;
+  l.contiguous = l.above = l.highest = l.acked_said = 0;
+  l.ack_due = false;
+  l.nack_due = Time::max();
+  l.nack_tries = 0;
+}
+
+std::vector<uint64_t> PushDelivery::Missing(const Link& l) const {
+  std::vector<uint64_t> missing;
+  const uint64_t last = std::min(l.highest, l.contiguous + kWindow);
+  for (uint64_t seq = l.contiguous + 1; seq <= last && missing.size() < kMaxNacks; ++seq) {
+    if ((l.above & (uint64_t{1} << (seq - l.contiguous - 1))) == 0) missing.push_back(seq);
+  }
+  return missing;
+}
+
+void PushDelivery::OnPush(const std::string& link, uint32_t stream, uint64_t seq, Time now) {
+  assert(stream != 0 && seq != 0);
+  Link& l = At(link);
+  if (stream == l.replaced_rx_stream) return;          // late, from before a restart
+  if (stream != l.rx_stream) ResetReceive(l, stream);  // the sender (re)started this link
+  if (seq <= l.contiguous) return;                     // a duplicate
+  Extend(l, seq);
+  if (seq > l.contiguous) l.above |= uint64_t{1} << (seq - l.contiguous - 1);
+  Advance(l);
+  if (l.highest == l.contiguous) {
+    l.nack_due = Time::max();  // the gap filled
+  } else if (l.nack_due == Time::max()) {
+    l.nack_due = now + config_.nack_delay;
+  }
+}
+
+void PushDelivery::OnProbe(const std::string& link, uint32_t stream, uint64_t last, Time now) {
+  assert(stream != 0);
+  Link& l = At(link);
+  if (stream == l.replaced_rx_stream) return;
+  if (stream != l.rx_stream) ResetReceive(l, stream);
+  Extend(l, last);
+  l.ack_due = true;
+  // NACK at once, unless a NACK is out and its retry pending: a probe that
+  // crosses a resend must not use up a try.
+  if (l.highest == l.contiguous) {
+    l.nack_due = Time::max();
+  } else if (l.nack_due == Time::max()) {
+    l.nack_due = now;
+  }
+}
+
+// ---- both ----
+
+PushDelivery::Control PushDelivery::TakeControl(const std::string& link, Time now, bool piggyback) {
+  Control c;
+  auto it = links_.find(link);
+  if (it == links_.end()) return c;
+  Link& l = it->second;
+  Trim(l, now);
+  if (!l.window.empty() && l.probe_due <= now) {
+    c.stream = l.stream;
+    c.probe = l.next_seq - 1;
+    l.probe_interval = std::min(2 * l.probe_interval, config_.max_probe_interval);
+    ScheduleProbe(l, now + l.probe_interval);
+  }
+  if (!piggyback && l.nack_due <= now) {
+    if (l.nack_tries >= kMaxNackTries) {
+      // Give up on the oldest run of missing numbers, all of it: every bit
+      // below the lowest arrived one (or, with none above, up to highest).
+      if (l.above == 0) {
+        l.contiguous = l.highest;
+      } else {
+        l.above |= (l.above & (~l.above + 1)) - 1;
+        Advance(l);
+      }
+      l.nack_tries = 0;
+    }
+    c.nacks = Missing(l);
+    if (c.nacks.empty()) {
+      l.nack_due = Time::max();
+    } else {
+      ++l.nack_tries;
+      l.nack_due = now + config_.nack_retry;
+      l.ack_due = true;  // the NACK frame names the stream and its ack
+    }
+  }
+  if (l.rx_stream != 0 && (l.ack_due || l.contiguous > l.acked_said)) {
+    c.ack_stream = l.rx_stream;
+    c.ack = l.contiguous;
+    l.acked_said = l.contiguous;
+    l.ack_due = false;
+  }
+  return c;
+}
+
+Time PushDelivery::DueAt(const Link& l) const {
+  Time due = l.nack_due;
+  if (!l.window.empty()) due = std::min(due, l.probe_due);
+  if (l.ack_due) due = Time::min();
+  return due;
+}
+
+std::vector<std::string> PushDelivery::Due(Time now) const {
+  std::vector<std::string> due;
+  for (const auto& [name, l] : links_) {
+    if (DueAt(l) <= now) due.push_back(name);
+  }
+  return due;
+}
+
+Time PushDelivery::NextWakeup() const {
+  Time next = Time::max();
+  for (const auto& [name, l] : links_) next = std::min(next, DueAt(l));
+  return next;
+}
+
+void PushDelivery::Retain(const std::vector<std::string>& links) {
+  assert(std::is_sorted(links.begin(), links.end()));
+  for (auto it = links_.begin(); it != links_.end();) {
+    it = std::binary_search(links.begin(), links.end(), it->first) ? std::next(it) : links_.erase(it);
+  }
+}
+
+size_t PushDelivery::unacked(const std::string& link) const {
+  auto it = links_.find(link);
+  return it == links_.end() ? 0 : it->second.window.size();
+}
+
+}  // namespace pollen::node
