@@ -25,30 +25,38 @@ trap 'rm -rf "$logdir"' EXIT
 failed=0
 
 # Swarm: two processes (2 cores), each a contiguous half of the seeds.
-half=$(( (SWARM_SEEDS + 1) / 2 ))
-second=$(( SWARM_SEEDS - half ))
-start_time=$(date +%s)
-# shellcheck disable=SC2086
-timeout "$LIMIT" "$SIM" $SWARM_ARGS --seed="$SWARM_START" --seeds="$half" --quiet >"$logdir/swarm1" 2>&1 &
-pid1=$!
-pid2=""
-if [ "$second" -gt 0 ]; then
+# run_swarm SEEDS ARGS...
+run_swarm() {
+  local seeds=$1; shift
+  local args="$*"
+  local half=$(( (seeds + 1) / 2 ))
+  local second=$(( seeds - half ))
+  local start_time; start_time=$(date +%s)
+  rm -f "$logdir"/swarm*
   # shellcheck disable=SC2086
-  timeout "$LIMIT" "$SIM" $SWARM_ARGS --seed=$(( SWARM_START + half )) --seeds="$second" --quiet >"$logdir/swarm2" 2>&1 &
-  pid2=$!
-fi
-rc1=0; rc2=0
-wait "$pid1" || rc1=$?
-if [ -n "$pid2" ]; then wait "$pid2" || rc2=$?; fi
-cat "$logdir"/swarm* >"$logdir/swarm"
-passed=$(grep -c '^PASS' "$logdir/swarm" || true)
-if [ "$rc1" -ne 0 ] || [ "$rc2" -ne 0 ] || [ "$passed" -ne "$SWARM_SEEDS" ]; then
-  failed=1
-  grep -A12 '^FAIL' "$logdir/swarm" || tail -20 "$logdir/swarm"
-  echo "swarm: FAIL $passed of $SWARM_SEEDS seeds passed (seeds $SWARM_START..$(( SWARM_START + SWARM_SEEDS - 1 )), exit $rc1/$rc2) in $(( $(date +%s) - start_time ))s"
-else
-  echo "swarm: PASS $passed of $SWARM_SEEDS seeds (seeds $SWARM_START..$(( SWARM_START + SWARM_SEEDS - 1 )), $SWARM_ARGS) in $(( $(date +%s) - start_time ))s"
-fi
+  timeout "$LIMIT" "$SIM" $args --seed="$SWARM_START" --seeds="$half" --quiet >"$logdir/swarm1" 2>&1 &
+  local pid1=$! pid2=""
+  if [ "$second" -gt 0 ]; then
+    # shellcheck disable=SC2086
+    timeout "$LIMIT" "$SIM" $args --seed=$(( SWARM_START + half )) --seeds="$second" --quiet >"$logdir/swarm2" 2>&1 &
+    pid2=$!
+  fi
+  local rc1=0 rc2=0
+  wait "$pid1" || rc1=$?
+  if [ -n "$pid2" ]; then wait "$pid2" || rc2=$?; fi
+  cat "$logdir"/swarm* >"$logdir/swarm"
+  local passed; passed=$(grep -c '^PASS' "$logdir/swarm" || true)
+  if [ "$rc1" -ne 0 ] || [ "$rc2" -ne 0 ] || [ "$passed" -ne "$seeds" ]; then
+    failed=1
+    grep -A12 '^FAIL' "$logdir/swarm" || tail -20 "$logdir/swarm"
+    echo "swarm: FAIL $passed of $seeds seeds passed (seeds $SWARM_START..$(( SWARM_START + seeds - 1 )), $args, exit $rc1/$rc2) in $(( $(date +%s) - start_time ))s"
+  else
+    echo "swarm: PASS $passed of $seeds seeds (seeds $SWARM_START..$(( SWARM_START + seeds - 1 )), $args) in $(( $(date +%s) - start_time ))s"
+  fi
+}
+run_swarm "$SWARM_SEEDS" "$SWARM_ARGS"  # the default dissemination: tree
+# shellcheck disable=SC2086
+run_swarm $(( (SWARM_SEEDS + 1) / 2 )) "$SWARM_ARGS --dissemination=flood"
 
 # Fixed scenarios, two at a time.
 scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition grow)

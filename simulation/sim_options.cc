@@ -155,7 +155,7 @@ Faults (each off by default):
   --latency-tail-ms=MS    mean of the exponential latency tail (default 4)
 Node and workload:
   --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
-  --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default flood)
+  --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
   --capacity=N            crawl filter capacity (default 100000)
   --expansion=N           crawl filter scales: each layer N times the last (default 0: fixed size)

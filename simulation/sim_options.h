@@ -83,7 +83,7 @@ struct SimOptions {
 
   node::Duration gossip_interval{milliseconds(200)};
   uint32_t fanout = 3;
-  node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kFlood;
+  node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration anti_entropy_interval{seconds(10)};
   node::Duration probe_interval{seconds(1)};
   uint64_t capacity = 100'000;     // crawl filter

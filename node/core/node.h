@@ -57,13 +57,15 @@ struct NodeConfig {
   // every node's table every second was 10% of its CPU (perf).
   bool refresh_unread_members = true;
 
-  // How new bits spread. kFlood: each batch goes to `fanout` random peers in
-  // each of RetransmitRounds() rounds, about 9·(N-1) transmissions per bit at
-  // N=100. kTree: pushed once along a self-repairing spanning tree of a small
-  // overlay (node/core/broadcast_tree.h), about N-1. Epoch, catalog and
-  // tombstone announcements flood in both modes.
+  // How new bits spread. kTree (the default): pushed once along a
+  // self-repairing spanning tree of a small overlay (node/core/broadcast_tree.h),
+  // numbered per link and sent again when lost (push_delivery.h): about
+  // 1.0-1.1·(N-1) transmissions per bit. kFlood: each batch goes to `fanout`
+  // random peers in each of RetransmitRounds() rounds, about 9·(N-1) at N=100.
+  // Epoch, catalog and tombstone announcements flood in both modes; nodes in
+  // different modes interoperate (each takes the other's bits as its own).
   enum class Dissemination : uint8_t { kFlood, kTree };
-  Dissemination dissemination = Dissemination::kFlood;
+  Dissemination dissemination = Dissemination::kTree;
   uint32_t tree_degree = 4;                              // overlay neighbours sought (kTree)
   Duration tree_beacon_interval = std::chrono::seconds(5);  // beacons go out on change and this often
   // A push received is forwarded this long after it arrived, with whatever

@@ -202,6 +202,17 @@ const std::vector<Option>& Options() {
        }},
       {"fanout", "3", "Peers each gossip round sends to", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.fanout, v, 1, 64); }},
+      {"dissemination", "tree", "How new bits spread: tree (once along a spanning tree) or flood (fanout peers, a few rounds)",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) -> absl::Status {
+         if (v == "tree") {
+           c.dissemination = node::NodeConfig::Dissemination::kTree;
+         } else if (v == "flood") {
+           c.dissemination = node::NodeConfig::Dissemination::kFlood;
+         } else {
+           return Bad("expected tree or flood", v);
+         }
+         return absl::OkStatus();
+       }},
       {"probe-interval", "1s", "Time between membership probes", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetDur(&c.probe_interval, v, milliseconds(50), seconds(60)); }},
       {"probe-timeout", "500ms", "Wait this long for a probe's ack", Where::kAnywhere,
@@ -612,6 +623,7 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "snapshot-interval = " << FormatDuration(c.snapshot_interval) << "\n"
       << "gossip-interval = " << FormatDuration(c.gossip_interval) << "\n"
       << "fanout = " << c.fanout << "\n"
+      << "dissemination = " << (c.dissemination == node::NodeConfig::Dissemination::kTree ? "tree" : "flood") << "\n"
       << "probe-interval = " << FormatDuration(c.probe_interval) << "\n"
       << "probe-timeout = " << FormatDuration(c.probe_timeout) << "\n"
       << "indirect-probes = " << c.indirect_probes << "\n"

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "node/core/node.h"
 #include "node/core/types.h"
 
 namespace pollen::runtime {
@@ -60,6 +61,7 @@ struct DaemonConfig {
 
   node::Duration gossip_interval{0};
   uint32_t fanout = 0;
+  node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration probe_interval{0};
   node::Duration probe_timeout{0};
   uint32_t indirect_probes = 0;

@@ -65,6 +65,7 @@ node::NodeConfig MakeNodeConfig(const DaemonConfig& c, const crdt::ClusterSecret
   randombytes_buf(&nc.rng_seed, sizeof nc.rng_seed);
   nc.gossip_interval = c.gossip_interval;
   nc.fanout = c.fanout;
+  nc.dissemination = c.dissemination;
   nc.probe_interval = c.probe_interval;
   nc.probe_timeout = c.probe_timeout;
   nc.indirect_probes = c.indirect_probes;

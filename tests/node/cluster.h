@@ -76,7 +76,7 @@ struct ClusterOptions {
   Duration step = 50ms;
   double datagram_loss = 0;  // applied to every datagram
   bool tcp_only = false;
-  NodeConfig::Dissemination dissemination = NodeConfig::Dissemination::kFlood;
+  NodeConfig::Dissemination dissemination = NodeConfig::Dissemination::kTree;  // the node default
   bool inspect = false;  // count delivered frames by (channel, type) in delivered()
   // Return true to drop a frame (from, outgoing, peeked envelope if it opened).
   std::function<bool(size_t from, const Outgoing&, const wire::Envelope&)> drop;

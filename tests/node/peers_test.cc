@@ -36,6 +36,7 @@ class PeersTest : public ::testing::Test {
   static ClusterOptions Options() {
     ClusterOptions o;
     o.nodes = 3;
+    o.dissemination = NodeConfig::Dissemination::kFlood;  // data time from flood's direct deltas
     o.seed = 21;
     o.filters = {SharedFilter("crawl")};
     o.anti_entropy_interval = 1s;
@@ -116,6 +117,7 @@ TEST_F(PeersTest, LastDataTimeMovesOnlyOnValidDeltasAndSyncsFromKnownMembers) {
 TEST(Peers, RealReplicationUpdatesLagAndProbesRecordRoundTrips) {
   ClusterOptions o;
   o.nodes = 3;
+  o.dissemination = NodeConfig::Dissemination::kFlood;  // n2 sends to n1 directly, not only through n0
   o.seed = 22;
   o.filters = {SharedFilter("crawl")};
   o.anti_entropy_interval = 1000s;  // dissemination only (after the join syncs)

@@ -68,6 +68,7 @@ TEST(Replication, AddAtOneNodeBecomesPresentEverywhere) {
 // receiver), no frame reaches a peer twice, and the keys arrive everywhere.
 TEST(Replication, GossipFrameIsSealedOnceForAllItsPeers) {
   ClusterOptions o = Options(6);
+  o.dissemination = NodeConfig::Dissemination::kFlood;  // flood's frames to `fanout` peers
   o.anti_entropy_interval = 1000s;  // dissemination alone (after the join syncs)
   std::map<std::string, std::vector<std::string>> gossip_to;  // frame bytes -> receivers
   bool watching = false;
@@ -104,7 +105,7 @@ TEST(Replication, AntiEntropyAloneConvergesWhenDisseminationIsLost) {
   // Every dissemination message is lost, on both channels; membership and
   // anti-entropy get through.
   o.drop = [](size_t, const Outgoing&, const wire::Envelope& env) {
-    return env.has_gossip() || env.has_delta() || env.has_epochs() || env.has_catalog();
+    return env.has_gossip() || env.has_tree() || env.has_delta() || env.has_epochs() || env.has_catalog();
   };
   Cluster c(o);
   c.StartAll();
@@ -215,6 +216,7 @@ TEST(Replication, TcpOnlyClusterSendsOnlyStreamFrames) {
 
 TEST(Replication, LargeBatchesGoAsStreamFramesAndStillArrive) {
   ClusterOptions o = Options(3, 16);
+  o.dissemination = NodeConfig::Dissemination::kFlood;  // tree pushes are packed into datagrams instead
   o.filters = {SharedFilter("crawl", 200'000)};
   o.anti_entropy_interval = 1000s;
   o.inspect = true;
