@@ -91,6 +91,20 @@ std::vector<std::string> Templates() {
     for (uint64_t r = 0; r < (p.shape.blocks + bpr - 1) / bpr; ++r) g->add_summaries(r);
     env.mutable_sync_request()->set_complete(true);
     finish(env);
+    // ... a digest (the first leg), then a descent leg listing two groups
+    g->clear_summaries();
+    g->set_level(node::kDigestLevel);
+    g->add_summaries(0x1234);
+    finish(env);
+    g->clear_summaries();
+    g->set_level(1);
+    g->add_items(0);
+    g->add_items(1);
+    g->add_summaries(5);
+    g->add_summaries(6);
+    env.mutable_sync_request()->set_partial(true);
+    env.mutable_sync_request()->set_complete(false);
+    finish(env);
   }
   {
     wire::Envelope env;

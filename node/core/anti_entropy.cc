@@ -1,6 +1,7 @@
 #include "node/core/anti_entropy.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "absl/strings/str_cat.h"
 #include "node/core/dissemination.h"
@@ -22,17 +23,62 @@ RangeSpan SpanOf(crdt::FilterShape shape, uint64_t range) {
 
 uint64_t BlocksPerRange(uint64_t blocks) { return std::max<uint64_t>(1, (blocks + kTargetRanges - 1) / kTargetRanges); }
 
-void Summarize(const crdt::BlockedFilter& filter, uint64_t epoch, wire::GenerationSummary* out) {
-  const uint64_t bpr = BlocksPerRange(filter.shape().blocks);
-  out->set_epoch(epoch);
-  out->set_blocks_per_range(bpr);
-  for (uint64_t s : filter.RangeSummaries(bpr)) out->add_summaries(s);
+uint64_t RangeCount(uint64_t blocks) {
+  const uint64_t bpr = BlocksPerRange(blocks);
+  return (blocks + bpr - 1) / bpr;
 }
 
-void Summarize(std::span<const uint64_t> summaries, uint64_t blocks, uint64_t epoch, wire::GenerationSummary* out) {
+uint64_t ItemsAt(uint32_t level, uint64_t ranges) {
+  assert(level <= kDigestLevel);
+  if (level == 0) return ranges;
+  if (level == 1) return (ranges + kRangesPerGroup - 1) / kRangesPerGroup;
+  return 1;
+}
+
+namespace {
+
+// SplitMix64's finalizer over a running fold: a change in any input changes
+// the result (with probability 1 - 2^-64), and the order of inputs counts.
+uint64_t Fold(std::span<const uint64_t> hashes) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ hashes.size();
+  for (uint64_t x : hashes) {
+    h ^= x;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::vector<uint64_t> LevelHashes(std::span<const uint64_t> range_summaries, uint32_t level) {
+  assert(level <= kDigestLevel);
+  if (level == 0) return {range_summaries.begin(), range_summaries.end()};
+  std::vector<uint64_t> groups;
+  for (size_t first = 0; first < range_summaries.size(); first += kRangesPerGroup) {
+    groups.push_back(Fold(range_summaries.subspan(first, std::min<size_t>(kRangesPerGroup, range_summaries.size() - first))));
+  }
+  if (level == 1) return groups;
+  return {Fold(groups)};
+}
+
+void Summarize(std::span<const uint64_t> range_summaries, uint64_t blocks, uint64_t epoch, uint32_t level,
+               std::span<const uint64_t> items, wire::GenerationSummary* out) {
+  assert(range_summaries.size() == RangeCount(blocks));
   out->set_epoch(epoch);
   out->set_blocks_per_range(BlocksPerRange(blocks));
-  out->mutable_summaries()->Add(summaries.begin(), summaries.end());
+  if (level > 0) out->set_level(level);
+  const std::vector<uint64_t> hashes = LevelHashes(range_summaries, level);
+  if (items.empty() || items.size() == hashes.size()) {
+    out->mutable_summaries()->Add(hashes.begin(), hashes.end());
+    return;
+  }
+  for (uint64_t item : items) {
+    assert(item < hashes.size());
+    out->add_items(item);
+    out->add_summaries(hashes[item]);
+  }
 }
 
 absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::FilterShape shape) {
@@ -40,21 +86,43 @@ absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::Filte
   if (summary.blocks_per_range() != bpr) {
     return absl::InvalidArgumentError(absl::StrCat("blocks per range ", summary.blocks_per_range(), ", expected ", bpr));
   }
-  const uint64_t ranges = (shape.blocks + bpr - 1) / bpr;
-  if (static_cast<uint64_t>(summary.summaries_size()) != ranges) {
-    return absl::InvalidArgumentError(absl::StrCat(summary.summaries_size(), " summaries, expected ", ranges));
+  if (summary.level() > kDigestLevel) return absl::InvalidArgumentError(absl::StrCat("level ", summary.level()));
+  const uint64_t items = ItemsAt(summary.level(), RangeCount(shape.blocks));
+  if (summary.items_size() == 0) {
+    if (static_cast<uint64_t>(summary.summaries_size()) != items) {
+      return absl::InvalidArgumentError(absl::StrCat(summary.summaries_size(), " summaries, expected ", items));
+    }
+    return absl::OkStatus();
+  }
+  if (summary.summaries_size() != summary.items_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(summary.summaries_size(), " summaries for ", summary.items_size(), " items"));
+  }
+  for (int i = 0; i < summary.items_size(); ++i) {
+    if (summary.items(i) >= items || (i > 0 && summary.items(i) <= summary.items(i - 1))) {
+      return absl::InvalidArgumentError("items out of bounds or not ascending");
+    }
   }
   return absl::OkStatus();
 }
 
-std::vector<uint64_t> DifferingRanges(const crdt::BlockedFilter& ours, const wire::GenerationSummary& theirs) {
-  return DifferingRanges(ours.RangeSummaries(BlocksPerRange(ours.shape().blocks)), theirs);
+std::vector<uint64_t> DifferingItems(std::span<const uint64_t> our_range_summaries,
+                                     const wire::GenerationSummary& theirs) {
+  const std::vector<uint64_t> ours = LevelHashes(our_range_summaries, theirs.level());
+  std::vector<uint64_t> out;
+  for (int i = 0; i < theirs.summaries_size(); ++i) {
+    const uint64_t item = theirs.items_size() == 0 ? static_cast<uint64_t>(i) : theirs.items(i);
+    if (item < ours.size() && ours[item] != theirs.summaries(i)) out.push_back(item);
+  }
+  return out;
 }
 
-std::vector<uint64_t> DifferingRanges(std::span<const uint64_t> mine, const wire::GenerationSummary& theirs) {
+std::vector<uint64_t> ChildItems(uint32_t level, std::span<const uint64_t> items, uint64_t ranges) {
+  assert(level >= 1 && level <= kDigestLevel);
+  const uint64_t below = ItemsAt(level - 1, ranges);
+  const uint64_t fan = level == 1 ? kRangesPerGroup : below;  // the digest covers every group
   std::vector<uint64_t> out;
-  for (uint64_t r = 0; r < mine.size() && r < static_cast<uint64_t>(theirs.summaries_size()); ++r) {
-    if (mine[r] != theirs.summaries(static_cast<int>(r))) out.push_back(r);
+  for (uint64_t item : items) {
+    for (uint64_t child = item * fan; child < std::min(below, (item + 1) * fan); ++child) out.push_back(child);
   }
   return out;
 }

@@ -6,12 +6,27 @@
 // then only the contents of the ranges whose summaries differ, in both
 // directions; merging is OR, so the exchange is safe to repeat, reorder or lose.
 //
-// Protocol (all stream frames, stateless on both sides):
-//   A -> B  SyncRequest: A's catalog and summaries of every live generation.
-//   B -> A  SyncRanges(reply=true): B's catalog; per generation the ranges that
-//           differ ("wanted") with B's contents of them; whole generations A did
-//           not summarize (B is ahead, or A lacks the filter).
-//   A -> B  SyncRanges(reply=false): A's contents of the wanted ranges.
+// Summaries are hierarchical (issue 11): level 0 is one summary per range;
+// level 1 folds each kRangesPerGroup consecutive ranges into one hash; level 2
+// (kDigestLevel) folds the groups into one digest per generation. An exchange
+// starts with digests and descends only into what differs, so equal replicas
+// cost one datagram (A's catalog and a digest per generation) and no answer,
+// and d differing ranges cost about 2·d·kRangesPerGroup hashes instead of all
+// R = kTargetRanges summaries (8 KiB per generation, sent on every run before).
+//
+// Protocol (stateless on both sides; any leg may be lost, the next run
+// starts over):
+//   A -> B  SyncRequest: A's catalog; a level-2 digest per live generation.
+//   B -> A  SyncRequest(partial): for generations whose digest differs, B's
+//           hashes one level down (all groups); A answers likewise with the
+//           ranges under the groups that differ, and so on down to level 0.
+//   Whoever receives level-0 summaries answers as the flat protocol did:
+//   X -> Y  SyncRanges(reply=true): the ranges that differ ("wanted") with X's
+//           contents of them.
+//   Y -> X  SyncRanges(reply=false): Y's contents of the wanted ranges.
+//   B also answers A's first leg with whatever A did not summarize (whole
+//   generations, whole filters) and with its catalog entries that differ
+//   from A's. A level-0 request (the flat protocol) is still accepted.
 #pragma once
 
 #include <cstdint>
@@ -25,21 +40,35 @@
 namespace pollen::node {
 
 inline constexpr uint64_t kTargetRanges = 1024;
+inline constexpr uint64_t kRangesPerGroup = 32;
+inline constexpr uint32_t kDigestLevel = 2;
 
 uint64_t BlocksPerRange(uint64_t blocks);
+uint64_t RangeCount(uint64_t blocks);
+// Items at `level` over `ranges` ranges: ranges, groups, or one digest.
+uint64_t ItemsAt(uint32_t level, uint64_t ranges);
+// Every hash at `level`, from the range summaries.
+std::vector<uint64_t> LevelHashes(std::span<const uint64_t> range_summaries, uint32_t level);
 
 // Fills `out` with the summaries of `filter` at `epoch`.
 void Summarize(const crdt::BlockedFilter& filter, uint64_t epoch, wire::GenerationSummary* out);
 
-// The same from precomputed summaries (SummaryCache) of a filter of `blocks` blocks.
-void Summarize(std::span<const uint64_t> summaries, uint64_t blocks, uint64_t epoch, wire::GenerationSummary* out);
+// From precomputed range summaries (SummaryCache) of a filter of `blocks`
+// blocks: the hashes at `level` of `items` (ascending; all of them when
+// `items` is empty or lists every item, which is then left implicit).
+void Summarize(std::span<const uint64_t> range_summaries, uint64_t blocks, uint64_t epoch, uint32_t level,
+               std::span<const uint64_t> items, wire::GenerationSummary* out);
 
-// Checks blocks_per_range and the summary count against `shape`.
+// Checks blocks_per_range, the level, the items (ascending, in bounds) and the
+// summary count against `shape`.
 absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::FilterShape shape);
 
-// Ranges whose summary differs from ours (`theirs` validated for this shape).
-std::vector<uint64_t> DifferingRanges(const crdt::BlockedFilter& ours, const wire::GenerationSummary& theirs);
-std::vector<uint64_t> DifferingRanges(std::span<const uint64_t> ours, const wire::GenerationSummary& theirs);
+// The items of `theirs` (at its level) whose hash differs from ours
+// (`theirs` validated for this shape).
+std::vector<uint64_t> DifferingItems(std::span<const uint64_t> our_range_summaries,
+                                     const wire::GenerationSummary& theirs);
+// The items one level below `level` under `items` of that level (level >= 1).
+std::vector<uint64_t> ChildItems(uint32_t level, std::span<const uint64_t> items, uint64_t ranges);
 
 // The set bits of one range, and the reverse (validating index and contents).
 void EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out);

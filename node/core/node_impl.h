@@ -538,6 +538,8 @@ struct Node::Impl {
   void StartAntiEntropy(const Address& peer);
 
   // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
+  // Into `reply`: this node's catalog entries that differ from the request's.
+  void CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const;
   class RangesWriter {
    public:
     RangesWriter(Impl* impl, Address to, bool reply) : impl_(impl), to_(std::move(to)), reply_(reply) {}

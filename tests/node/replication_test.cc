@@ -124,6 +124,73 @@ TEST(Replication, AntiEntropyAloneConvergesWhenDisseminationIsLost) {
   EXPECT_GT(c.dropped(), 0u);
 }
 
+// Anti-entropy between equal replicas: one datagram from the initiator (its
+// catalog and a digest per generation) and no answer at all. The flat
+// protocol sent every range summary (8 KiB per generation of 1024 ranges) by
+// stream, and the whole catalog back.
+TEST(Replication, AntiEntropyBetweenEqualReplicasIsOneDatagram) {
+  ClusterOptions o = Options(3, 7);
+  o.filters = {SharedFilter("crawl", 200'000)};  // 1024 ranges
+  o.anti_entropy_interval = 1s;
+  size_t first_legs = 0, first_legs_by_stream = 0, descents = 0, ranges = 0, largest = 0;
+  bool watching = false;
+  o.drop = [&](size_t, const Outgoing& out, const wire::Envelope& env) {
+    if (!watching) return false;
+    if (env.has_sync_request() && env.sync_request().partial()) ++descents;
+    if (env.has_sync_request() && !env.sync_request().partial()) {
+      ++first_legs;
+      if (out.channel == Channel::kStream) ++first_legs_by_stream;
+      largest = std::max(largest, out.bytes.size());
+    }
+    if (env.has_sync_ranges()) ++ranges;
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 100); }, 10s));
+  c.RunFor(2s);  // nothing in flight
+  watching = true;
+  c.RunFor(10s);
+  EXPECT_GE(first_legs, 20u);  // three nodes, a run a second each
+  EXPECT_EQ(first_legs_by_stream, 0u);
+  EXPECT_LE(largest, 1200u);  // the default max_datagram_bytes
+  EXPECT_EQ(descents, 0u);
+  EXPECT_EQ(ranges, 0u);
+}
+
+// Replicas that differ in one key (dissemination is lost): the exchange
+// descends digest -> groups -> ranges and repairs it with a few hundred bytes
+// of summaries, where the flat protocol sent all 1024 range summaries.
+TEST(Replication, AntiEntropyDescendsOnlyIntoWhatDiffers) {
+  ClusterOptions o = Options(2, 8);
+  o.filters = {SharedFilter("crawl", 200'000)};  // 1024 ranges
+  o.anti_entropy_interval = 2s;
+  size_t request_bytes = 0, descents = 0;
+  bool watching = false;
+  o.drop = [&](size_t, const Outgoing& out, const wire::Envelope& env) {
+    if (!watching) return false;
+    if (env.has_tree() || env.has_gossip()) return true;  // only anti-entropy repairs
+    if (env.has_sync_request()) {
+      request_bytes += out.bytes.size();
+      if (env.sync_request().partial()) ++descents;
+    }
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(5s);
+  watching = true;
+  ASSERT_TRUE(c.node(0).Add("crawl", "lonely").ok());
+  ASSERT_TRUE(c.RunUntil([&] { return *c.node(1).Exists("crawl", "lonely"); }, 10s));
+  EXPECT_GE(descents, 2u);  // groups, then ranges
+  EXPECT_GT(c.dropped(), 0u);
+  EXPECT_LT(request_bytes, 3000u) << "one flat summary alone is 8 KiB";
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 10s));
+}
+
 TEST(Replication, ConvergesUnderHeavyDatagramLoss) {
   ClusterOptions o = Options(10, 4);
   o.datagram_loss = 0.3;

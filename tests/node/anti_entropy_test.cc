@@ -1,0 +1,112 @@
+// Hierarchical anti-entropy summaries (node/core/anti_entropy.h): a digest
+// per generation, a hash per group of ranges, the range summaries; each level
+// points at exactly what differs below it.
+#include "node/core/anti_entropy.h"
+
+#include <gtest/gtest.h>
+
+#include "node/core/rng.h"
+
+namespace pollen::node {
+namespace {
+
+std::vector<uint64_t> RandomSummaries(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint64_t> out(n);
+  for (uint64_t& s : out) s = rng.Next();
+  return out;
+}
+
+// A shape whose range count is `ranges` (one block per range below kTargetRanges).
+crdt::FilterShape ShapeOf(uint64_t blocks) {
+  crdt::FilterShape shape;
+  shape.blocks = blocks;
+  return shape;
+}
+
+TEST(AntiEntropySummaries, EachLevelPointsAtTheOneDifferingRange) {
+  const uint64_t blocks = 1000;  // 1000 ranges of one block: 32 groups, the last of 8
+  const std::vector<uint64_t> ours = RandomSummaries(RangeCount(blocks), 1);
+  for (uint64_t changed : {0u, 31u, 32u, 517u, 999u}) {
+    std::vector<uint64_t> theirs = ours;
+    theirs[changed] ^= 1;
+    wire::GenerationSummary digest;
+    Summarize(theirs, blocks, 0, kDigestLevel, {}, &digest);
+    ASSERT_TRUE(ValidateSummary(digest, ShapeOf(blocks)).ok());
+    EXPECT_EQ(digest.summaries_size(), 1);
+    ASSERT_EQ(DifferingItems(ours, digest), std::vector<uint64_t>{0});
+
+    wire::GenerationSummary groups;
+    Summarize(theirs, blocks, 0, 1, ChildItems(kDigestLevel, std::vector<uint64_t>{0}, RangeCount(blocks)), &groups);
+    ASSERT_TRUE(ValidateSummary(groups, ShapeOf(blocks)).ok());
+    EXPECT_EQ(groups.items_size(), 0);  // every group: left implicit
+    EXPECT_EQ(groups.summaries_size(), 32);
+    const std::vector<uint64_t> differing_groups = DifferingItems(ours, groups);
+    ASSERT_EQ(differing_groups, std::vector<uint64_t>{changed / kRangesPerGroup});
+
+    wire::GenerationSummary ranges;
+    Summarize(theirs, blocks, 0, 0, ChildItems(1, differing_groups, RangeCount(blocks)), &ranges);
+    ASSERT_TRUE(ValidateSummary(ranges, ShapeOf(blocks)).ok());
+    EXPECT_EQ(ranges.summaries_size(), changed >= 992 ? 8 : 32);  // the last group holds 8 ranges
+    EXPECT_EQ(DifferingItems(ours, ranges), std::vector<uint64_t>{changed});
+  }
+}
+
+TEST(AntiEntropySummaries, EqualReplicasDifferNowhere) {
+  const std::vector<uint64_t> ours = RandomSummaries(1024, 2);
+  for (uint32_t level = 0; level <= kDigestLevel; ++level) {
+    wire::GenerationSummary s;
+    Summarize(ours, 1024, 3, level, {}, &s);
+    EXPECT_TRUE(DifferingItems(ours, s).empty()) << level;
+  }
+}
+
+TEST(AntiEntropySummaries, ASwapOfTwoRangesChangesTheDigest) {
+  std::vector<uint64_t> ours = RandomSummaries(64, 3);
+  std::vector<uint64_t> theirs = ours;
+  std::swap(theirs[1], theirs[2]);
+  wire::GenerationSummary digest;
+  Summarize(theirs, 64, 0, kDigestLevel, {}, &digest);
+  EXPECT_EQ(DifferingItems(ours, digest), std::vector<uint64_t>{0});
+}
+
+TEST(AntiEntropySummaries, ChildItems) {
+  EXPECT_EQ(ChildItems(1, std::vector<uint64_t>{1}, 70),
+            (std::vector<uint64_t>{32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52,
+                                   53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63}));
+  EXPECT_EQ(ChildItems(1, std::vector<uint64_t>{2}, 70), (std::vector<uint64_t>{64, 65, 66, 67, 68, 69}));
+  EXPECT_EQ(ChildItems(kDigestLevel, std::vector<uint64_t>{0}, 70), (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(ItemsAt(0, 70), 70u);
+  EXPECT_EQ(ItemsAt(1, 70), 3u);
+  EXPECT_EQ(ItemsAt(kDigestLevel, 70), 1u);
+}
+
+TEST(AntiEntropySummaries, MalformedSummariesAreRejected) {
+  const std::vector<uint64_t> ours = RandomSummaries(100, 4);
+  wire::GenerationSummary good;
+  Summarize(ours, 100, 0, 0, std::vector<uint64_t>{3, 7}, &good);
+  ASSERT_TRUE(ValidateSummary(good, ShapeOf(100)).ok());
+  EXPECT_EQ(good.items_size(), 2);
+
+  wire::GenerationSummary bad = good;
+  bad.set_level(kDigestLevel + 1);
+  EXPECT_FALSE(ValidateSummary(bad, ShapeOf(100)).ok());
+  bad = good;
+  bad.set_items(1, 3);  // not ascending
+  EXPECT_FALSE(ValidateSummary(bad, ShapeOf(100)).ok());
+  bad = good;
+  bad.set_items(1, 100);  // out of bounds
+  EXPECT_FALSE(ValidateSummary(bad, ShapeOf(100)).ok());
+  bad = good;
+  bad.add_summaries(5);  // one summary too many for the items
+  EXPECT_FALSE(ValidateSummary(bad, ShapeOf(100)).ok());
+  bad = good;
+  bad.clear_items();  // then every range must be there
+  EXPECT_FALSE(ValidateSummary(bad, ShapeOf(100)).ok());
+  bad = good;
+  bad.set_blocks_per_range(2);
+  EXPECT_FALSE(ValidateSummary(bad, ShapeOf(100)).ok());
+}
+
+}  // namespace
+}  // namespace pollen::node
