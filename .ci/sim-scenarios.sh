@@ -59,12 +59,14 @@ run_swarm "$SWARM_SEEDS" "$SWARM_ARGS"  # the default dissemination: tree
 run_swarm $(( (SWARM_SEEDS + 1) / 2 )) "$SWARM_ARGS --dissemination=flood"
 
 # Fixed scenarios, two at a time.
-scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition grow)
+scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition grow churn)
 run_scenario() {
-  local duration=$SCENARIO_DURATION
+  local duration=$SCENARIO_DURATION nodes=$SCENARIO_NODES
   # grow: 150 virtual seconds take a scaling filter from 100 to 100,000+ keys (1000x).
   if [ "$1" = grow ]; then duration=150; fi
-  timeout "$LIMIT" "$SIM" --scenario="$1" --nodes="$SCENARIO_NODES" --duration="$duration" \
+  # churn: 100 nodes for 2 minutes, about 20 crashes and rejoins.
+  if [ "$1" = churn ]; then nodes=100; duration=120; fi
+  timeout "$LIMIT" "$SIM" --scenario="$1" --nodes="$nodes" --duration="$duration" \
     --seed=1 --quiet >"$logdir/scenario-$1" 2>&1
 }
 pids=()

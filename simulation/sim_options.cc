@@ -45,7 +45,7 @@ std::string FaultOptions::Describe() const {
 const std::vector<std::string>& ScenarioNames() {
   static const std::vector<std::string> names = {"none",          "loss30",        "partition-heal",
                                                  "one-way",       "crash-restart", "rotate-in-partition",
-                                                 "grow"};
+                                                 "grow",          "churn"};
   return names;
 }
 
@@ -88,6 +88,15 @@ absl::Status ApplyScenario(const std::string& name, SimOptions& o) {
     ScriptedFault keep{K::kCrash, at(0.45), 0.2, true, at(0.1)};
     ScriptedFault wipe{K::kCrash, at(0.7), 0.1, false, at(0.1)};
     f.scripted = {{K::kPartition, at(0.05), 0.5}, {K::kHeal, at(0.4)}, keep, wipe};
+  } else if (name == "churn") {
+    // Issue 11: 10% of the nodes crash and rejoin per minute, each down 5-20 s,
+    // half of them restarting without their state; the tree loses parents and
+    // children all the time and must keep every acknowledged key everywhere.
+    f.crash = true;
+    f.crash_gap = FromSeconds(60.0 / (0.1 * std::max<uint32_t>(o.nodes, 1)));
+    f.keep_state = 0.5;
+    f.down_min = seconds(5);
+    f.down_max = seconds(20);
   } else {
     return absl::InvalidArgumentError(absl::StrCat("ERR unknown scenario '", name, "'"));
   }
@@ -141,7 +150,7 @@ Run:
   --warmup=SEC            join phase before the workload (default 5)
   --liveness-bound=SEC    after faults stop, all live nodes must converge within this (default 120)
   --scenario=NAME         fixed scenario: none, loss30, partition-heal, one-way,
-                          crash-restart, rotate-in-partition, grow
+                          crash-restart, rotate-in-partition, grow, churn
   --swarm                 draw each fault switch and its parameters from the seed
 Faults (each off by default):
   --loss[=P]              datagram loss probability (default 0.1)

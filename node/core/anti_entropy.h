@@ -50,9 +50,6 @@ uint64_t ItemsAt(uint32_t level, uint64_t ranges);
 // Every hash at `level`, from the range summaries.
 std::vector<uint64_t> LevelHashes(std::span<const uint64_t> range_summaries, uint32_t level);
 
-// Fills `out` with the summaries of `filter` at `epoch`.
-void Summarize(const crdt::BlockedFilter& filter, uint64_t epoch, wire::GenerationSummary* out);
-
 // From precomputed range summaries (SummaryCache) of a filter of `blocks`
 // blocks: the hashes at `level` of `items` (ascending; all of them when
 // `items` is empty or lists every item, which is then left implicit).

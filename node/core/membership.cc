@@ -197,6 +197,11 @@ const Address* Membership::LiveAddressOf(const std::string& name) const {
   return &it->second->address;
 }
 
+bool Membership::IsAlive(const std::string& name) const {
+  auto it = index_.find(name);
+  return it != index_.end() && it->second->state == MemberState::kAlive;
+}
+
 Duration Membership::SuspicionTimeout() const {
   const double n = static_cast<double>(std::max<size_t>(LiveCount(), 1));
   const double scale = config_.suspicion_multiplier * std::log10(n + 1.0);

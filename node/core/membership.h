@@ -158,6 +158,8 @@ class Membership {
   // The address of `name` if it is a live peer, else nullptr. Valid until the
   // next Handle/Tick/Leave.
   const Address* LiveAddressOf(const std::string& name) const;
+  // Alive, not merely live: a suspect is live but not alive.
+  bool IsAlive(const std::string& name) const;
   bool joined() const { return joined_; }
   bool left() const { return left_; }
   uint64_t incarnation() const { return incarnation_; }

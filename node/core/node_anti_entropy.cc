@@ -9,7 +9,10 @@ void Node::Impl::StartAntiEntropy(const Address& peer) {
   if (peer.empty() || peer == config.advertise) return;
   DrainPending();  // mark the words of client adds in the summary cache
   Stats([](NodeCounters& s) { ++s.anti_entropy_runs; });
-  SendTombstones(peer);  // first, so the peer drops what they delete before comparing
+  // Tombstones first, so the peer drops what they delete before comparing;
+  // they go by stream, and so must the request then, to arrive after them.
+  const bool stream = !tombstones.empty();
+  SendTombstones(peer);
   wire::Envelope env;
   wire::SyncRequest* req = env.mutable_sync_request();
   for (const auto& [name, state] : filters) ToWire(state->entry, state->set->epoch(), req->add_catalog());
@@ -34,10 +37,10 @@ void Node::Impl::StartAntiEntropy(const Address& peer) {
       if (sub->layer > 0) g->set_layer(sub->layer);
       bytes += 32;  // a digest and its framing
     }
-    bytes += 64;  // the filter reference
+    bytes += 64 + 2 * name.size();  // the filter reference and the catalog entry
   }
   req->set_complete(complete);
-  Send(peer, env, false);  // a datagram when it fits: equal replicas stop here
+  Send(peer, env, stream);  // else a datagram when it fits: equal replicas stop here
 }
 
 void Node::Impl::ApplyCatalog(const std::vector<std::pair<CatalogEntry, uint64_t>>& entries) {
@@ -82,6 +85,16 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
   if (!req.partial()) CatalogNews(req, writer.message());
   wire::Envelope down;  // the next level of what differs, back to the requester
   down.mutable_sync_request()->set_partial(true);
+  size_t down_bytes = 0;
+  // By stream, as the ranges are: once replicas are known to differ, a lost
+  // leg would cost a whole anti_entropy_interval (scenario loss30: converged
+  // 8.8 s after the faults stopped with datagram legs, 0.8 s by stream).
+  // Split like the ranges: a frame has a size limit, generations do not.
+  auto flush_down = [&] {
+    if (down.sync_request().filters_size() > 0) Send(from, down, true);
+    down.mutable_sync_request()->clear_filters();
+    down_bytes = 0;
+  };
   std::set<std::string> mentioned;
   for (const DecodedSummary& s : summaries) {
     mentioned.insert(s.params.name);
@@ -113,7 +126,12 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
         }
         continue;
       }
+      if (down_bytes > kSyncChunkBytes) {
+        flush_down();
+        down_filter = nullptr;
+      }
       if (down_filter == nullptr) {
+        down_bytes += 64 + s.params.name.size();  // the filter reference
         down_filter = down.mutable_sync_request()->add_filters();
         ToWire(state->entry.params, down_filter->mutable_filter());
         down_filter->set_epoch(state->set->epoch());
@@ -123,6 +141,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
       Summarize(ours, blocks, sub->epoch, theirs->level() - 1, ChildItems(theirs->level(), differing, RangeCount(blocks)),
                 g);
       if (sub->layer > 0) g->set_layer(sub->layer);
+      down_bytes += 32 + 20 * static_cast<size_t>(g->summaries_size());  // a summary and its item
     }
   }
   if (req.complete() && !req.partial()) {  // filters the requester does not have at all
@@ -138,10 +157,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
     }
   }
   writer.Flush();
-  // By stream, as the ranges are: once replicas are known to differ, a lost
-  // leg would cost a whole anti_entropy_interval (scenario loss30: converged
-  // 8.8 s after the faults stopped with datagram legs, 0.8 s by stream).
-  if (down.sync_request().filters_size() > 0) Send(from, down, true);
+  flush_down();
 }
 
 void Node::Impl::CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const {

@@ -33,7 +33,10 @@ void Node::Impl::TreeRound() {
 
 void Node::Impl::LinkTowardsTheRoot() {
   const std::string* smallest = membership->SmallestLivePeer();
-  if (smallest == nullptr || !tree->beacon().parent.empty() || *smallest > config.name) return;
+  if (smallest == nullptr || !tree->beacon().parent.empty() || *smallest > config.name ||
+      !membership->IsAlive(*smallest)) {
+    return;
+  }
   // A root, while a smaller member is live: this side of the overlay has no
   // path to it. Ask it (or, after a refusal, a random member) to be a
   // neighbour; the max_degree slack above `degree` makes room.
@@ -43,7 +46,7 @@ void Node::Impl::LinkTowardsTheRoot() {
     target = membership->LivePeerName(static_cast<size_t>(rng.Below(live)));
     root_link_refused = false;
   }
-  if (!tree->IsNeighbour(target) && !tree->AddNeighbour(target)) return;
+  if (!membership->IsAlive(target) || (!tree->IsNeighbour(target) && !tree->AddNeighbour(target))) return;
   wire::Tree hello;
   hello.set_link(1);
   *hello.mutable_beacon() = BeaconToWire();
@@ -51,8 +54,13 @@ void Node::Impl::LinkTowardsTheRoot() {
 }
 
 void Node::Impl::MaintainOverlay() {
+  // A suspect leaves the overlay at once, not when it is declared dead: a
+  // crashed parent cut its subtree off for the whole suspicion timeout
+  // (scenario churn, N=100: one key took 9.0 s to reach 99.9% of the nodes,
+  // convergence after the faults 12.2 s). A suspect that refutes comes back
+  // by its next beacon or a random pick.
   for (const std::string& name : tree->Neighbours()) {
-    if (membership->LiveAddressOf(name) == nullptr) tree->RemoveNeighbour(name);
+    if (!membership->IsAlive(name)) tree->RemoveNeighbour(name);
   }
   const size_t live = membership->live_peer_count();
   // Random picks; a few tries per round are enough (a miss is a pick that is
@@ -60,7 +68,7 @@ void Node::Impl::MaintainOverlay() {
   for (size_t tries = 0; live > 0 && tree->NeedsNeighbours() && tries < 2 * config.tree_degree; ++tries) {
     const size_t pick = static_cast<size_t>(rng.Below(live));
     const std::string& name = membership->LivePeerName(pick);
-    if (tree->IsNeighbour(name) || !tree->AddNeighbour(name)) continue;
+    if (tree->IsNeighbour(name) || !membership->IsAlive(name) || !tree->AddNeighbour(name)) continue;
     wire::Tree hello;
     hello.set_link(1);
     *hello.mutable_beacon() = BeaconToWire();
@@ -71,11 +79,20 @@ void Node::Impl::MaintainOverlay() {
 void Node::Impl::RecomputeTree() {
   const std::string parent = tree->beacon().parent;
   const bool changed = tree->Recompute([this](const std::string& root) {
-    return root == config.name || membership->LiveAddressOf(root) != nullptr;
+    return root == config.name || membership->IsAlive(root);
   });
   if (!changed) return;
   beacon_changed = true;
-  if (tree->beacon().parent != parent) Stats([](NodeCounters& s) { ++s.tree_parent_changes; });
+  if (tree->beacon().parent == parent) return;
+  Stats([](NodeCounters& s) { ++s.tree_parent_changes; });
+  // Whatever the old parent's side pushed while the link was failing is
+  // lost to this subtree (a crashed parent never NACKs). Sync with the new
+  // parent now rather than at the next anti-entropy run: the repaired bits
+  // are this node's own new bits, pushed on down the tree. (Scenario churn,
+  // N=100: without it a key took up to 12 s to reach every node.)
+  if (const Address* a = membership->LiveAddressOf(tree->beacon().parent); a != nullptr) {
+    StartAntiEntropy(Address(*a));
+  }
 }
 
 wire::TreeBeacon Node::Impl::BeaconToWire() const {
@@ -222,7 +239,8 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
     if (membership->SmallestLivePeer() != nullptr && *membership->SmallestLivePeer() == sender) root_link_refused = true;
     tree->RemoveNeighbour(sender);
     RecomputeTree();
-  } else if ((msg.link() == 1 || msg.has_beacon()) && !tree->IsNeighbour(sender) && !tree->AddNeighbour(sender)) {
+  } else if ((msg.link() == 1 || msg.has_beacon()) && !tree->IsNeighbour(sender) && membership->IsAlive(sender) &&
+             !tree->AddNeighbour(sender)) {
     wire::Tree refuse;  // full: the sender drops this link and picks another
     refuse.set_link(2);
     SendTree({&from, 1}, refuse);

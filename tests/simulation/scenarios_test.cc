@@ -9,7 +9,7 @@ namespace {
 class Scenario : public ::testing::TestWithParam<std::string> {};
 
 RunResult RunScenario(const std::string& name, uint64_t seed,
-                      node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kFlood) {
+                      node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree) {
   SimOptions o;
   o.dissemination = dissemination;
   o.seed = seed;
@@ -58,6 +58,9 @@ TEST_P(Scenario, Passes) {
   if (name == "none") {
     EXPECT_EQ(r.network.lost + r.network.partition_dropped, 0u);
     EXPECT_EQ(r.samples_reached, r.samples);
+    // Tree dissemination (the default): each new bit crosses each node about once.
+    EXPECT_EQ(r.dissemination, "tree");
+    EXPECT_LE(r.transmissions_per_bit, 1.3 * (r.nodes - 1)) << FormatSummary(r);
   }
 }
 
@@ -88,23 +91,23 @@ TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
   }
 }
 
-// Every fixed scenario also passes with tree dissemination, with every
-// checker on; without faults each new bit crosses each node about once.
-class TreeScenario : public ::testing::TestWithParam<std::string> {};
+// Flood dissemination (the former default) still passes the fixed scenarios
+// with every checker on, and costs about 9·(N-1) per bit where the tree costs N-1.
+class FloodScenario : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(TreeScenario, Passes) {
-  const RunResult r = RunScenario(GetParam(), 1, node::NodeConfig::Dissemination::kTree);
+TEST_P(FloodScenario, Passes) {
+  const RunResult r = RunScenario(GetParam(), 1, node::NodeConfig::Dissemination::kFlood);
   EXPECT_TRUE(r.passed) << FormatSummary(r);
   EXPECT_TRUE(r.converged);
-  EXPECT_EQ(r.dissemination, "tree");
-  EXPECT_GT(r.window_bytes_by_type.at("tree"), 0u);
+  EXPECT_EQ(r.dissemination, "flood");
+  EXPECT_GT(r.window_bytes_by_type.at("gossip"), 0u);
   if (GetParam() == "none") {
     EXPECT_EQ(r.samples_reached, r.samples);
-    EXPECT_LE(r.transmissions_per_bit, 1.3 * (r.nodes - 1)) << FormatSummary(r);
+    EXPECT_GT(r.transmissions_per_bit, 3.0 * (r.nodes - 1)) << FormatSummary(r);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tree, TreeScenario, ::testing::Values("none", "loss30", "partition-heal", "crash-restart"),
+INSTANTIATE_TEST_SUITE_P(Flood, FloodScenario, ::testing::Values("none", "loss30", "partition-heal", "crash-restart"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)
