@@ -33,14 +33,22 @@ void BroadcastTree::OnBeacon(const std::string& name, Beacon beacon) {
   it->second.beacon = std::move(beacon);
 }
 
-bool BroadcastTree::Recompute(const std::function<bool(const std::string&)>& live) {
+bool BroadcastTree::Recompute(const std::function<bool(const std::string&)>& live,
+                              const std::function<bool(const std::string&)>& suspect) {
   Beacon best{self_, 0, ""};  // this node as the root
+  bool best_suspect = false;
   for (const auto& [name, n] : neighbours_) {
     if (!n.has_beacon || n.beacon.parent == self_) continue;  // no news, or my child (poison reverse)
     if (uint64_t{n.beacon.distance} + 1 > config_.max_distance || n.beacon.root == self_ || !live(n.beacon.root)) continue;
     Beacon via{n.beacon.root, n.beacon.distance + 1, name};
-    // Smaller root first, then the shorter path, then the smaller neighbour.
-    if (std::tie(via.root, via.distance, via.parent) < std::tie(best.root, best.distance, best.parent)) best = std::move(via);
+    const bool via_suspect = suspect != nullptr && suspect(name);
+    // Smaller root first, then a parent not suspected, then the shorter
+    // path, then the smaller neighbour.
+    if (std::tie(via.root, via_suspect, via.distance, via.parent) <
+        std::tie(best.root, best_suspect, best.distance, best.parent)) {
+      best = std::move(via);
+      best_suspect = via_suspect;
+    }
   }
   if (best == beacon_) return false;
   beacon_ = std::move(best);

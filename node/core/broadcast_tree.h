@@ -75,8 +75,11 @@ class BroadcastTree {
   // A neighbour's beacon (ignored from a non-neighbour).
   void OnBeacon(const std::string& name, Beacon beacon);
   // Recomputes this node's beacon from its neighbours' beacons whose root
-  // `live` accepts. True if the beacon changed.
-  bool Recompute(const std::function<bool(const std::string&)>& live);
+  // `live` accepts; among paths to the same root, a neighbour that `suspect`
+  // names (if given) is the parent only when no other neighbour offers one.
+  // True if the beacon changed.
+  bool Recompute(const std::function<bool(const std::string&)>& live,
+                 const std::function<bool(const std::string&)>& suspect = nullptr);
   const Beacon& beacon() const { return beacon_; }
   // The parent (if any) and every neighbour whose beacon names this node as
   // its parent, in name order.

@@ -22,6 +22,25 @@ TEST(BroadcastTree, AloneIsItsOwnRoot) {
   EXPECT_TRUE(t.TreeLinks().empty());
 }
 
+// A suspected neighbour is the parent only when no other neighbour offers a
+// path to the same root: a crashed parent is left at its first suspicion,
+// and a false suspicion never re-roots anyone.
+TEST(BroadcastTree, ASuspectIsParentOnlyWithoutAnotherPathToTheRoot) {
+  BroadcastTree t("m", {});
+  for (const char* n : {"b", "c"}) ASSERT_TRUE(t.AddNeighbour(n));
+  t.OnBeacon("b", Beacon{"a", 1, "a"});
+  t.OnBeacon("c", Beacon{"a", 3, "x"});
+  auto b_suspect = [](const std::string& name) { return name == "b"; };
+  EXPECT_TRUE(t.Recompute(AllLive));
+  EXPECT_EQ(t.beacon().parent, "b");  // the shorter path
+  EXPECT_TRUE(t.Recompute(AllLive, b_suspect));
+  EXPECT_EQ(t.beacon(), (Beacon{"a", 4, "c"}));  // longer, but not suspected
+  t.OnBeacon("c", Beacon{"c", 0, ""});  // c no longer offers root a
+  EXPECT_TRUE(t.Recompute(AllLive, b_suspect));
+  EXPECT_EQ(t.beacon(), (Beacon{"a", 2, "b"}));  // the suspect, rather than a larger root
+  EXPECT_FALSE(t.Recompute(AllLive, b_suspect));
+}
+
 TEST(BroadcastTree, ParentOffersTheSmallestRootThenTheShortestPathThenTheSmallestName) {
   BroadcastTree t("m", {});
   for (const char* n : {"b", "c", "d", "z"}) ASSERT_TRUE(t.AddNeighbour(n));
