@@ -57,6 +57,7 @@ constexpr char kSnapshotMagic[] = "PLNNODE1";  // 8 bytes
 // A Tree frame's tags and lengths around its Gossip body, and its delivery
 // fields (stream, seq, probe, ack_stream, ack; NACKs never ride on a push).
 constexpr size_t kTreeWrapperBytes = 64;
+constexpr uint32_t kBeaconRepeats = 3;  // rounds a changed tree beacon is sent in (loss: 0.1^3)
 
 // Per-filter tallies on this node. Relaxed atomics: counters and a flag read
 // by metrics, not synchronization. The three counters share one cache line,
@@ -238,6 +239,7 @@ struct Node::Impl {
   bool root_link_refused = false;       // the last link to the smallest live member was refused
   Time next_beacon = Time::min();       // the next unconditional beacon
   bool beacon_changed = false;          // send beacons at the next round
+  uint32_t beacon_repeats = 0;          // rounds in which the current beacon still goes out
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
   std::vector<Outgoing> out;
@@ -500,6 +502,7 @@ struct Node::Impl {
   // Recomputes this node's beacon; counts a new parent.
   void RecomputeTree();
   wire::TreeBeacon BeaconToWire() const;
+  bool IsChild(const std::string& name) const;  // a tree link that is not the parent
   // Pushes this node's own new bits and every pending entry to the tree links.
   void TreePush();
   void SchedulePush() { next_push = std::min(next_push, now + config.tree_push_delay); }

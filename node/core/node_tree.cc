@@ -16,9 +16,17 @@ void Node::Impl::TreeRound() {
   MaintainOverlay();
   delivery->Retain(tree->Neighbours());
   RecomputeTree();
-  if (beacon_changed || now >= next_beacon) {
-    if (now >= next_beacon) LinkTowardsTheRoot();
+  if (beacon_changed) {
+    // A new beacon goes out in kBeaconRepeats rounds in a row: a parent
+    // pushes only to neighbours whose last beacon names it, so one lost
+    // beacon cut a child (and its subtree) off until the next periodic one,
+    // tree_beacon_interval later.
     beacon_changed = false;
+    beacon_repeats = kBeaconRepeats;
+  }
+  if (beacon_repeats > 0 || now >= next_beacon) {
+    if (now >= next_beacon) LinkTowardsTheRoot();
+    if (beacon_repeats > 0) --beacon_repeats;
     next_beacon = now + config.tree_beacon_interval;
     std::vector<Address> peers;
     for (const std::string& name : tree->Neighbours()) {
@@ -96,6 +104,11 @@ void Node::Impl::RecomputeTree() {
   if (const Address* a = membership->LiveAddressOf(tree->beacon().parent); a != nullptr) {
     StartAntiEntropy(Address(*a));
   }
+}
+
+bool Node::Impl::IsChild(const std::string& name) const {
+  const std::vector<std::string> links = tree->TreeLinks();
+  return name != tree->beacon().parent && std::find(links.begin(), links.end(), name) != links.end();
 }
 
 wire::TreeBeacon Node::Impl::BeaconToWire() const {
@@ -250,8 +263,14 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   }
   if (msg.link() == 1 && tree->IsNeighbour(sender)) beacon_changed = true;  // a newcomer needs ours
   if (msg.has_beacon() && tree->IsNeighbour(sender)) {
+    const bool was_child = IsChild(sender);
     tree->OnBeacon(sender, BroadcastTree::Beacon{b.root(), b.distance(), b.parent()});
     RecomputeTree();
+    // A new child: what this node pushed between the child's switch and this
+    // beacon went to its other links only. Sync now (the child synced when
+    // it switched; this covers the gap after). A test with lost beacons and
+    // anti-entropy otherwise off left subtrees without 70+ of 100 keys.
+    if (!was_child && IsChild(sender)) StartAntiEntropy(from);
   }
   if (tree->IsNeighbour(sender)) {
     if (msg.seq() != 0) delivery->OnPush(sender, msg.stream(), msg.seq(), now);
