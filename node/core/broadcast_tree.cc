@@ -63,4 +63,9 @@ std::vector<std::string> BroadcastTree::TreeLinks() const {
   return out;
 }
 
+bool BroadcastTree::IsChild(const std::string& name) const {
+  auto it = neighbours_.find(name);
+  return it != neighbours_.end() && it->second.has_beacon && it->second.beacon.parent == self_;
+}
+
 }  // namespace pollen::node

@@ -84,6 +84,8 @@ class BroadcastTree {
   // The parent (if any) and every neighbour whose beacon names this node as
   // its parent, in name order.
   std::vector<std::string> TreeLinks() const;
+  // A neighbour whose beacon names this node as its parent.
+  bool IsChild(const std::string& name) const;
 
   const Config& config() const { return config_; }
 

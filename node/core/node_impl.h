@@ -502,7 +502,6 @@ struct Node::Impl {
   // Recomputes this node's beacon; counts a new parent.
   void RecomputeTree();
   wire::TreeBeacon BeaconToWire() const;
-  bool IsChild(const std::string& name) const;  // a tree link that is not the parent
   // Pushes this node's own new bits and every pending entry to the tree links.
   void TreePush();
   void SchedulePush() { next_push = std::min(next_push, now + config.tree_push_delay); }

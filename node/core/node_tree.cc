@@ -106,11 +106,6 @@ void Node::Impl::RecomputeTree() {
   }
 }
 
-bool Node::Impl::IsChild(const std::string& name) const {
-  const std::vector<std::string> links = tree->TreeLinks();
-  return name != tree->beacon().parent && std::find(links.begin(), links.end(), name) != links.end();
-}
-
 wire::TreeBeacon Node::Impl::BeaconToWire() const {
   wire::TreeBeacon w;
   w.set_root(tree->beacon().root);
@@ -263,14 +258,14 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   }
   if (msg.link() == 1 && tree->IsNeighbour(sender)) beacon_changed = true;  // a newcomer needs ours
   if (msg.has_beacon() && tree->IsNeighbour(sender)) {
-    const bool was_child = IsChild(sender);
+    const bool was_child = tree->IsChild(sender);
     tree->OnBeacon(sender, BroadcastTree::Beacon{b.root(), b.distance(), b.parent()});
     RecomputeTree();
     // A new child: what this node pushed between the child's switch and this
     // beacon went to its other links only. Sync now (the child synced when
     // it switched; this covers the gap after). A test with lost beacons and
     // anti-entropy otherwise off left subtrees without 70+ of 100 keys.
-    if (!was_child && IsChild(sender)) StartAntiEntropy(from);
+    if (!was_child && tree->IsChild(sender)) StartAntiEntropy(from);
   }
   if (tree->IsNeighbour(sender)) {
     if (msg.seq() != 0) delivery->OnPush(sender, msg.stream(), msg.seq(), now);
