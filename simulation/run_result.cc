@@ -56,6 +56,10 @@ std::string FormatSummary(const RunResult& r) {
                         r.virtual_seconds, r.wall_seconds, r.cpu_seconds,
                         r.wall_seconds > 0 ? r.virtual_seconds / r.wall_seconds : 0.0,
                         r.cpu_seconds > 0 ? r.virtual_seconds / r.cpu_seconds : 0.0);
+  absl::StrAppendFormat(&out, "  membership after the cold start: %s\n",
+                        r.members_complete_seconds >= 0
+                            ? absl::StrCat("every node listed all ", r.nodes, " live at ", Seconds(r.members_complete_seconds))
+                            : std::string("not complete by the end of the warmup"));
   absl::StrAppendFormat(&out, "  convergence after faults stopped: %s (bound %.0fs)\n",
                         r.converged ? Seconds(r.convergence_seconds) : std::string("NOT CONVERGED"),
                         r.liveness_bound_seconds);
@@ -78,8 +82,9 @@ std::string FormatSummary(const RunResult& r) {
     absl::StrAppend(&out, "\n");
   }
   if (!r.window_bytes_by_type.empty()) {
-    absl::StrAppendFormat(&out, "  workload window (%.0fs): %.0f bytes per new key; membership %.0f bytes per node per s;",
-                          r.window_seconds, r.window_bytes_per_new_key, r.membership_bytes_per_node_second);
+    absl::StrAppendFormat(&out, "  workload window (%.0fs, %.1f simulated s per cpu s): %.0f bytes per new key; membership %.0f bytes per node per s;",
+                          r.window_seconds, r.window_cpu_seconds > 0 ? r.window_seconds / r.window_cpu_seconds : 0.0,
+                          r.window_bytes_per_new_key, r.membership_bytes_per_node_second);
     for (const auto& [k, v] : r.window_bytes_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
     absl::StrAppend(&out, "\n");
   }
@@ -125,6 +130,7 @@ std::string FormatJson(const RunResult& r) {
       ",\"fanout\":", r.fanout, ",\"dissemination\":", JsonString(r.dissemination), ",\"scenario\":", JsonString(r.scenario), ",\"faults\":", JsonString(r.faults),
       ",\"virtual_seconds\":", r.virtual_seconds, ",\"wall_seconds\":", r.wall_seconds, ",\"cpu_seconds\":", r.cpu_seconds,
       ",\"converged\":", r.converged ? "true" : "false", ",\"convergence_seconds\":", r.convergence_seconds,
+      ",\"members_complete_seconds\":", r.members_complete_seconds,
       ",\"liveness_bound_seconds\":", r.liveness_bound_seconds, ",\"last_divergence\":", JsonString(r.last_divergence), ",\"samples\":", r.samples,
       ",\"samples_reached_999\":", r.samples_reached, ",\"p999_median_seconds\":", r.p999_median,
       ",\"p999_max_seconds\":", r.p999_max, ",\"p100_median_seconds\":", r.p100_median, ",\"adds\":", r.adds,
@@ -140,7 +146,7 @@ std::string FormatJson(const RunResult& r) {
       ",\"partition_dropped\":", r.network.partition_dropped, "}", ",\"node_counters\":", JsonMap(r.node_counters), ",\"rejected_by_reason\":",
       JsonMap(r.rejected_by_reason), ",\"bytes_out_by_type\":", JsonMap(r.bytes_out_by_type),
       ",\"frames_out_by_type\":", JsonMap(r.frames_out_by_type),
-      ",\"window_seconds\":", r.window_seconds, ",\"window_bytes_by_type\":", JsonMap(r.window_bytes_by_type),
+      ",\"window_seconds\":", r.window_seconds, ",\"window_cpu_seconds\":", r.window_cpu_seconds, ",\"window_bytes_by_type\":", JsonMap(r.window_bytes_by_type),
       ",\"window_bytes_per_new_key\":", r.window_bytes_per_new_key,
       ",\"membership_bytes_per_node_second\":", r.membership_bytes_per_node_second,
       ",\"relative_message_redundancy\":", r.relative_message_redundancy,

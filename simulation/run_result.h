@@ -26,6 +26,9 @@ struct RunResult {
   double cpu_seconds = 0;         // likewise: process CPU time of the run
   bool converged = false;
   double convergence_seconds = -1;  // from the end of faults to identical state
+  // Cold start: from the first start until every node listed all nodes as
+  // live (polled every 100 ms during the warmup); -1 if not by its end.
+  double members_complete_seconds = -1;
   double liveness_bound_seconds = 0;
   std::string last_divergence;    // the last difference seen while converging
 
@@ -50,6 +53,7 @@ struct RunResult {
   // The workload window [warmup, warmup + duration] alone: bytes by type,
   // all of them per new key, and membership bytes per node per second.
   double window_seconds = 0;
+  double window_cpu_seconds = 0;  // process CPU time the window took (not part of the trace)
   std::map<std::string, uint64_t> window_bytes_by_type;
   double window_bytes_per_new_key = 0;
   double membership_bytes_per_node_second = 0;

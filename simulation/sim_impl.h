@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <string>
@@ -34,6 +35,7 @@ inline constexpr char kCrawlFilter[] = "crawl:seen";
 inline constexpr Time kNever = Time::max();
 inline constexpr Duration kMinTickGap = std::chrono::milliseconds(1);
 inline constexpr Duration kMaxTickGap = std::chrono::seconds(1);
+inline constexpr Duration kMembersPollEvery = std::chrono::milliseconds(100);
 
 inline double Sec(Duration d) { return static_cast<double>(d.count()) / 1e9; }
 
@@ -97,7 +99,7 @@ struct Ev {
   enum class Kind : uint8_t {
     kTick, kDeliver, kStart, kRestart, kHeal, kScripted, kRandomPartition, kRandomCrash,
     kCrawlAdd, kDigestAdd, kDigestRotate, kOperatorRotate, kSample, kPoll, kCheck, kFaultsEnd,
-    kConvergePoll, kWindowStart,
+    kConvergePoll, kWindowStart, kMembersPoll,
   };
   Kind kind = Kind::kTick;
   uint32_t node = 0;
@@ -168,11 +170,13 @@ struct Simulator::Impl {
   // [warmup, warmup + duration] opens and closes: traffic of that window only,
   // without the join storm before it or the liveness phase after.
   std::map<std::string, uint64_t> window_open_bytes, window_close_bytes;
+  std::clock_t window_open_cpu = 0;
   std::map<std::string, uint64_t> BytesOutByType();
   bool faults_on = true, workload_on = true, done = false;
   RunResult r;
   std::vector<Sample> samples;
   bool poll_pending = false;
+  void MembersPoll();
   uint32_t observe_cursor = 0;
   uint32_t last_diff_node = 0;
   Time next_progress{0};

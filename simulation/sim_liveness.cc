@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,6 +13,7 @@ namespace pollen::sim {
 
 void Simulator::Impl::FaultsEnd() {
   window_close_bytes = BytesOutByType();
+  r.window_cpu_seconds = static_cast<double>(std::clock() - window_open_cpu) / CLOCKS_PER_SEC;
   faults_on = false;
   workload_on = false;
   NetworkOptions calm = o.network;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -215,6 +216,7 @@ void Simulator::Impl::Setup() {
     At(w + Exponential(work_rng, wl.operator_rotate_every), Ev::Kind::kOperatorRotate);
   At(w, Ev::Kind::kSample);
   At(w, Ev::Kind::kWindowStart);
+  At(kMembersPollEvery, Ev::Kind::kMembersPoll);
   const FaultOptions& f = o.faults;
   if (f.partition || f.one_way_partition) At(w + Exponential(fault_rng, f.partition_gap), Ev::Kind::kRandomPartition);
   if (f.crash) At(w + Exponential(fault_rng, f.crash_gap), Ev::Kind::kRandomCrash);
@@ -287,8 +289,25 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kCheck: Check(); return;
     case Ev::Kind::kFaultsEnd: FaultsEnd(); return;
     case Ev::Kind::kConvergePoll: ConvergePoll(); return;
-    case Ev::Kind::kWindowStart: window_open_bytes = BytesOutByType(); return;
+    case Ev::Kind::kWindowStart:
+      window_open_bytes = BytesOutByType();
+      window_open_cpu = std::clock();  // reported only, never traced
+      return;
+    case Ev::Kind::kMembersPoll: MembersPoll(); return;
   }
+}
+
+// The cold start: the first moment every node is up and lists every node
+// as live. Polled, not traced (it reads, never changes, a node); stops once
+// seen or when the faults begin.
+void Simulator::Impl::MembersPoll() {
+  bool complete = up_count() == o.nodes;
+  for (uint32_t i = 0; complete && i < o.nodes; ++i) complete = nodes[i].node->LiveMemberCount() == o.nodes;
+  if (complete) {
+    r.members_complete_seconds = Sec(now);
+    return;
+  }
+  if (now + kMembersPollEvery <= o.warmup) At(now + kMembersPollEvery, Ev::Kind::kMembersPoll);
 }
 
 RunResult Simulator::Impl::Run() {

@@ -14,10 +14,14 @@ BroadcastTree::BroadcastTree(std::string self, Config config) : self_(std::move(
 
 bool BroadcastTree::AddNeighbour(const std::string& name) {
   if (name == self_ || neighbours_.size() >= config_.max_degree) return false;
-  return neighbours_.emplace(name, Neighbour{}).second;
+  if (!neighbours_.emplace(name, Neighbour{}).second) return false;
+  ++version_;
+  return true;
 }
 
-void BroadcastTree::RemoveNeighbour(const std::string& name) { neighbours_.erase(name); }
+void BroadcastTree::RemoveNeighbour(const std::string& name) {
+  if (neighbours_.erase(name) > 0) ++version_;
+}
 
 std::vector<std::string> BroadcastTree::Neighbours() const {
   std::vector<std::string> out;
@@ -28,9 +32,10 @@ std::vector<std::string> BroadcastTree::Neighbours() const {
 
 void BroadcastTree::OnBeacon(const std::string& name, Beacon beacon) {
   auto it = neighbours_.find(name);
-  if (it == neighbours_.end()) return;
+  if (it == neighbours_.end() || (it->second.has_beacon && it->second.beacon == beacon)) return;
   it->second.has_beacon = true;
   it->second.beacon = std::move(beacon);
+  ++version_;
 }
 
 bool BroadcastTree::Recompute(const std::function<bool(const std::string&)>& live,

@@ -70,6 +70,9 @@ class BroadcastTree {
   bool AddNeighbour(const std::string& name);
   void RemoveNeighbour(const std::string& name);
   std::vector<std::string> Neighbours() const;  // name order
+  // Counts changes of the neighbour set and of their beacons: Recompute with
+  // the same liveness answers is a no-op while this stays the same.
+  uint64_t version() const { return version_; }
 
   // ---- tree ----
   // A neighbour's beacon (ignored from a non-neighbour).
@@ -98,6 +101,7 @@ class BroadcastTree {
   Config config_;
   std::map<std::string, Neighbour> neighbours_;
   Beacon beacon_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace pollen::node

@@ -160,6 +160,11 @@ class Membership {
   const Address* LiveAddressOf(const std::string& name) const;
   // Alive, not merely live: a suspect is live but not alive.
   bool IsAlive(const std::string& name) const;
+  // Counts changes of any other member's state, incarnation or address, and
+  // of the table's membership: answers of LiveAddressOf, IsAlive and
+  // SmallestLivePeer can differ only after it moves. Lets an owner skip work
+  // that depends on nothing else (Node's tree maintenance, every round).
+  uint64_t view_version() const { return view_version_; }
   bool joined() const { return joined_; }
   bool left() const { return left_; }
   uint64_t incarnation() const { return incarnation_; }
@@ -265,6 +270,8 @@ class Membership {
   uint64_t incarnation_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t queue_order_ = 0;
+  uint64_t view_version_ = 0;
+  size_t dead_count_ = 0;  // members held dead: ReconnectTick walks the table only if some are
 
   std::map<std::string, Member> members_;  // others only
   std::map<std::string, Queued> queue_;    // piggyback queue, one per member (self included)

@@ -300,6 +300,8 @@ std::vector<FilterInfo> Node::Filters(InfoParts parts) const {
   return out;
 }
 
+size_t Node::LiveMemberCount() const { return impl_->membership->LiveCount(); }
+
 std::vector<MemberInfo> Node::Members() const {
   impl_->members_requested.store(true, std::memory_order_relaxed);
   impl_->members_ever_read.store(true, std::memory_order_relaxed);

@@ -251,6 +251,8 @@ class Node {
   // until the first call, which then returns the snapshot taken at Start.
   std::vector<MemberInfo> Members() const;
   NodeCounters Counters() const;
+  // Driver thread. Members held alive or suspect, self included.
+  size_t LiveMemberCount() const;
   const std::string& name() const;
   // Driver thread. Every member in the table but self, sorted by name. A
   // delta, sync request or sync ranges message that passes validation counts

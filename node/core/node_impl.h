@@ -240,6 +240,13 @@ struct Node::Impl {
   Time next_beacon = Time::min();       // the next unconditional beacon
   bool beacon_changed = false;          // send beacons at the next round
   uint32_t beacon_repeats = 0;          // rounds in which the current beacon still goes out
+  // Membership::view_version and BroadcastTree::version when the overlay was
+  // last checked, the delivery links last trimmed and the tree last
+  // recomputed: while the inputs are unchanged, none of these is repeated.
+  uint64_t overlay_seen_view = ~uint64_t{0};
+  uint64_t retained_shape = ~uint64_t{0};
+  uint64_t tree_seen_view = ~uint64_t{0};
+  uint64_t tree_seen_shape = ~uint64_t{0};
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
   std::vector<Outgoing> out;

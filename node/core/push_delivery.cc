@@ -36,6 +36,7 @@ void PushDelivery::ScheduleProbe(Link& l, Time at) const {
 }
 
 PushDelivery::Numbered PushDelivery::Send(const std::string& link, Body body, uint64_t bits, Time now) {
+  next_wakeup_.reset();
   assert(body != nullptr);
   Link& l = At(link);
   Trim(l, now);
@@ -50,6 +51,7 @@ PushDelivery::Numbered PushDelivery::Send(const std::string& link, Body body, ui
 
 std::vector<PushDelivery::Numbered> PushDelivery::OnFeedback(const std::string& link, uint32_t stream, uint64_t ack,
                                                              const std::vector<uint64_t>& nacks, Time now) {
+  next_wakeup_.reset();
   std::vector<Numbered> resend;
   auto it = links_.find(link);
   if (it == links_.end() || stream != it->second.stream) return resend;
@@ -110,6 +112,7 @@ std::vector<uint64_t> PushDelivery::Missing(const Link& l) const {
 }
 
 void PushDelivery::OnPush(const std::string& link, uint32_t stream, uint64_t seq, Time now) {
+  next_wakeup_.reset();
   assert(stream != 0 && seq != 0);
   Link& l = At(link);
   if (stream == l.replaced_rx_stream) return;          // late, from before a restart
@@ -126,6 +129,7 @@ void PushDelivery::OnPush(const std::string& link, uint32_t stream, uint64_t seq
 }
 
 void PushDelivery::OnProbe(const std::string& link, uint32_t stream, uint64_t last, Time now) {
+  next_wakeup_.reset();
   assert(stream != 0);
   Link& l = At(link);
   if (stream == l.replaced_rx_stream) return;
@@ -144,6 +148,7 @@ void PushDelivery::OnProbe(const std::string& link, uint32_t stream, uint64_t la
 // ---- both ----
 
 PushDelivery::Control PushDelivery::TakeControl(const std::string& link, Time now, bool piggyback) {
+  next_wakeup_.reset();
   Control c;
   auto it = links_.find(link);
   if (it == links_.end()) return c;
@@ -201,12 +206,15 @@ std::vector<std::string> PushDelivery::Due(Time now) const {
 }
 
 Time PushDelivery::NextWakeup() const {
+  if (next_wakeup_) return *next_wakeup_;
   Time next = Time::max();
   for (const auto& [name, l] : links_) next = std::min(next, DueAt(l));
+  next_wakeup_ = next;
   return next;
 }
 
 void PushDelivery::Retain(const std::vector<std::string>& links) {
+  next_wakeup_.reset();
   assert(std::is_sorted(links.begin(), links.end()));
   for (auto it = links_.begin(); it != links_.end();) {
     it = std::binary_search(links.begin(), links.end(), it->first) ? std::next(it) : links_.erase(it);

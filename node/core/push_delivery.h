@@ -42,6 +42,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,10 @@ class PushDelivery {
   Config config_;
   uint64_t stream_ids_;
   std::map<std::string, Link> links_;
+  // NextWakeup's answer, kept until the next call that changes a link (each
+  // of them clears it): the node asks after every frame and tick, and the walk
+  // of the links was 4% of pollen-sim's steady state at N=1000 (perf).
+  mutable std::optional<Time> next_wakeup_;
 };
 
 }  // namespace pollen::node

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "node/core/membership.h"
 #include "node/core/rng.h"
 #include "tests/membership/pump.h"
@@ -475,6 +476,22 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
   const wire::MemberStatus statuses[] = {wire::MEMBER_STATUS_ALIVE, wire::MEMBER_STATUS_SUSPECT,
                                          wire::MEMBER_STATUS_DEAD, wire::MEMBER_STATUS_LEFT};
   std::vector<uint64_t> incarnation(40, 0);
+  // What an owner caching on view_version() relies on: while it stays the
+  // same, so does every liveness answer (and the table itself).
+  auto answers = [&m, &incarnation] {
+    std::vector<std::string> out;
+    for (size_t who = 0; who < incarnation.size(); ++who) {
+      const std::string name = "n" + std::to_string(who);
+      const Address* a = m.LiveAddressOf(name);
+      out.push_back(name + (a ? "=" + *a : "") + (m.IsAlive(name) ? " alive" : ""));
+    }
+    out.push_back(m.SmallestLivePeer() ? *m.SmallestLivePeer() : "none");
+    for (const MemberInfo& info : m.Members()) out.push_back(absl::StrCat(info.name, "/", info.incarnation));
+    return out;
+  };
+  std::vector<std::string> seen = answers();
+  uint64_t version = m.view_version();
+  int version_moves = 0;
   for (int step = 0; step < 3000; ++step) {
     const size_t who = rng.Below(incarnation.size());
     incarnation[who] += rng.Below(2);
@@ -485,6 +502,13 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
       m.Tick(t);  // probes lapse, suspicions expire
     }
     m.TakeOutgoing();
+    if (m.view_version() == version) {
+      ASSERT_EQ(answers(), seen) << "view_version unchanged at step " << step;
+    } else {
+      version = m.view_version();
+      seen = answers();
+      ++version_moves;
+    }
     std::vector<Address> listed;
     for (size_t i = 0; i < m.live_peer_count(); ++i) listed.push_back(m.LivePeerAddress(i));
     std::sort(listed.begin(), listed.end());
@@ -495,6 +519,7 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
       ASSERT_EQ(m.LiveAddressOf(info.name) != nullptr, live) << info.name << " step " << step;
     }
   }
+  EXPECT_GT(version_moves, 100);  // the check above ran both ways
   EXPECT_EQ(m.LiveAddressOf("self"), nullptr);
   EXPECT_EQ(m.LiveAddressOf("never-seen"), nullptr);
 }

@@ -103,6 +103,33 @@ TEST(BroadcastTree, NeighboursAreBounded) {
   EXPECT_EQ(t.degree(), 3u);
 }
 
+// version() moves with every change Recompute could see, and only then, so
+// Node can skip recomputing while it (and membership) stand still.
+TEST(BroadcastTree, VersionCountsNeighbourAndBeaconChanges) {
+  BroadcastTree t("m", {});
+  uint64_t v = t.version();
+  ASSERT_TRUE(t.AddNeighbour("a"));
+  EXPECT_GT(t.version(), v);
+  v = t.version();
+  EXPECT_FALSE(t.AddNeighbour("a"));  // already one
+  t.RemoveNeighbour("zz");            // never one
+  t.OnBeacon("zz", Beacon{"a", 0, ""});
+  EXPECT_EQ(t.version(), v);
+  t.OnBeacon("a", Beacon{"a", 0, ""});
+  EXPECT_GT(t.version(), v);
+  v = t.version();
+  t.OnBeacon("a", Beacon{"a", 0, ""});  // the same beacon again
+  EXPECT_EQ(t.version(), v);
+  EXPECT_TRUE(t.Recompute(AllLive));
+  EXPECT_EQ(t.version(), v);  // its own beacon is an output, not an input
+  EXPECT_FALSE(t.Recompute(AllLive));
+  t.OnBeacon("a", Beacon{"a", 0, "q"});
+  EXPECT_GT(t.version(), v);
+  v = t.version();
+  t.RemoveNeighbour("a");
+  EXPECT_GT(t.version(), v);
+}
+
 // N trees on a random connected overlay exchange beacons in rounds (each
 // round every live node tells its live neighbours) until nothing changes.
 class Overlay {
