@@ -216,7 +216,7 @@ void Simulator::Impl::Setup() {
     At(w + Exponential(work_rng, wl.operator_rotate_every), Ev::Kind::kOperatorRotate);
   At(w, Ev::Kind::kSample);
   At(w, Ev::Kind::kWindowStart);
-  At(kMembersPollEvery, Ev::Kind::kMembersPoll);
+  if (kMembersPollEvery <= o.warmup) At(kMembersPollEvery, Ev::Kind::kMembersPoll);
   const FaultOptions& f = o.faults;
   if (f.partition || f.one_way_partition) At(w + Exponential(fault_rng, f.partition_gap), Ev::Kind::kRandomPartition);
   if (f.crash) At(w + Exponential(fault_rng, f.crash_gap), Ev::Kind::kRandomCrash);

@@ -165,6 +165,9 @@ class Membership {
   // SmallestLivePeer can differ only after it moves. Lets an owner skip work
   // that depends on nothing else (Node's tree maintenance, every round).
   uint64_t view_version() const { return view_version_; }
+  // Members held dead (not left), kept as a count so that reconnects walk
+  // the table only when there is one to find.
+  size_t dead_count() const { return dead_count_; }
   bool joined() const { return joined_; }
   bool left() const { return left_; }
   uint64_t incarnation() const { return incarnation_; }

@@ -477,7 +477,7 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
                                          wire::MEMBER_STATUS_DEAD, wire::MEMBER_STATUS_LEFT};
   std::vector<uint64_t> incarnation(40, 0);
   // What an owner caching on view_version() relies on: while it stays the
-  // same, so does every liveness answer (and the table itself).
+  // same, so do every liveness answer and every other member's entry.
   auto answers = [&m, &incarnation] {
     std::vector<std::string> out;
     for (size_t who = 0; who < incarnation.size(); ++who) {
@@ -486,17 +486,22 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
       out.push_back(name + (a ? "=" + *a : "") + (m.IsAlive(name) ? " alive" : ""));
     }
     out.push_back(m.SmallestLivePeer() ? *m.SmallestLivePeer() : "none");
-    for (const MemberInfo& info : m.Members()) out.push_back(absl::StrCat(info.name, "/", info.incarnation));
+    for (const MemberInfo& info : m.Members()) {
+      if (info.name == "self") continue;
+      out.push_back(absl::StrCat(info.name, "/", info.incarnation, "/", static_cast<int>(info.state), "@", info.address));
+    }
     return out;
   };
   std::vector<std::string> seen = answers();
   uint64_t version = m.view_version();
-  int version_moves = 0;
+  int version_moves = 0, version_stills = 0;
   for (int step = 0; step < 3000; ++step) {
     const size_t who = rng.Below(incarnation.size());
     incarnation[who] += rng.Below(2);
     const std::string name = "n" + std::to_string(who);
-    m.Handle("n0:1", Gossip("n0", {Update(name, incarnation[who], statuses[rng.Below(4)])}), t);
+    wire::MemberUpdate u = Update(name, incarnation[who], statuses[rng.Below(4)]);
+    u.set_address(name + ":" + std::to_string(1 + incarnation[who] % 3));  // moves with a newer incarnation
+    m.Handle("n0:1", Gossip("n0", {u}), t);
     if (rng.Below(8) == 0) {
       t += 700ms;
       m.Tick(t);  // probes lapse, suspicions expire
@@ -504,6 +509,7 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
     m.TakeOutgoing();
     if (m.view_version() == version) {
       ASSERT_EQ(answers(), seen) << "view_version unchanged at step " << step;
+      ++version_stills;
     } else {
       version = m.view_version();
       seen = answers();
@@ -513,13 +519,17 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
     for (size_t i = 0; i < m.live_peer_count(); ++i) listed.push_back(m.LivePeerAddress(i));
     std::sort(listed.begin(), listed.end());
     ASSERT_EQ(listed, m.LivePeers()) << "step " << step;
+    size_t dead = 0;
     for (const MemberInfo& info : m.Members()) {
       if (info.name == "self") continue;
       const bool live = info.state == MemberState::kAlive || info.state == MemberState::kSuspect;
       ASSERT_EQ(m.LiveAddressOf(info.name) != nullptr, live) << info.name << " step " << step;
+      dead += info.state == MemberState::kDead ? 1 : 0;
     }
+    ASSERT_EQ(m.dead_count(), dead) << "step " << step;
   }
   EXPECT_GT(version_moves, 100);  // the check above ran both ways
+  EXPECT_GT(version_stills, 100);
   EXPECT_EQ(m.LiveAddressOf("self"), nullptr);
   EXPECT_EQ(m.LiveAddressOf("never-seen"), nullptr);
 }

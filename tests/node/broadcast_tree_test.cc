@@ -108,6 +108,8 @@ TEST(BroadcastTree, NeighboursAreBounded) {
 TEST(BroadcastTree, VersionCountsNeighbourAndBeaconChanges) {
   BroadcastTree t("m", {});
   uint64_t v = t.version();
+  EXPECT_FALSE(t.AddNeighbour("m"));  // self
+  EXPECT_EQ(t.version(), v);
   ASSERT_TRUE(t.AddNeighbour("a"));
   EXPECT_GT(t.version(), v);
   v = t.version();
@@ -128,6 +130,11 @@ TEST(BroadcastTree, VersionCountsNeighbourAndBeaconChanges) {
   v = t.version();
   t.RemoveNeighbour("a");
   EXPECT_GT(t.version(), v);
+  BroadcastTree full("m", BroadcastTree::Config{1, 1, 32});
+  ASSERT_TRUE(full.AddNeighbour("a"));
+  v = full.version();
+  EXPECT_FALSE(full.AddNeighbour("b"));  // full
+  EXPECT_EQ(full.version(), v);
 }
 
 // N trees on a random connected overlay exchange beacons in rounds (each
