@@ -100,8 +100,15 @@ std::string FormatSummary(const RunResult& r) {
                         static_cast<uint64_t>(r.fanout) * r.nodes, r.relative_message_redundancy);
   absl::StrAppendFormat(&out, "  network: lost %d, duplicated %d, reordered %d, partition-dropped %d\n", r.network.lost,
                         r.network.duplicated, r.network.reordered, r.network.partition_dropped);
-  absl::StrAppendFormat(&out, "  faults done: crashes %d, restarts %d, partitions %d, rotations %d\n", r.crashes,
-                        r.restarts, r.partitions, r.rotations);
+  absl::StrAppendFormat(&out, "  faults done: crashes %d, restarts %d, partitions %d, rotations %d, pauses %d\n",
+                        r.crashes, r.restarts, r.partitions, r.rotations, r.pauses);
+  absl::StrAppendFormat(&out,
+                        "  false accusations (of nodes up, unpaused and reachable for 10 s): %d suspicions "
+                        "(%d suspect events), %d dead events%s\n",
+                        r.false_suspicions, r.false_suspect_events, r.false_deaths,
+                        r.paused_frames_dropped > 0
+                            ? absl::StrCat("; paused nodes dropped ", r.paused_frames_dropped, " datagrams")
+                            : "");
   if (!r.node_counters.empty()) {
     absl::StrAppend(&out, "  node counters:");
     for (const auto& [k, v] : r.node_counters) absl::StrAppendFormat(&out, " %s=%d", k, v);
@@ -141,7 +148,8 @@ std::string FormatJson(const RunResult& r) {
       ",\"distinct_bits\":", r.distinct_bits, ",\"transmissions_per_bit\":", r.transmissions_per_bit,
       ",\"n_minus_1\":", r.nodes ? r.nodes - 1 : 0, ",\"f_times_n\":", static_cast<uint64_t>(r.fanout) * r.nodes,
       ",\"crashes\":", r.crashes, ",\"restarts\":", r.restarts, ",\"partitions\":", r.partitions,
-      ",\"rotations\":", r.rotations, ",\"network\":{\"planned\":", r.network.planned, ",\"lost\":", r.network.lost,
+      ",\"rotations\":", r.rotations, ",\"pauses\":", r.pauses, ",\"false_suspicions\":", r.false_suspicions,
+      ",\"false_suspect_events\":", r.false_suspect_events, ",\"false_deaths\":", r.false_deaths, ",\"paused_frames_dropped\":", r.paused_frames_dropped, ",\"network\":{\"planned\":", r.network.planned, ",\"lost\":", r.network.lost,
       ",\"duplicated\":", r.network.duplicated, ",\"reordered\":", r.network.reordered,
       ",\"partition_dropped\":", r.network.partition_dropped, "}", ",\"node_counters\":", JsonMap(r.node_counters), ",\"rejected_by_reason\":",
       JsonMap(r.rejected_by_reason), ",\"bytes_out_by_type\":", JsonMap(r.bytes_out_by_type),

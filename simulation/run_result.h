@@ -45,7 +45,13 @@ struct RunResult {
   double transmissions_per_bit = 0;  // compare with N-1 and F*N
   uint32_t fanout = 0;
   std::string dissemination;  // "flood" or "tree"
-  uint64_t crashes = 0, restarts = 0, partitions = 0, rotations = 0;
+  uint64_t crashes = 0, restarts = 0, partitions = 0, rotations = 0, pauses = 0;
+  // Accusations of the innocent, about a node that was up, not paused or
+  // slow, and reachable (no partition) for the previous 10 s: suspicions
+  // raised (distinct member and incarnation), the suspect events they caused
+  // across the nodes, and dead events.
+  uint64_t false_suspicions = 0, false_suspect_events = 0, false_deaths = 0;
+  uint64_t paused_frames_dropped = 0;  // a paused node's receive buffer was full
   NetworkCounters network;
   std::map<std::string, uint64_t> rejected_by_reason;
   std::map<std::string, uint64_t> node_counters;  // summed over nodes and boots

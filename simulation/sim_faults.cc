@@ -19,6 +19,9 @@ void Simulator::Impl::Crash(uint32_t i, bool keep_state, Duration down) {
   AddCounters(s.carried, s.node->Counters());
   s.node.reset();
   s.up = false;
+  s.paused = false;  // its Resume finds it down; what it held is lost with it
+  s.held.clear();
+  s.slow_lag = Duration(0);
   ++s.wake_token;
   s.wake_at = kNever;
   net.ResetStreams(i);
@@ -34,6 +37,7 @@ void Simulator::Impl::Restart(uint32_t i) {
   SimNode& s = nodes[i];
   if (s.up) return;
   ++s.boot;
+  s.available_since = now;
   if (!CreateNode(i)) return;
   s.changed_since_poll = true;
   if (s.has_persisted) {
@@ -101,6 +105,73 @@ void Simulator::Impl::RandomCrash() {
   At(now + Exponential(fault_rng, f.crash_gap), Ev::Kind::kRandomCrash);
 }
 
+void Simulator::Impl::RandomPause() {
+  const FaultOptions& f = o.faults;
+  if (!faults_on) return;
+  uint32_t paused = 0;
+  for (const SimNode& s : nodes) paused += (s.paused || s.slow_lag > Duration(0)) ? 1 : 0;
+  if (paused * 4 < o.nodes) {
+    const int i = RandomUp(fault_rng);  // never a paused one (perhaps a slow one: it stays so)
+    const Duration length = Uniform(fault_rng, f.pause_min, f.pause_max);
+    // Half stop outright; half stay up but read every frame 0.5-2 s late
+    // (a loaded event loop): their probes time out before the acks are read.
+    const bool stop = fault_rng.Below(2) == 0;
+    const Duration lag = Uniform(fault_rng, std::chrono::milliseconds(500), std::chrono::seconds(2));
+    if (i >= 0) {
+      SimNode& s = nodes[i];
+      if (stop) {
+        s.paused = true;
+      } else {
+        s.slow_lag = lag;
+      }
+      ++r.pauses;
+      trace.Mix(0x9a05);
+      trace.Mix(static_cast<uint64_t>(i));
+      trace.Mix(stop ? 0 : static_cast<uint64_t>(lag.count()));
+      At(now + length, Ev::Kind::kResume, static_cast<uint32_t>(i));
+    }
+  }
+  At(now + Exponential(fault_rng, f.pause_gap), Ev::Kind::kRandomPause);
+}
+
+void Simulator::Impl::Resume(uint32_t i) {
+  SimNode& s = nodes[i];
+  if (s.slow_lag > Duration(0)) {
+    s.slow_lag = Duration(0);  // frames already delayed keep their time
+    s.available_since = now;
+    return;
+  }
+  if (!s.up || !s.paused) return;  // crashed meanwhile
+  s.paused = false;
+  s.available_since = now;
+  trace.Mix(0x4e5e);
+  trace.Mix(i);
+  // The worst order for the node: its overdue timers fire before it reads
+  // the frames that waited (an answer to its probe among them).
+  s.node->Tick(Local(i));
+  Flush(i);
+  std::vector<Ev> held = std::exchange(s.held, {});
+  for (Ev& ev : held) Dispatch(ev);
+  s.wake_at = kNever;
+  ++s.wake_token;
+  Reschedule(i, true);
+}
+
+void Simulator::Impl::CountAccusation(const node::Event& e) {
+  constexpr Duration kQuiet = std::chrono::seconds(10);
+  auto it = by_name.find(e.subject);
+  if (it == by_name.end()) return;
+  const SimNode& s = nodes[it->second];
+  if (!s.up || s.paused || s.slow_lag > Duration(0) || now - s.available_since < kQuiet) return;
+  if (net.partition_kind() != Network::PartitionKind::kNone || now - partition_ended < kQuiet) return;
+  if (e.kind == node::Event::Kind::kMemberDead) {
+    ++r.false_deaths;
+    return;
+  }
+  ++r.false_suspect_events;
+  if (false_accusations.insert({e.subject, e.count}).second) ++r.false_suspicions;
+}
+
 void Simulator::Impl::Scripted(const ScriptedFault& f) {
   using K = ScriptedFault::Kind;
   if (!faults_on) return;
@@ -113,6 +184,7 @@ void Simulator::Impl::Scripted(const ScriptedFault& f) {
       break;
     case K::kHeal:
       net.Heal();
+      partition_ended = now;
       trace.Mix(0x4ea1);
       break;
     case K::kCrash: {

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -99,7 +100,7 @@ struct Ev {
   enum class Kind : uint8_t {
     kTick, kDeliver, kStart, kRestart, kHeal, kScripted, kRandomPartition, kRandomCrash,
     kCrawlAdd, kDigestAdd, kDigestRotate, kOperatorRotate, kSample, kPoll, kCheck, kFaultsEnd,
-    kConvergePoll, kWindowStart, kMembersPoll,
+    kConvergePoll, kWindowStart, kMembersPoll, kRandomPause, kResume,
   };
   Kind kind = Kind::kTick;
   uint32_t node = 0;
@@ -107,6 +108,7 @@ struct Ev {
   uint64_t token = 0;      // kTick: wake token; kDeliver: receiver's boot; kScripted: index
   uint64_t from_boot = 0;  // kDeliver: sender's boot
   Channel channel = Channel::kDatagram;
+  bool lagged = false;     // kDeliver: already held back by the receiver's slow_lag
   std::string bytes;
 };
 
@@ -115,6 +117,10 @@ struct SimNode {
   node::Address address;
   std::unique_ptr<node::Node> node;
   bool up = false;
+  bool paused = false;
+  std::vector<Ev> held;     // frames that arrived while paused, in order
+  Duration slow_lag{0};     // > 0: a slow node, reading each frame this late
+  Time available_since{0};  // last start, restart or resume
   uint64_t boot = 0;
   NodeClock clock;
   uint64_t wake_token = 0;
@@ -164,6 +170,9 @@ struct Simulator::Impl {
   TraceHash trace;
   std::vector<SimNode> nodes;
   absl::flat_hash_map<node::Address, uint32_t> by_address;  // lookups only, never iterated
+  absl::flat_hash_map<std::string, uint32_t> by_name;        // likewise
+  Time partition_ended{0};
+  std::set<std::pair<std::string, uint64_t>> false_accusations;  // (subject, incarnation)  // the last heal (false accusations are counted 10 s after it)
   Time now{0};
   Time faults_end{0}, liveness_start{0};
   // Bytes sent by type, summed over nodes and boots, when the workload window
@@ -216,6 +225,11 @@ struct Simulator::Impl {
   void StartPartition(Network::PartitionKind kind, std::vector<uint8_t> side);
   void RandomPartition();
   void RandomCrash();
+  void RandomPause();
+  void Resume(uint32_t i);
+  // A suspect or dead event at node `observer` about `subject`: counted if
+  // the subject was plainly healthy.
+  void CountAccusation(const node::Event& e);
   void Scripted(const ScriptedFault& f);
 
   // ---- workloads ----

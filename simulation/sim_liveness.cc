@@ -20,7 +20,10 @@ void Simulator::Impl::FaultsEnd() {
   calm.loss = calm.duplicate = calm.reorder = 0;
   net.set_options(calm);
   net.Heal();
+  partition_ended = now;
   trace.Mix(0xfe4d);
+  for (uint32_t i = 0; i < o.nodes; ++i)
+    if (nodes[i].paused || nodes[i].slow_lag > Duration(0)) Resume(i);
   for (uint32_t i = 0; i < o.nodes; ++i)
     if (!nodes[i].up) Restart(i);
   liveness_start = now;

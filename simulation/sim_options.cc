@@ -32,6 +32,7 @@ std::string FaultOptions::Describe() const {
   if (partition) add("partition");
   if (one_way_partition) add("one-way-partition");
   if (crash) add(absl::StrFormat("crash(keep=%.2f)", keep_state));
+  if (pause) add(absl::StrFormat("pause(every %.1fs)", ToSeconds(pause_gap)));
   if (clock_drift) add(absl::StrFormat("clock-drift(%.0fppm)", max_drift * 1e6));
   for (const ScriptedFault& f : scripted) {
     const char* names[] = {"partition", "one-way", "heal", "crash", "rotate"};
@@ -45,7 +46,7 @@ std::string FaultOptions::Describe() const {
 const std::vector<std::string>& ScenarioNames() {
   static const std::vector<std::string> names = {"none",          "loss30",        "partition-heal",
                                                  "one-way",       "crash-restart", "rotate-in-partition",
-                                                 "grow",          "churn"};
+                                                 "grow",          "churn",         "pause"};
   return names;
 }
 
@@ -97,6 +98,15 @@ absl::Status ApplyScenario(const std::string& name, SimOptions& o) {
     f.keep_state = 0.5;
     f.down_min = seconds(5);
     f.down_max = seconds(20);
+  } else if (name == "pause") {
+    // Issue 11, Lifeguard: a node stops for 1-6 s (a GC pause, a starved
+    // CPU) every 3 s on average somewhere in the cluster; on resume its
+    // timers fire before it reads what waited. Healthy nodes must not be
+    // accused (RunResult::false_suspicions), by the paused ones least of all.
+    f.pause = true;
+    f.pause_gap = seconds(3);
+    f.pause_min = seconds(1);
+    f.pause_max = seconds(6);
   } else {
     return absl::InvalidArgumentError(absl::StrCat("ERR unknown scenario '", name, "'"));
   }
@@ -122,6 +132,9 @@ void ApplySwarm(node::Rng& rng, SimOptions& o) {
   f.crash_gap = Uniform(rng, seconds(3), seconds(15));
   f.keep_state = rng.Unit();
   f.down_max = f.down_min + Uniform(rng, seconds(0), seconds(10));
+  if (rng.Below(3) == 0) f.pause = true;
+  f.pause_gap = Uniform(rng, seconds(2), seconds(10));
+  f.pause_max = f.pause_min + Uniform(rng, seconds(0), seconds(8));
   if (rng.Below(2)) f.clock_drift = true;
   f.max_drift = rng.Unit() * 2e-3;
   o.faults = f;
@@ -150,7 +163,7 @@ Run:
   --warmup=SEC            join phase before the workload (default 5)
   --liveness-bound=SEC    after faults stop, all live nodes must converge within this (default 120)
   --scenario=NAME         fixed scenario: none, loss30, partition-heal, one-way,
-                          crash-restart, rotate-in-partition, grow, churn
+                          crash-restart, rotate-in-partition, grow, churn, pause
   --swarm                 draw each fault switch and its parameters from the seed
 Faults (each off by default):
   --loss[=P]              datagram loss probability (default 0.1)
@@ -159,6 +172,7 @@ Faults (each off by default):
   --partition             random symmetric partitions that heal
   --one-way-partition     random one-way partitions that heal
   --crash[=KEEP]          random crash/restart; KEEP = chance to keep persisted state (default 0.5)
+  --pause[=SEC]           random 1-6 s pauses of one node (timers late, frames held), SEC apart on average (default 4)
   --clock-drift[=PPM]     per-node clock offset (0..5 s) and drift (default +-1000 ppm)
   --latency-min-ms=MS     minimum one-way latency (default 1)
   --latency-tail-ms=MS    mean of the exponential latency tail (default 4)
@@ -166,6 +180,7 @@ Node and workload:
   --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
   --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
+  --lifeguard=on|off      Lifeguard's local health awareness in membership (default on; off = plain SWIM)
   --capacity=N            crawl filter capacity (default 100000)
   --expansion=N           crawl filter scales: each layer N times the last (default 0: fixed size)
   --add-rate=R            crawl adds per virtual second, cluster-wide (default 20)
@@ -202,7 +217,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"gossip-interval-ms", true}, {"fanout", true},   {"anti-entropy-ms", true}, {"dissemination", true},
         {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
-        {"sample-every", true},
+        {"sample-every", true},  {"lifeguard", true}, {"pause", false},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
         {"clock-drift", false}, {"json", false}, {"quiet", false}, {"progress", false}, {"help", false}};
@@ -296,6 +311,19 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       o.faults.crash = true;
       if (has_value) {
         POLLEN_NUM(v, 0, 1) o.faults.keep_state = v;
+      }
+    } else if (name == "pause") {
+      o.faults.pause = true;
+      if (has_value) {
+        POLLEN_NUM(v, 0.1, 1e6) o.faults.pause_gap = FromSeconds(v);
+      }
+    } else if (name == "lifeguard") {
+      if (value == "on") {
+        o.lifeguard = true;
+      } else if (value == "off") {
+        o.lifeguard = false;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("ERR --lifeguard must be on or off, not '", value, "'"));
       }
     } else if (name == "clock-drift") {
       o.faults.clock_drift = true;

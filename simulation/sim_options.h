@@ -47,6 +47,13 @@ struct FaultOptions {
   // Random crashes: mean gap, chance the node keeps its persisted state, downtime.
   bool crash = false;
   node::Duration crash_gap{seconds(8)};
+  // Random pauses (a GC pause, a starved CPU): the node runs nothing and reads
+  // nothing for pause_min..pause_max; frames sent to it wait (up to a bound)
+  // and on resume its timers fire before it reads them. At most a quarter of
+  // the nodes paused at once.
+  bool pause = false;
+  node::Duration pause_gap{seconds(4)};
+  node::Duration pause_min{seconds(1)}, pause_max{seconds(6)};
   double keep_state = 0.5;
   node::Duration down_min{seconds(1)}, down_max{seconds(10)};
   // Per-node clocks: offset uniform in [0, max_offset], drift uniform in +-max_drift.
@@ -83,6 +90,7 @@ struct SimOptions {
 
   node::Duration gossip_interval{milliseconds(200)};
   uint32_t fanout = 3;
+  bool lifeguard = true;  // Membership's Lifeguard (--lifeguard=off: plain SWIM)
   node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration anti_entropy_interval{seconds(10)};
   node::Duration probe_interval{seconds(1)};
@@ -109,7 +117,7 @@ struct SimOptions {
 };
 
 // Names of the fixed scenarios: none, loss30, partition-heal, one-way,
-// crash-restart, rotate-in-partition, grow.
+// crash-restart, rotate-in-partition, grow, churn, pause.
 const std::vector<std::string>& ScenarioNames();
 
 // Applies a fixed scenario to `options`. InvalidArgument for an unknown name.

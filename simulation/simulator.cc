@@ -32,7 +32,7 @@ uint32_t Simulator::Impl::up_count() const {
 int Simulator::Impl::RandomUp(Rng& rng) {
   std::vector<uint32_t> up;
   for (uint32_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].up) up.push_back(i);
+    if (nodes[i].up && !nodes[i].paused) up.push_back(i);  // a paused node serves no client
   if (up.empty()) return -1;
   return static_cast<int>(up[rng.Below(up.size())]);
 }
@@ -72,6 +72,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.fanout = o.fanout;
   c.dissemination = o.dissemination;
   c.probe_interval = o.probe_interval;
+  c.lifeguard = o.lifeguard;
   c.anti_entropy_interval = o.anti_entropy_interval;
   c.refresh_unread_members = false;  // nothing here reads Members()
   c.filters = Filters();
@@ -116,6 +117,7 @@ void Simulator::Impl::Flush(uint32_t i) {
     trace.Mix(e.detail);
     trace.Mix(e.count);
     ++r.events_by_kind[EventKindName(e.kind)];
+    if (e.kind == node::Event::Kind::kMemberSuspect || e.kind == node::Event::Kind::kMemberDead) CountAccusation(e);
     if (e.kind == node::Event::Kind::kEpochAdvanced) checker.OnEpoch(i, e.subject, e.count, now);
     if (e.kind == node::Event::Kind::kFilterDiscarded) checker.OnReplaced(i, e.subject);
     if (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded) {
@@ -194,6 +196,7 @@ void Simulator::Impl::Setup() {
     s.name = absl::StrFormat("node-%04d", i);
     s.address = absl::StrFormat("sim-%04d:7946", i);
     by_address[s.address] = i;
+    by_name[s.name] = i;
     if (o.faults.clock_drift) {
       s.clock.offset = Uniform(clock_rng, Duration(0), o.faults.max_offset);
       s.clock.drift = (clock_rng.Unit() * 2 - 1) * o.faults.max_drift;
@@ -220,6 +223,7 @@ void Simulator::Impl::Setup() {
   const FaultOptions& f = o.faults;
   if (f.partition || f.one_way_partition) At(w + Exponential(fault_rng, f.partition_gap), Ev::Kind::kRandomPartition);
   if (f.crash) At(w + Exponential(fault_rng, f.crash_gap), Ev::Kind::kRandomCrash);
+  if (f.pause) At(w + Exponential(fault_rng, f.pause_gap), Ev::Kind::kRandomPause);
   for (size_t k = 0; k < f.scripted.size(); ++k) At(w + f.scripted[k].at, Ev::Kind::kScripted, 0, k);
   At(o.check_every, Ev::Kind::kCheck);
   At(faults_end, Ev::Kind::kFaultsEnd);
@@ -231,6 +235,7 @@ void Simulator::Impl::Dispatch(Ev& ev) {
       SimNode& s = nodes[ev.node];
       if (!s.up || ev.token != s.wake_token) return;
       s.wake_at = kNever;
+      if (s.paused) return;  // Resume ticks it
       s.node->Tick(Local(ev.node));
       Flush(ev.node);
       Reschedule(ev.node, true);
@@ -242,6 +247,24 @@ void Simulator::Impl::Dispatch(Ev& ev) {
       if (!to.up || ev.token != to.boot) return;  // host down or rebooted: frame lost
       if (ev.channel == Channel::kStream && (!from.up || from.boot != ev.from_boot)) return;  // connection broken
       if (!net.Deliverable(ev.from, ev.node)) return;
+      if (to.slow_lag > Duration(0) && !ev.lagged) {
+        ev.lagged = true;
+        At(now + to.slow_lag, std::move(ev));
+        return;
+      }
+      if (to.paused) {
+        // A receive buffer: datagrams past its bound are dropped, as the
+        // kernel would; a stream's frames wait (TCP's window holds them).
+        constexpr size_t kMaxHeldDatagrams = 4096;
+        const size_t held_datagrams = static_cast<size_t>(std::count_if(
+            to.held.begin(), to.held.end(), [](const Ev& h) { return h.channel == Channel::kDatagram; }));
+        if (ev.channel == Channel::kDatagram && held_datagrams >= kMaxHeldDatagrams) {
+          ++r.paused_frames_dropped;
+          return;
+        }
+        to.held.push_back(std::move(ev));
+        return;
+      }
       trace.Mix(ev.from);
       trace.Mix(ev.node);
       trace.Mix(static_cast<uint64_t>(now.count()));
@@ -265,6 +288,7 @@ void Simulator::Impl::Dispatch(Ev& ev) {
         checker.Observe(ev.node, info, now);
       }
       s.up = true;
+      s.available_since = now;
       s.node->Start(Local(ev.node));
       Flush(ev.node);
       Reschedule(ev.node, false);
@@ -274,12 +298,15 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kHeal:
       if (faults_on) {
         net.Heal();
+        partition_ended = now;
         trace.Mix(0x4ea1);
       }
       return;
     case Ev::Kind::kScripted: Scripted(o.faults.scripted[ev.token]); return;
     case Ev::Kind::kRandomPartition: RandomPartition(); return;
     case Ev::Kind::kRandomCrash: RandomCrash(); return;
+    case Ev::Kind::kRandomPause: RandomPause(); return;
+    case Ev::Kind::kResume: Resume(ev.node); return;
     case Ev::Kind::kCrawlAdd: CrawlAdd(); return;
     case Ev::Kind::kDigestAdd: DigestAdd(ev.node); return;
     case Ev::Kind::kDigestRotate: DigestRotate(ev.node); return;

@@ -77,6 +77,8 @@ Membership::Membership(MembershipConfig config, uint64_t rng_seed) : config_(std
   assert(config_.dead_reconnect_interval > Duration::zero());
   assert(config_.max_members >= 1);
   assert(config_.suspicion_multiplier > 0);
+  assert(config_.max_health_multiplier >= 1);
+  assert(config_.suspicion_max_multiplier >= 1.0);
   config_.max_piggyback = std::min(config_.max_piggyback, kMaxPiggybackWire);
   for (const Address& seed : config_.seeds) {
     if (seeds_.size() >= kMaxSeeds) break;
@@ -208,6 +210,29 @@ Duration Membership::SuspicionTimeout() const {
   return Duration(static_cast<int64_t>(scale * static_cast<double>(config_.probe_interval.count())));
 }
 
+size_t Membership::ExpectedConfirmations() const {
+  if (!config_.lifeguard) return 0;
+  const double k = std::floor(config_.suspicion_multiplier) - 2.0;
+  if (k < 1.0 || static_cast<double>(LiveCount()) < k + 2.0) return 0;  // too few to confirm
+  return static_cast<size_t>(k);
+}
+
+Duration Membership::SuspicionTimeoutAfter(size_t confirmations) const {
+  const Duration min = SuspicionTimeout();
+  const size_t k = ExpectedConfirmations();
+  if (k == 0 || confirmations >= k) return min;
+  const double max = static_cast<double>(min.count()) * config_.suspicion_max_multiplier;
+  const double fraction = std::log(static_cast<double>(confirmations) + 1.0) / std::log(static_cast<double>(k) + 1.0);
+  const double timeout = max - fraction * (max - static_cast<double>(min.count()));
+  return std::max(min, Duration(static_cast<int64_t>(timeout)));
+}
+
+void Membership::AdjustHealth(int delta) {
+  if (!config_.lifeguard) return;
+  const int64_t top = static_cast<int64_t>(config_.max_health_multiplier) - 1;
+  health_score_ = static_cast<uint32_t>(std::clamp<int64_t>(int64_t{health_score_} + delta, 0, top));
+}
+
 uint32_t Membership::PushPullScale() const {
   constexpr double kThreshold = 32;
   const double n = static_cast<double>(LiveCount());
@@ -223,9 +248,9 @@ uint32_t Membership::RetransmitLimit() const {
 Time Membership::NextWakeup() const {
   Time t = std::min({next_probe_, next_gossip_, next_push_pull_, next_reconnect_});
   if (!joined_) t = std::min(t, next_join_);
-  if (probe_ && !probe_->acked && !probe_->indirect_sent) t = std::min(t, probe_->started + config_.probe_timeout);
+  if (probe_ && !probe_->acked && !probe_->indirect_sent) t = std::min(t, probe_->started + ProbeTimeout());
   if (!suspicions_.empty()) t = std::min(t, suspicions_.begin()->first);
-  for (const auto& [seq, relay] : relays_) t = std::min(t, relay.deadline);
+  for (const auto& [seq, relay] : relays_) t = std::min(t, relay.nack_done ? relay.deadline : relay.nack_at);
   return t;
 }
 
@@ -251,6 +276,10 @@ bool Membership::ValidUpdate(const wire::MemberUpdate& u) {
     Reject("status");
     return false;
   }
+  if (u.accuser().size() > kMaxNameBytes) {
+    Reject("name");
+    return false;
+  }
   return true;
 }
 
@@ -262,6 +291,9 @@ wire::MemberUpdate Membership::UpdateOf(const std::string& name, const Member& m
   u.set_address(m.address);
   u.set_incarnation(m.incarnation);
   u.set_status(ToWire(m.state));
+  if (m.state == MemberState::kSuspect && m.suspicion != nullptr && !m.suspicion->accusers.empty()) {
+    u.set_accuser(m.suspicion->accusers.back());  // the newest: its confirmation spreads
+  }
   return u;
 }
 
@@ -299,7 +331,8 @@ void Membership::Emit(Event::Kind kind, const std::string& name, const Member& m
   events_.push_back(Event{kind, name, m.address, m.incarnation});
 }
 
-void Membership::SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now) {
+void Membership::SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now,
+                          const std::string& accuser) {
   const MemberState old = m.state;
   const uint64_t old_inc = m.incarnation;
   if (old == MemberState::kSuspect) suspicions_.erase({m.suspect_deadline, name});
@@ -312,8 +345,15 @@ void Membership::SetState(const std::string& name, Member& m, MemberState state,
   TrackLive(m);
   if (state == MemberState::kSuspect) {
     // A fresh suspicion (or one at a newer incarnation) restarts the timer.
-    if (old != MemberState::kSuspect || old_inc != incarnation) m.suspect_deadline = now + SuspicionTimeout();
+    if (old != MemberState::kSuspect || old_inc != incarnation) {
+      m.suspicion = std::make_unique<Suspicion>();
+      m.suspicion->since = now;
+      if (!accuser.empty()) m.suspicion->accusers.push_back(accuser);
+      m.suspect_deadline = now + SuspicionTimeoutAfter(0);
+    }
     suspicions_.insert({m.suspect_deadline, name});
+  } else {
+    m.suspicion.reset();
   }
   if (old != state && (state == MemberState::kSuspect || state == MemberState::kDead) && started_ && !left_) {
     notify_.push_back(name);  // tell the accused at once (sent after this update is applied)
@@ -360,8 +400,26 @@ bool Membership::MakeRoom() {
   return true;
 }
 
+void Membership::Confirm(const std::string& name, Member& m, const std::string& accuser, Time now) {
+  assert(m.state == MemberState::kSuspect && m.suspicion != nullptr);
+  const size_t k = ExpectedConfirmations();
+  std::vector<std::string>& accusers = m.suspicion->accusers;
+  if (k == 0 || accuser.empty() || accuser == name || accusers.size() >= k + 1) return;
+  if (std::find(accusers.begin(), accusers.end(), accuser) != accusers.end()) return;
+  accusers.push_back(accuser);
+  const size_t confirmations = accusers.size() - 1;  // the first accuser raised it
+  const Time deadline = std::max(now, m.suspicion->since + SuspicionTimeoutAfter(confirmations));
+  if (deadline < m.suspect_deadline) {
+    suspicions_.erase({m.suspect_deadline, name});
+    m.suspect_deadline = deadline;
+    suspicions_.insert({deadline, name});
+  }
+  Enqueue(name, m);  // carries this accuser: the confirmation reaches the others
+}
+
 void Membership::Refute(uint64_t accused_incarnation, Time now) {
   if (left_) return;
+  AdjustHealth(1);  // accused: perhaps this node is the slow one
   const uint64_t base = std::max(incarnation_, accused_incarnation);
   if (base == std::numeric_limits<uint64_t>::max()) return;  // cannot go higher
   incarnation_ = base + 1;
@@ -392,7 +450,10 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
     }
     Member m{u.address(), state, u.incarnation(), now, Time{0}};
     if (state == MemberState::kSuspect) {
-      m.suspect_deadline = now + SuspicionTimeout();
+      m.suspicion = std::make_unique<Suspicion>();
+      m.suspicion->since = now;
+      if (!u.accuser().empty()) m.suspicion->accusers.push_back(u.accuser());
+      m.suspect_deadline = now + SuspicionTimeoutAfter(0);
       suspicions_.insert({m.suspect_deadline, name});
     }
     if (IsLive(m) && probe_order_.size() < 2 * config_.max_members) {
@@ -414,9 +475,14 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
     return true;
   }
   Member& m = *known;
-  if (!Supersedes(u.incarnation(), state, m.incarnation, m.state)) return false;
+  if (!Supersedes(u.incarnation(), state, m.incarnation, m.state)) {
+    if (state == MemberState::kSuspect && m.state == MemberState::kSuspect && u.incarnation() == m.incarnation) {
+      Confirm(name, m, u.accuser(), now);
+    }
+    return false;
+  }
   if (u.incarnation() > m.incarnation) m.address = u.address();
-  SetState(name, m, state, u.incarnation(), now);
+  SetState(name, m, state, u.incarnation(), now, u.accuser());
   return true;
 }
 
@@ -567,6 +633,7 @@ void Membership::Handle(const Address& from, const wire::MembershipMessage& msg,
       }
       break;
     case wire::MembershipMessage::kAck:
+    case wire::MembershipMessage::kNack:
     case wire::MembershipMessage::kGossip:
       break;
     case wire::MembershipMessage::BODY_NOT_SET:
@@ -583,6 +650,9 @@ void Membership::Handle(const Address& from, const wire::MembershipMessage& msg,
       break;
     case wire::MembershipMessage::kAck:
       HandleAck(sender, msg.ack(), now);
+      break;
+    case wire::MembershipMessage::kNack:
+      HandleNack(sender, msg.nack());
       break;
     case wire::MembershipMessage::kPingReq:
       HandlePingReq(from, sender, msg.ping_req(), now);
@@ -657,6 +727,16 @@ void Membership::HandleAck(const std::string& sender, const wire::MemberAck& a, 
   Reject("unknown_ack");
 }
 
+void Membership::HandleNack(const std::string& sender, const wire::MemberNack& n) {
+  if (!probe_ || probe_->acked || n.seq() != probe_->seq ||
+      std::find(probe_->helpers.begin(), probe_->helpers.end(), sender) == probe_->helpers.end()) {
+    return Reject("unknown_nack");  // late (the probe concluded), or not asked
+  }
+  if (std::find(probe_->nacked.begin(), probe_->nacked.end(), sender) == probe_->nacked.end()) {
+    probe_->nacked.push_back(sender);  // a duplicated datagram counts once
+  }
+}
+
 void Membership::HandlePingReq(const Address& from, const std::string& sender, const wire::MemberPingReq& r,
                                Time now) {
   const Member* requester = FindMember(sender);
@@ -667,7 +747,12 @@ void Membership::HandlePingReq(const Address& from, const std::string& sender, c
   const Member* target = FindMember(r.target());
   const Address to = target != nullptr ? target->address : r.target_address();
   const uint64_t seq = next_seq_++;
-  relays_[seq] = Relay{from, sender, r.seq(), r.target(), now + config_.probe_timeout};
+  // Lifeguard: nack at 80% of the probe timeout, so that the nack reaches the
+  // prober (whose indirect probes went out a probe timeout into its interval)
+  // before it judges the probe; the ack is still relayed up to the timeout.
+  const bool nack = config_.lifeguard;
+  relays_[seq] = Relay{from, sender, r.seq(), r.target(), now + config_.probe_timeout * 4 / 5, !nack,
+                       now + config_.probe_timeout};
   wire::MembershipMessage ping = NewMessage();
   ping.mutable_ping()->set_seq(seq);
   ping.mutable_ping()->set_target(r.target());
@@ -688,10 +773,14 @@ void Membership::HandlePushPull(const Address& from, const std::string& sender, 
 // ---------------------------------------------------------------- timers
 
 void Membership::Tick(Time now) {
+  if (config_.lifeguard && started_ && !left_) {
+    const Time due = NextWakeup();
+    if (due != Time::max() && now > due && now - due > config_.probe_timeout) RecoverFromStall(now);
+  }
   RelayTick(now);
   SuspicionTick(now);
   if (!joined_ && now >= next_join_) JoinTick(now);
-  if (probe_ && !probe_->acked && !probe_->indirect_sent && now >= probe_->started + config_.probe_timeout) {
+  if (probe_ && !probe_->acked && !probe_->indirect_sent && now >= probe_->started + ProbeTimeout()) {
     SendIndirect(now);
   }
   if (now >= next_probe_) ProbeTick(now);
@@ -701,9 +790,37 @@ void Membership::Tick(Time now) {
   FlushNotify();
 }
 
+void Membership::RecoverFromStall(Time now) {
+  ++stalls_;
+  AdjustHealth(1);
+  // Answers to this node's probe may be unread: no verdict on it.
+  probe_.reset();
+  // Nor on the targets of relayed probes: no nacks for those that lapsed.
+  for (auto& [seq, relay] : relays_) {
+    if (relay.nack_at <= now) relay.nack_done = true;
+  }
+  // Refutations of lapsed suspicions may be unread too: one more interval.
+  const Time grace = now + ProbeInterval();
+  std::vector<std::string> lapsed;
+  for (auto it = suspicions_.begin(); it != suspicions_.end() && it->first <= now; ++it) lapsed.push_back(it->second);
+  for (const std::string& name : lapsed) {
+    Member& m = members_.at(name);
+    suspicions_.erase({m.suspect_deadline, name});
+    m.suspect_deadline = grace;
+    suspicions_.insert({grace, name});
+  }
+}
+
 void Membership::RelayTick(Time now) {
   for (auto it = relays_.begin(); it != relays_.end();) {
-    it = it->second.deadline <= now ? relays_.erase(it) : std::next(it);
+    Relay& relay = it->second;
+    if (!relay.nack_done && relay.nack_at <= now) {
+      relay.nack_done = true;
+      wire::MembershipMessage nack = NewMessage();
+      nack.mutable_nack()->set_seq(relay.origin_seq);
+      SendMsg(relay.origin, std::move(nack), relay.origin_name);
+    }
+    it = relay.deadline <= now ? relays_.erase(it) : std::next(it);
   }
 }
 
@@ -744,19 +861,30 @@ std::optional<std::string> Membership::NextProbeTarget() {
 }
 
 void Membership::ProbeTick(Time now) {
-  next_probe_ = now + config_.probe_interval;
   // Remind the members this node suspects, soonest deadline first, so a
   // refutation lost once still arrives before the suspicion expires.
   for (auto it = suspicions_.begin(); it != suspicions_.end() && notify_.size() < kMaxNotify; ++it) {
     notify_.push_back(it->second);
   }
   if (probe_) {
-    if (!probe_->acked) {
+    if (probe_->acked) {
+      AdjustHealth(-1);
+    } else {
+      // Helpers that did not nack either failed too or never heard from this
+      // node: either way, evidence that this node may be the slow one.
+      const size_t missing = probe_->helpers.size() - probe_->nacked.size();
+      AdjustHealth(probe_->helpers.empty() ? 1 : static_cast<int>(missing));
       Member* m = FindMember(probe_->target);
-      if (m != nullptr && m->state == MemberState::kAlive) SetState(*m->name, *m, MemberState::kSuspect, m->incarnation, now);
+      if (m != nullptr && m->state == MemberState::kAlive) {
+        SetState(*m->name, *m, MemberState::kSuspect, m->incarnation, now, config_.self_name);
+      } else if (m != nullptr && m->state == MemberState::kSuspect) {
+        Confirm(*m->name, *m, config_.self_name, now);
+      }
     }
     probe_.reset();
   }
+  // After the verdict: it may have changed the health score.
+  next_probe_ = now + ProbeInterval();
   std::optional<std::string> target = NextProbeTarget();
   if (!target) return;
   probe_ = Probe{*target, next_seq_++, now, false, false, {}};

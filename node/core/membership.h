@@ -59,6 +59,26 @@
 //  - Round-trip times: an ack from the probed member itself (not relayed)
 //    records now - (time its ping was sent) as that member's probe_rtt
 //    (MemberInfo), kept until the next such ack or the member's eviction.
+//  - Lifeguard (config.lifeguard; Dadgar, Phillips, Currey: "Lifeguard: Local
+//    Health Awareness for More Accurate Failure Detection", 2017, as in
+//    memberlist). A node that is itself slow must not accuse healthy peers:
+//     * Health score in [0, max_health_multiplier - 1]: +1 per missing nack
+//       of a failed probe (+1 when it had no helpers), +1 per refutation of a
+//       suspicion of self, +1 per stall; -1 per answered probe. The probe
+//       interval and probe timeout are multiplied by (score + 1).
+//     * Nacks: a ping-req helper whose target has not answered within 80% of
+//       its probe_timeout tells the prober so (MemberNack).
+//     * Suspicion timeout: a suspicion starts at suspicion_max_multiplier x
+//       the SWIM timeout above and shrinks, as distinct accusers confirm it
+//       (each suspect update names its accuser), to the SWIM timeout at
+//       K = suspicion_multiplier - 2 confirmations:
+//         max - (max - min) * log(C + 1) / log(K + 1)
+//       (K = 0 below K + 2 live members: the SWIM timeout at once).
+//     * Stall: a Tick later than probe_timeout past NextWakeup() means this
+//       node did not run (paused, CPU starved) while answers may sit unread.
+//       The outstanding probe is dropped without a verdict, relays that
+//       lapsed send no nack, and suspicions that lapsed get one more probe
+//       interval (the refutation may be in the backlog).
 //  - Deterministic: same config, seed and inputs give the same outputs.
 //
 // Messages that carry full state (push_pull) can be large; the owner should
@@ -70,6 +90,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -107,6 +128,10 @@ struct MembershipConfig {
   size_t max_piggyback = kMaxPiggybackWireDefault;
   size_t max_piggyback_bytes = 1000;
   size_t max_members = 10000;          // table bound, self included
+  // Lifeguard (see above); false gives plain SWIM (for comparisons).
+  bool lifeguard = true;
+  uint32_t max_health_multiplier = 8;     // memberlist's AwarenessMaxMultiplier
+  double suspicion_max_multiplier = 6.0;  // memberlist's SuspicionMaxTimeoutMult
 };
 
 class Membership {
@@ -174,12 +199,23 @@ class Membership {
   const MembershipConfig& config() const { return config_; }
 
   // Rejected input by reason ("name", "self", "address", "status", "too_many_updates",
-  // "no_body", "unknown_ack", "unknown_sender", "target", "relays_full",
+  // "no_body", "unknown_ack", "unknown_nack", "unknown_sender", "target", "relays_full",
   // "table_full"), for metrics.
   const std::map<std::string, uint64_t>& rejected() const { return rejected_; }
 
-  // Suspicion timeout for the current LiveCount().
+  // SWIM's suspicion timeout for the current LiveCount(): Lifeguard's
+  // minimum (reached at K confirmations).
   Duration SuspicionTimeout() const;
+  // The suspicion timeout after `confirmations` distinct accusers beyond the
+  // first (Lifeguard); SuspicionTimeout() without Lifeguard.
+  Duration SuspicionTimeoutAfter(size_t confirmations) const;
+  // Lifeguard's local health score (0 = healthy), and the probe interval and
+  // timeout it stretches.
+  uint32_t health_score() const { return health_score_; }
+  Duration ProbeInterval() const { return config_.probe_interval * (health_score_ + 1); }
+  Duration ProbeTimeout() const { return config_.probe_timeout * (health_score_ + 1); }
+  // Ticks that came more than probe_timeout late (this node did not run).
+  uint64_t stalls() const { return stalls_; }
   // The push/pull period's multiplier for the current LiveCount() N: 1 up to
   // 32, then 1 + ceil(log2(N / 32)) (memberlist's scaling): a full-state
   // exchange costs O(N) bytes each way, so without it the cluster's push/pull
@@ -188,6 +224,10 @@ class Membership {
 
  private:
   static constexpr size_t kNotLive = ~size_t{0};
+  struct Suspicion {
+    Time since{0};
+    std::vector<std::string> accusers;
+  };
   struct Member {
     Address address;
     MemberState state = MemberState::kAlive;
@@ -195,6 +235,10 @@ class Membership {
     Time last_change{0};
     Time suspect_deadline{0};  // valid when state == kSuspect
     std::optional<Duration> probe_rtt{};  // last answered direct probe
+    // While suspect (Lifeguard): when the suspicion began and its distinct
+    // named accusers, the first one first (at most K + 1). Held apart: every
+    // node holds every member, and few are ever suspect.
+    std::unique_ptr<Suspicion> suspicion;
     const std::string* name = nullptr;    // this entry's key in members_
     size_t live_pos = kNotLive;           // index in live_ while alive or suspect
   };
@@ -205,13 +249,16 @@ class Membership {
     bool acked = false;
     bool indirect_sent = false;
     std::vector<std::string> helpers;
+    std::vector<std::string> nacked;  // helpers that sent a nack (each once)
   };
   struct Relay {
     Address origin;
     std::string origin_name;
     uint64_t origin_seq = 0;
     std::string target;
-    Time deadline{0};
+    Time nack_at{0};   // no ack from the target by then: nack the origin
+    bool nack_done = false;
+    Time deadline{0};  // acks still relayed until then
   };
   struct Queued {
     wire::MemberUpdate update;
@@ -229,7 +276,15 @@ class Membership {
   // suspect. Returns true if the local table changed.
   bool Apply(const wire::MemberUpdate& u, bool from_full_state, Time now);
   void Refute(uint64_t accused_incarnation, Time now);
-  void SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now);
+  // `accuser`: for a new suspicion, who raised it (may be empty).
+  void SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now,
+                const std::string& accuser = {});
+  // Lifeguard: `accuser` confirms the suspicion of m; a new distinct one
+  // shortens its deadline and is gossiped on.
+  void Confirm(const std::string& name, Member& m, const std::string& accuser, Time now);
+  size_t ExpectedConfirmations() const;
+  void AdjustHealth(int delta);
+  void RecoverFromStall(Time now);
   bool MakeRoom();  // evicts the oldest left, then dead, member; false if none
   void Enqueue(const std::string& name, const Member& m);
   wire::MemberUpdate UpdateOf(const std::string& name, const Member& m) const;
@@ -242,6 +297,7 @@ class Membership {
   void HandlePing(const Address& from, const std::string& sender, const wire::MemberPing& p);
   void HandleAck(const std::string& sender, const wire::MemberAck& a, Time now);
   void HandlePingReq(const Address& from, const std::string& sender, const wire::MemberPingReq& r, Time now);
+  void HandleNack(const std::string& sender, const wire::MemberNack& n);
   void HandlePushPull(const Address& from, const std::string& sender, const wire::MemberPushPull& pp, Time now);
 
   void ProbeTick(Time now);
@@ -275,6 +331,8 @@ class Membership {
   uint64_t queue_order_ = 0;
   uint64_t view_version_ = 0;
   size_t dead_count_ = 0;  // members held dead: ReconnectTick walks the table only if some are
+  uint32_t health_score_ = 0;  // Lifeguard, < max_health_multiplier
+  uint64_t stalls_ = 0;
 
   std::map<std::string, Member> members_;  // others only
   std::map<std::string, Queued> queue_;    // piggyback queue, one per member (self included)

@@ -38,6 +38,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.probe_timeout = impl.config.probe_timeout;
   mc.indirect_probes = impl.config.indirect_probes;
   mc.suspicion_multiplier = impl.config.suspicion_multiplier;
+  mc.lifeguard = impl.config.lifeguard;
   mc.dead_reconnect_interval = impl.config.dead_reconnect_interval;
   mc.gossip_interval = impl.config.gossip_interval;
   mc.gossip_fanout = impl.config.fanout;

@@ -48,6 +48,7 @@ struct NodeConfig {
   Duration probe_timeout = std::chrono::milliseconds(500);
   uint32_t indirect_probes = 3;
   double suspicion_multiplier = 4.0;  // suspicion timeout = mult * log10(N+1) * probe_interval
+  bool lifeguard = true;              // MembershipConfig::lifeguard (false: plain SWIM)
   Duration anti_entropy_interval = std::chrono::seconds(10);
   Duration dead_reconnect_interval = std::chrono::seconds(30);
   size_t max_datagram_bytes = 1200;   // below any sane path MTU

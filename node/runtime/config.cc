@@ -221,6 +221,10 @@ const std::vector<Option>& Options() {
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.indirect_probes, v, 0, 16); }},
       {"suspicion-multiplier", "4", "Suspicion timeout = mult * log10(N+1) * probe-interval", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetDouble(&c.suspicion_multiplier, v, 1, 100, false); }},
+      {"lifeguard", "true",
+       "Lifeguard local health awareness: a slow node stretches its own probing and suspicions need confirming "
+       "(false: plain SWIM)",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBool(&c.lifeguard, v); }},
       {"anti-entropy-interval", "10s", "Time between anti-entropy exchanges", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) {
          return SetDur(&c.anti_entropy_interval, v, milliseconds(100), hours(1));
@@ -628,6 +632,7 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "probe-timeout = " << FormatDuration(c.probe_timeout) << "\n"
       << "indirect-probes = " << c.indirect_probes << "\n"
       << "suspicion-multiplier = " << c.suspicion_multiplier << "\n"
+      << "lifeguard = " << (c.lifeguard ? "true" : "false") << "\n"
       << "anti-entropy-interval = " << FormatDuration(c.anti_entropy_interval) << "\n"
       << "dead-reconnect-interval = " << FormatDuration(c.dead_reconnect_interval) << "\n"
       << "max-datagram-bytes = " << c.max_datagram_bytes << "\n"

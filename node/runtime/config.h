@@ -66,6 +66,7 @@ struct DaemonConfig {
   node::Duration probe_timeout{0};
   uint32_t indirect_probes = 0;
   double suspicion_multiplier = 0;
+  bool lifeguard = true;
   node::Duration anti_entropy_interval{0};
   node::Duration dead_reconnect_interval{0};
   uint32_t max_datagram_bytes = 0;

@@ -70,6 +70,7 @@ node::NodeConfig MakeNodeConfig(const DaemonConfig& c, const crdt::ClusterSecret
   nc.probe_timeout = c.probe_timeout;
   nc.indirect_probes = c.indirect_probes;
   nc.suspicion_multiplier = c.suspicion_multiplier;
+  nc.lifeguard = c.lifeguard;
   nc.anti_entropy_interval = c.anti_entropy_interval;
   nc.dead_reconnect_interval = c.dead_reconnect_interval;
   nc.max_datagram_bytes = c.max_datagram_bytes;

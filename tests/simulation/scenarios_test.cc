@@ -40,6 +40,9 @@ TEST_P(Scenario, Passes) {
     EXPECT_GE(r.crashes, 2u);
     EXPECT_EQ(r.restarts, r.crashes);
   }
+  if (name == "pause") {
+    EXPECT_GE(r.pauses, 3u);
+  }
   if (name == "rotate-in-partition") {
     // Both sides proposed epoch 1 while apart: one proposal, so epoch 1 after the heal.
     EXPECT_GE(r.rotations, 2u);
@@ -62,6 +65,32 @@ TEST_P(Scenario, Passes) {
     EXPECT_EQ(r.dissemination, "tree");
     EXPECT_LE(r.transmissions_per_bit, 1.3 * (r.nodes - 1)) << FormatSummary(r);
   }
+}
+
+// Issue 11, Lifeguard: with nodes pausing and lagging (the pause scenario),
+// healthy nodes are accused well under half as often as with plain SWIM, and
+// never declared dead. Measured (20 nodes, 60 s, seeds 1-5): 19 suspicions
+// against 61, 82 suspect events against 298 (simulation/README.md).
+TEST(Lifeguard, FewerFalseSuspicionsThanPlainSwimUnderPauses) {
+  uint64_t with = 0, without = 0, deaths_with = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    for (const bool lifeguard : {true, false}) {
+      SimOptions o;
+      o.seed = seed;
+      o.nodes = 20;
+      o.duration = std::chrono::seconds(60);
+      o.lifeguard = lifeguard;
+      ASSERT_TRUE(ApplyScenario("pause", o).ok());
+      const RunResult r = Simulator(o).Run();
+      EXPECT_TRUE(r.passed) << FormatSummary(r);
+      EXPECT_GE(r.pauses, 10u);
+      (lifeguard ? with : without) += r.false_suspicions;
+      if (lifeguard) deaths_with += r.false_deaths;
+    }
+  }
+  EXPECT_GT(without, 0u);  // the scenario does provoke accusations
+  EXPECT_LT(2 * with, without);
+  EXPECT_EQ(deaths_with, 0u);
 }
 
 // The workload-window figures count only [warmup, warmup + duration]: less
