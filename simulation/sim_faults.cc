@@ -19,9 +19,10 @@ void Simulator::Impl::Crash(uint32_t i, bool keep_state, Duration down) {
   AddCounters(s.carried, s.node->Counters());
   s.node.reset();
   s.up = false;
-  s.paused = false;  // its Resume finds it down; what it held is lost with it
+  s.paused = false;  // what it held is lost with it
   s.held.clear();
   s.slow_lag = Duration(0);
+  ++s.pause_token;  // its pending Resume does nothing
   ++s.wake_token;
   s.wake_at = kNever;
   net.ResetStreams(i);
@@ -111,14 +112,15 @@ void Simulator::Impl::RandomPause() {
   uint32_t paused = 0;
   for (const SimNode& s : nodes) paused += (s.paused || s.slow_lag > Duration(0)) ? 1 : 0;
   if (paused * 4 < o.nodes) {
-    const int i = RandomUp(fault_rng);  // never a paused one (perhaps a slow one: it stays so)
+    const int i = RandomUp(fault_rng);  // never a paused one; a slow one is left as it is
     const Duration length = Uniform(fault_rng, f.pause_min, f.pause_max);
     // Half stop outright; half stay up but read every frame 0.5-2 s late
     // (a loaded event loop): their probes time out before the acks are read.
     const bool stop = fault_rng.Below(2) == 0;
     const Duration lag = Uniform(fault_rng, std::chrono::milliseconds(500), std::chrono::seconds(2));
-    if (i >= 0) {
+    if (i >= 0 && nodes[i].slow_lag == Duration(0)) {
       SimNode& s = nodes[i];
+      ++s.pause_token;
       if (stop) {
         s.paused = true;
       } else {
@@ -128,14 +130,15 @@ void Simulator::Impl::RandomPause() {
       trace.Mix(0x9a05);
       trace.Mix(static_cast<uint64_t>(i));
       trace.Mix(stop ? 0 : static_cast<uint64_t>(lag.count()));
-      At(now + length, Ev::Kind::kResume, static_cast<uint32_t>(i));
+      At(now + length, Ev::Kind::kResume, static_cast<uint32_t>(i), s.pause_token);
     }
   }
   At(now + Exponential(fault_rng, f.pause_gap), Ev::Kind::kRandomPause);
 }
 
-void Simulator::Impl::Resume(uint32_t i) {
+void Simulator::Impl::Resume(uint32_t i, uint64_t token) {
   SimNode& s = nodes[i];
+  if (token != s.pause_token) return;  // a crash came in between
   if (s.slow_lag > Duration(0)) {
     s.slow_lag = Duration(0);  // frames already delayed keep their time
     s.available_since = now;

@@ -120,6 +120,7 @@ struct SimNode {
   bool paused = false;
   std::vector<Ev> held;     // frames that arrived while paused, in order
   Duration slow_lag{0};     // > 0: a slow node, reading each frame this late
+  uint64_t pause_token = 0;  // moves on each pause, slow spell and crash: stale kResume events do nothing
   Time available_since{0};  // last start, restart or resume
   uint64_t boot = 0;
   NodeClock clock;
@@ -226,7 +227,7 @@ struct Simulator::Impl {
   void RandomPartition();
   void RandomCrash();
   void RandomPause();
-  void Resume(uint32_t i);
+  void Resume(uint32_t i, uint64_t token);
   // A suspect or dead event at node `observer` about `subject`: counted if
   // the subject was plainly healthy.
   void CountAccusation(const node::Event& e);

@@ -23,7 +23,7 @@ void Simulator::Impl::FaultsEnd() {
   partition_ended = now;
   trace.Mix(0xfe4d);
   for (uint32_t i = 0; i < o.nodes; ++i)
-    if (nodes[i].paused || nodes[i].slow_lag > Duration(0)) Resume(i);
+    if (nodes[i].paused || nodes[i].slow_lag > Duration(0)) Resume(i, nodes[i].pause_token);
   for (uint32_t i = 0; i < o.nodes; ++i)
     if (!nodes[i].up) Restart(i);
   liveness_start = now;

@@ -29,7 +29,7 @@ void Simulator::Impl::CrawlAdd() {
 
 void Simulator::Impl::DigestAdd(uint32_t owner) {
   if (!workload_on) return;
-  if (nodes[owner].up) {
+  if (nodes[owner].up && !nodes[owner].paused) {  // a paused node serves no client
     ClientAdd(owner, absl::StrCat("digest:", nodes[owner].name),
               absl::StrCat("object/", nodes[owner].name, "/", object_counter++));
   }
@@ -38,7 +38,7 @@ void Simulator::Impl::DigestAdd(uint32_t owner) {
 
 void Simulator::Impl::DigestRotate(uint32_t owner) {
   if (!workload_on) return;
-  if (nodes[owner].up) RotateAt(owner, absl::StrCat("digest:", nodes[owner].name));
+  if (nodes[owner].up && !nodes[owner].paused) RotateAt(owner, absl::StrCat("digest:", nodes[owner].name));
   At(now + o.workload.digest_rotate_every, Ev::Kind::kDigestRotate, owner);
 }
 

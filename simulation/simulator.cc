@@ -306,7 +306,7 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kRandomPartition: RandomPartition(); return;
     case Ev::Kind::kRandomCrash: RandomCrash(); return;
     case Ev::Kind::kRandomPause: RandomPause(); return;
-    case Ev::Kind::kResume: Resume(ev.node); return;
+    case Ev::Kind::kResume: Resume(ev.node, ev.token); return;
     case Ev::Kind::kCrawlAdd: CrawlAdd(); return;
     case Ev::Kind::kDigestAdd: DigestAdd(ev.node); return;
     case Ev::Kind::kDigestRotate: DigestRotate(ev.node); return;

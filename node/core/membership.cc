@@ -248,7 +248,7 @@ uint32_t Membership::RetransmitLimit() const {
 Time Membership::NextWakeup() const {
   Time t = std::min({next_probe_, next_gossip_, next_push_pull_, next_reconnect_});
   if (!joined_) t = std::min(t, next_join_);
-  if (probe_ && !probe_->acked && !probe_->indirect_sent) t = std::min(t, probe_->started + ProbeTimeout());
+  if (probe_ && !probe_->acked && !probe_->indirect_sent) t = std::min(t, probe_->started + probe_->timeout);
   if (!suspicions_.empty()) t = std::min(t, suspicions_.begin()->first);
   for (const auto& [seq, relay] : relays_) t = std::min(t, relay.nack_done ? relay.deadline : relay.nack_at);
   return t;
@@ -419,7 +419,6 @@ void Membership::Confirm(const std::string& name, Member& m, const std::string& 
 
 void Membership::Refute(uint64_t accused_incarnation, Time now) {
   if (left_) return;
-  AdjustHealth(1);  // accused: perhaps this node is the slow one
   const uint64_t base = std::max(incarnation_, accused_incarnation);
   if (base == std::numeric_limits<uint64_t>::max()) return;  // cannot go higher
   incarnation_ = base + 1;
@@ -432,6 +431,7 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
   if (name == config_.self_name) {
     // Someone holds an older or contrary view of this node: refute it.
     if (state != MemberState::kAlive ? u.incarnation() >= incarnation_ : u.incarnation() > incarnation_) {
+      if (state != MemberState::kAlive) AdjustHealth(1);  // accused: perhaps this node is the slow one
       Refute(u.incarnation(), now);
     }
     // The sender believes an accusation (or, after a leave, anything but the
@@ -780,10 +780,11 @@ void Membership::Tick(Time now) {
   RelayTick(now);
   SuspicionTick(now);
   if (!joined_ && now >= next_join_) JoinTick(now);
-  if (probe_ && !probe_->acked && !probe_->indirect_sent && now >= probe_->started + ProbeTimeout()) {
+  if (probe_ && !probe_->acked && !probe_->indirect_sent && now >= probe_->started + probe_->timeout) {
     SendIndirect(now);
   }
   if (now >= next_probe_) ProbeTick(now);
+  SuspicionTick(now);  // again: the probe's verdict may have confirmed a suspicion to now
   if (now >= next_gossip_) GossipTick(now);
   if (now >= next_push_pull_) PushPullTick(now);
   if (now >= next_reconnect_) ReconnectTick(now);
@@ -887,7 +888,7 @@ void Membership::ProbeTick(Time now) {
   next_probe_ = now + ProbeInterval();
   std::optional<std::string> target = NextProbeTarget();
   if (!target) return;
-  probe_ = Probe{*target, next_seq_++, now, false, false, {}};
+  probe_ = Probe{*target, next_seq_++, now, ProbeTimeout(), false, false, {}, {}};
   wire::MembershipMessage ping = NewMessage();
   ping.mutable_ping()->set_seq(probe_->seq);
   ping.mutable_ping()->set_target(*target);

@@ -246,6 +246,7 @@ class Membership {
     std::string target;
     uint64_t seq = 0;
     Time started{0};
+    Duration timeout{0};  // ProbeTimeout() when it started: a score change mid-probe does not move it
     bool acked = false;
     bool indirect_sent = false;
     std::vector<std::string> helpers;

@@ -173,6 +173,32 @@ TEST(Lifeguard, FullyNackedFailureCostsNothingAndTheScoreIsBounded) {
   EXPECT_EQ(swim.health_score(), 0u);
 }
 
+TEST(Lifeguard, AScoreChangeMidProbeKeepsThatProbesTimeout) {
+  Membership m = MakeMember(true);
+  Time t{0};
+  auto probe = NextPing(m, t);
+  ASSERT_TRUE(probe);
+  m.Handle("a:1", Gossip("a", {Update("self", m.incarnation(), wire::MEMBER_STATUS_SUSPECT, "a")}),
+           probe->at + 100ms);
+  ASSERT_EQ(m.health_score(), 1u);
+  ASSERT_EQ(m.ProbeTimeout(), 800ms);
+  m.TakeOutgoing();
+  size_t reqs = 0;
+  for (const auto& s : RunTo(m, probe->at + m.config().probe_timeout)) reqs += s.msg.has_ping_req() ? 1 : 0;
+  EXPECT_EQ(reqs, 3u);  // at the timeout the probe started with, 400 ms
+}
+
+TEST(Lifeguard, OnlyAccusationsCountAsIllHealth) {
+  Membership m = MakeMember(true);
+  // A previous life of this node, alive at a higher incarnation: refuted, not an accusation.
+  m.Handle("a:1", Gossip("a", {Update("self", 5, wire::MEMBER_STATUS_ALIVE)}), Time{0});
+  EXPECT_EQ(m.incarnation(), 6u);
+  EXPECT_EQ(m.health_score(), 0u);
+  m.Handle("a:1", Gossip("a", {Update("self", 6, wire::MEMBER_STATUS_DEAD)}), Time{0});
+  EXPECT_EQ(m.incarnation(), 7u);
+  EXPECT_EQ(m.health_score(), 1u);
+}
+
 TEST(Lifeguard, HelperNacksASilentTargetButRelaysAnAnswer) {
   for (const bool lifeguard : {true, false}) {
     SCOPED_TRACE(lifeguard);

@@ -9,6 +9,7 @@
 // bounds, since a test must not fail because a machine is slow.
 // POLLEN_LIFEGUARD=false runs the same test with plain SWIM, for comparison.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,14 +25,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Busy processes, one per CPU and one more, killed when this goes away.
+// Busy processes, one per CPU, killed when this goes away (or when the test
+// process dies: PR_SET_PDEATHSIG).
 class CpuHogs {
  public:
   CpuHogs() {
-    const unsigned n = std::max(2u, std::thread::hardware_concurrency()) + 1;
+    const unsigned n = std::max(2u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i < n; ++i) {
       const pid_t pid = fork();
       if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1) _exit(0);  // the parent is already gone
         volatile uint64_t x = 0;
         for (;;) x = x + 1;  // until SIGKILL
       }
