@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "node/core/membership.h"
+#include "tests/membership/messages.h"
 #include "tests/membership/pump.h"
 
 namespace pollen::node {
@@ -18,24 +19,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Pump;
 
-wire::MemberUpdate Update(const std::string& name, uint64_t inc, wire::MemberStatus status,
-                          const std::string& accuser = "") {
-  wire::MemberUpdate u;
-  u.set_name(name);
-  u.set_address(name + ":1");
-  u.set_incarnation(inc);
-  u.set_status(status);
-  u.set_accuser(accuser);
-  return u;
-}
-
-wire::MembershipMessage Gossip(const std::string& sender, std::vector<wire::MemberUpdate> updates) {
-  wire::MembershipMessage m;
-  m.set_sender(sender);
-  m.mutable_gossip();
-  for (auto& u : updates) *m.add_updates() = u;
-  return m;
-}
+using testing::Gossip;
+using testing::Update;
 
 wire::MembershipMessage Body(const std::string& sender) {
   wire::MembershipMessage m;

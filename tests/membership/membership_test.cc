@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "node/core/membership.h"
 #include "node/core/rng.h"
+#include "tests/membership/messages.h"
 #include "tests/membership/pump.h"
 
 namespace pollen::node {
@@ -21,22 +22,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Pump;
 
-wire::MemberUpdate Update(const std::string& name, uint64_t inc, wire::MemberStatus status) {
-  wire::MemberUpdate u;
-  u.set_name(name);
-  u.set_address(name + ":1");
-  u.set_incarnation(inc);
-  u.set_status(status);
-  return u;
-}
-
-wire::MembershipMessage Gossip(const std::string& sender, std::vector<wire::MemberUpdate> updates) {
-  wire::MembershipMessage m;
-  m.set_sender(sender);
-  m.mutable_gossip();
-  for (auto& u : updates) *m.add_updates() = u;
-  return m;
-}
+using testing::Gossip;
+using testing::Update;
 
 wire::MembershipMessage PushPull(const std::string& sender, std::vector<wire::MemberUpdate> members, bool reply) {
   wire::MembershipMessage m;
