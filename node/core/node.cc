@@ -97,6 +97,7 @@ void Node::Tick(Time now) {
   if (!impl.started) return;
   impl.membership->Tick(now);
   impl.PumpMembership();
+  impl.CopyMembershipStats();
   impl.DrainPending();
   impl.CheckRotations();
   if (impl.tree != nullptr && now >= impl.next_push) impl.TreePush();

@@ -171,6 +171,11 @@ struct NodeCounters {
   uint64_t unknown_filter = 0;   // deltas/epochs for filters not (yet) in the catalog
   uint64_t tree_parent_changes = 0;  // kTree: times this node took another parent (or became root)
   uint64_t tree_resends = 0;         // kTree: pushes sent again because a tree link NACKed them
+  // Lifeguard (Membership): the local health score (0 = healthy; the probe
+  // interval and timeout are stretched by score + 1) and the ticks that came
+  // more than a probe timeout late (this node did not run).
+  uint32_t health_score = 0;
+  uint64_t membership_stalls = 0;
   // "auth", "version", "malformed", "oversize", "replay", "unknown_key" (frames);
   // "params" (refused merges); "catalog_full"; "membership_<reason>".
   std::map<std::string, uint64_t> rejected_by_reason;

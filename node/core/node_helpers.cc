@@ -116,13 +116,19 @@ void Node::Impl::QueueAntiEntropy(const std::string& member) {
   ae_queue.push_back(member);
 }
 
-void Node::Impl::CopyMembershipRejections() {
+void Node::Impl::CopyMembershipStats() {
   uint64_t total = 0;
   for (const auto& [reason, count] : membership->rejected()) total += count;
-  if (total == membership_rejected) return;
+  const uint32_t health = membership->health_score();
+  const uint64_t stalls = membership->stalls();
+  if (total == membership_rejected && health == membership_health && stalls == membership_stalls) return;
   membership_rejected = total;
+  membership_health = health;
+  membership_stalls = stalls;
   Stats([&](NodeCounters& s) {
     for (const auto& [reason, count] : membership->rejected()) s.rejected_by_reason["membership_" + reason] = count;
+    s.health_score = health;
+    s.membership_stalls = stalls;
   });
 }
 

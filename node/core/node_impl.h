@@ -266,6 +266,8 @@ struct Node::Impl {
   mutable std::atomic<bool> members_ever_read{false};  // likewise, never cleared
   Time members_refreshed = Time::min();     // driver only
   uint64_t membership_rejected = 0;
+  uint32_t membership_health = 0;  // last copied into stats
+  uint64_t membership_stalls = 0;  // likewise
 
   SummaryCache summary_cache;  // driver only
 
@@ -394,8 +396,9 @@ struct Node::Impl {
   void QueueAntiEntropy(const std::string& member);
 
   // Membership refuses some messages itself (unknown sender, bad name...):
-  // surface those as "membership_<reason>" in rejected_by_reason.
-  void CopyMembershipRejections();
+  // surface those as "membership_<reason>" in rejected_by_reason; likewise
+  // its Lifeguard health score and stalls. Takes stats_mu only on a change.
+  void CopyMembershipStats();
 
   // ---- filters, catalog, epochs ----
   absl::StatusOr<std::shared_ptr<const FilterState>> NewState(const CatalogEntry& entry, uint64_t epoch);

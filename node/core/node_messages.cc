@@ -160,7 +160,7 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
       if (started) {
         membership->Handle(reply_to, env.membership(), now);
         PumpMembership();
-        CopyMembershipRejections();
+        CopyMembershipStats();
       }
       break;
     case wire::Envelope::kCatalog: HandleCatalog(reply_to, env.catalog()); break;

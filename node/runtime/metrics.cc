@@ -203,6 +203,12 @@ std::string RenderMetrics(const MetricsInput& in) {
         c.tree_parent_changes);
   w.One("pollen_tree_resends_total", "counter",
         "Tree dissemination: pushes sent again because the tree link reported them missing.", c.tree_resends);
+  w.One("pollen_membership_health_score", "gauge",
+        "Lifeguard local health score: 0 is healthy; probing and suspicion timeouts stretch by score + 1.",
+        static_cast<uint64_t>(c.health_score));
+  w.One("pollen_membership_stalls_total", "counter",
+        "Membership ticks that came more than a probe timeout late: this node did not run (paused, CPU-starved).",
+        c.membership_stalls);
 
   // Rejections: the node's (by reason) plus the stream framer's, always every reason.
   std::map<std::string, uint64_t> rejected = {{"auth", 0},    {"version", 0}, {"malformed", 0}, {"oversize", 0},

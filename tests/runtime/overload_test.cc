@@ -98,6 +98,20 @@ TEST_F(ClusterTest, OverloadedClusterHealsAndSettles) {
       kConvergeTimeout);
   ASSERT_TRUE(data_s) << "the stopped nodes never got the keys added meanwhile";
   ASSERT_TRUE(members_s) << "membership never settled after the heal";
+  // Lifeguard saw the stop: each stopped node counted a stall (its first tick
+  // after SIGCONT came 8 s late), and reports it on /metrics.
+  for (int i : {3, 4}) {
+    const std::string m = nodes[i]->Metrics();
+    const auto stalls = MetricValue(m, "pollen_membership_stalls_total", "");
+    const auto health = MetricValue(m, "pollen_membership_health_score", "");
+    ASSERT_TRUE(stalls.has_value() && health.has_value()) << m;
+    std::printf("node %d after the heal: stalls %.0f, health score %.0f\n", i, *stalls, *health);
+    if (lifeguard == "true") {
+      EXPECT_GE(*stalls, 1) << "node " << i;
+    } else {
+      EXPECT_EQ(*stalls, 0) << "node " << i;
+    }
+  }
 
   // Settled means it stays so: sample for 10 s more, still under load.
   int samples = 0, unsettled = 0;
