@@ -72,6 +72,13 @@ std::string FormatSummary(const RunResult& r) {
                         Seconds(r.p100_median));
   absl::StrAppendFormat(&out, "  adds %d (new %d, acknowledged %d, lost with wiped nodes %d), keys checked live %d\n",
                         r.adds, r.new_keys, r.acked, r.volatile_acks, r.keys_checked_live);
+  if (r.contended_keys > 0) {
+    absl::StrAppendFormat(&out,
+                          "  contended keys %d (%d adds): duplicate-new %d (rate %.4f), never new %d\n",
+                          r.contended_keys, r.contended_adds, r.duplicate_new_keys,
+                          static_cast<double>(r.duplicate_new_keys) / static_cast<double>(r.contended_keys),
+                          r.contended_never_new);
+  }
   absl::StrAppendFormat(&out,
                         "  wire: %d bytes in %d frames (%d delivered), %.0f bytes per new key (%.0f in delta frames)\n",
                         r.wire_bytes, r.frames_sent, r.frames_delivered, r.bytes_per_new_key,
@@ -142,7 +149,9 @@ std::string FormatJson(const RunResult& r) {
       ",\"samples_reached_999\":", r.samples_reached, ",\"p999_median_seconds\":", r.p999_median,
       ",\"p999_max_seconds\":", r.p999_max, ",\"p100_median_seconds\":", r.p100_median, ",\"adds\":", r.adds,
       ",\"new_keys\":", r.new_keys, ",\"acked\":", r.acked, ",\"volatile_acks\":", r.volatile_acks,
-      ",\"keys_checked_live\":", r.keys_checked_live, ",\"wire_bytes\":", r.wire_bytes,
+      ",\"keys_checked_live\":", r.keys_checked_live, ",\"contended_keys\":", r.contended_keys,
+      ",\"contended_adds\":", r.contended_adds, ",\"duplicate_new_keys\":", r.duplicate_new_keys,
+      ",\"contended_never_new\":", r.contended_never_new, ",\"wire_bytes\":", r.wire_bytes,
       ",\"frames_sent\":", r.frames_sent, ",\"frames_delivered\":", r.frames_delivered,
       ",\"bytes_per_new_key\":", r.bytes_per_new_key, ",\"delta_bytes_per_new_key\":", r.delta_bytes_per_new_key, ",\"delta_bits_sent\":", r.delta_bits_sent,
       ",\"distinct_bits\":", r.distinct_bits, ",\"transmissions_per_bit\":", r.transmissions_per_bit,

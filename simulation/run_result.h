@@ -38,6 +38,10 @@ struct RunResult {
   double p999_median = -1, p999_max = -1, p100_median = -1;
 
   uint64_t adds = 0, new_keys = 0, acked = 0, volatile_acks = 0, keys_checked_live = 0;
+  // Contended keys (--contended-rate): keys drawn, adds made of them, keys
+  // that more than one add answered new (duplicate-new: crawled twice), and
+  // keys that no add answered new (a false positive on the first add).
+  uint64_t contended_keys = 0, contended_adds = 0, duplicate_new_keys = 0, contended_never_new = 0;
   uint64_t wire_bytes = 0, frames_sent = 0, frames_delivered = 0;
   double bytes_per_new_key = 0;
   double delta_bytes_per_new_key = 0;  // only frames of type "delta" (dissemination)

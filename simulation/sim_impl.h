@@ -101,11 +101,12 @@ struct Ev {
     kTick, kDeliver, kStart, kRestart, kHeal, kScripted, kRandomPartition, kRandomCrash,
     kCrawlAdd, kDigestAdd, kDigestRotate, kOperatorRotate, kSample, kPoll, kCheck, kFaultsEnd,
     kConvergePoll, kWindowStart, kMembersPoll, kRandomPause, kResume,
+    kContendedKey, kContendedAdd,
   };
   Kind kind = Kind::kTick;
   uint32_t node = 0;
   uint32_t from = 0;
-  uint64_t token = 0;      // kTick: wake token; kDeliver: receiver's boot; kScripted: index
+  uint64_t token = 0;      // kTick: wake token; kDeliver: receiver's boot; kScripted, kContendedAdd: index
   uint64_t from_boot = 0;  // kDeliver: sender's boot
   Channel channel = Channel::kDatagram;
   bool lagged = false;     // kDeliver: already held back by the receiver's slow_lag
@@ -192,6 +193,12 @@ struct Simulator::Impl {
   Time next_progress{0};
   std::vector<std::string> crawl_history;
   uint64_t url_counter = 0, object_counter = 0;
+  // Per contended key: the adds made and the adds that answered new.
+  struct Contended {
+    uint32_t adds = 0;
+    uint32_t answered_new = 0;
+  };
+  std::vector<Contended> contended;
   std::string last_divergence;
   std::map<std::string, uint64_t> unroutable;
 
@@ -239,6 +246,9 @@ struct Simulator::Impl {
   void DigestRotate(uint32_t owner);
   void OperatorRotate();
   void AddSample();
+  // A contended key: schedules its adds at distinct nodes (ContendedAdd).
+  void ContendedKey();
+  void ContendedAdd(uint32_t i, uint64_t key);
   void Poll();
   void Check();
 

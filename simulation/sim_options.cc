@@ -188,6 +188,9 @@ Node and workload:
   --digest-rotate=SEC     digest rotation period, 0 = never (default 15)
   --rotate-every=SEC      mean gap between operator rotations, 0 = never (default 0)
   --sample-every=SEC      add a tracked sample key this often (default 2)
+  --contended-rate=R      new keys per virtual second that several nodes add at once (default 0)
+  --contended-copies=C    nodes adding each contended key (default 3)
+  --contended-spread-ms=MS  those adds fall within this window (default 100)
 Output:
   --json                  one JSON object per seed instead of the text summary
   --quiet                 only the one-line result per seed
@@ -218,6 +221,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"lifeguard", true}, {"pause", false},
+        {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
         {"clock-drift", false}, {"json", false}, {"quiet", false}, {"progress", false}, {"help", false}};
@@ -292,6 +296,12 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 0, 1e6) o.workload.digest_rotate_every = FromSeconds(v);
     } else if (name == "rotate-every") {
       POLLEN_NUM(v, 0, 1e6) o.workload.operator_rotate_every = FromSeconds(v);
+    } else if (name == "contended-rate") {
+      POLLEN_NUM(v, 0, 1e6) o.workload.contended_keys_per_sec = v;
+    } else if (name == "contended-copies") {
+      POLLEN_NUM(v, 1, 1000) o.workload.contended_copies = static_cast<uint32_t>(v);
+    } else if (name == "contended-spread-ms") {
+      POLLEN_NUM(v, 0, 1e7) o.workload.contended_spread = FromMillis(v);
     } else if (name == "sample-every") {
       POLLEN_NUM(v, 0.01, 1e6) o.workload.sample_every = FromSeconds(v);
     } else if (name == "loss") {

@@ -75,6 +75,13 @@ struct WorkloadOptions {
   node::Duration sample_every{seconds(2)};   // a tracked sample key
   node::Duration sample_timeout{seconds(30)};
   node::Duration sample_poll{milliseconds(10)};
+  // Contended keys (issue 12's duplicate-new measurement): new keys per
+  // second, each added by `contended_copies` distinct random nodes within
+  // `contended_spread` of each other, as crawlers at several nodes finding
+  // the same link. RunResult counts the keys more than one add called new.
+  double contended_keys_per_sec = 0;
+  uint32_t contended_copies = 3;
+  node::Duration contended_spread{milliseconds(100)};
 };
 
 struct SimOptions {

@@ -3,6 +3,7 @@
 #include "simulation/sim_impl.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,33 @@ void Simulator::Impl::CrawlAdd() {
     ClientAdd(static_cast<uint32_t>(i), kCrawlFilter, url);
   }
   At(now + Exponential(work_rng, PerSecond(o.workload.crawl_adds_per_sec)), Ev::Kind::kCrawlAdd);
+}
+
+void Simulator::Impl::ContendedKey() {
+  if (!workload_on) return;
+  const WorkloadOptions& wl = o.workload;
+  std::vector<uint32_t> up;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].up && !nodes[i].paused) up.push_back(i);
+  }
+  if (!up.empty()) {
+    const uint64_t key = contended.size();
+    contended.emplace_back();
+    for (size_t pick : node::PickDistinct(work_rng, up.size(), std::min<size_t>(wl.contended_copies, up.size()))) {
+      At(now + Uniform(work_rng, Duration(0), wl.contended_spread), Ev::Kind::kContendedAdd, up[pick], key);
+    }
+  }
+  At(now + Exponential(work_rng, PerSecond(wl.contended_keys_per_sec)), Ev::Kind::kContendedKey);
+}
+
+void Simulator::Impl::ContendedAdd(uint32_t i, uint64_t key) {
+  assert(key < contended.size());
+  // A node that went down or paused since the key was drawn: that crawler is gone.
+  if (!workload_on || !nodes[i].up || nodes[i].paused) return;
+  const uint64_t new_before = r.new_keys;
+  if (!ClientAdd(i, kCrawlFilter, absl::StrCat("contended-", key))) return;
+  ++contended[key].adds;
+  if (r.new_keys > new_before) ++contended[key].answered_new;
 }
 
 void Simulator::Impl::DigestAdd(uint32_t owner) {

@@ -211,6 +211,7 @@ void Simulator::Impl::Setup() {
   faults_end = w + o.duration;
   const WorkloadOptions& wl = o.workload;
   if (wl.crawl_adds_per_sec > 0) At(w, Ev::Kind::kCrawlAdd);
+  if (wl.contended_keys_per_sec > 0) At(w, Ev::Kind::kContendedKey);
   for (uint32_t k = 0; k < std::min<uint32_t>(wl.digest_owners, o.nodes); ++k) {
     if (wl.digest_adds_per_sec > 0) At(w, Ev::Kind::kDigestAdd, k);
     if (wl.digest_rotate_every.count() > 0) At(w + wl.digest_rotate_every, Ev::Kind::kDigestRotate, k);
@@ -308,6 +309,8 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kRandomPause: RandomPause(); return;
     case Ev::Kind::kResume: Resume(ev.node, ev.token); return;
     case Ev::Kind::kCrawlAdd: CrawlAdd(); return;
+    case Ev::Kind::kContendedKey: ContendedKey(); return;
+    case Ev::Kind::kContendedAdd: ContendedAdd(ev.node, ev.token); return;
     case Ev::Kind::kDigestAdd: DigestAdd(ev.node); return;
     case Ev::Kind::kDigestRotate: DigestRotate(ev.node); return;
     case Ev::Kind::kOperatorRotate: OperatorRotate(); return;
@@ -367,6 +370,12 @@ std::map<std::string, uint64_t> Simulator::Impl::BytesOutByType() {
 void Simulator::Impl::Finish() {
   r.seed = o.seed;
   r.nodes = o.nodes;
+  for (const Contended& c : contended) {
+    ++r.contended_keys;
+    r.contended_adds += c.adds;
+    if (c.answered_new > 1) ++r.duplicate_new_keys;
+    if (c.adds > 0 && c.answered_new == 0) ++r.contended_never_new;
+  }
   r.scenario = o.scenario;
   r.faults = o.faults.Describe();
   r.fanout = o.fanout;

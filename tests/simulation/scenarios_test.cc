@@ -93,6 +93,43 @@ TEST(Lifeguard, FewerFalseSuspicionsThanPlainSwimUnderPauses) {
   EXPECT_EQ(deaths_with, 0u);
 }
 
+// The duplicate-new measurement (issue 12): keys added at 3 nodes at once
+// are new at all of them, since gossip cannot have carried the first add to
+// the others; spread over 30 s, most adds come after the first one reached
+// every node (~0.6 s), so few keys are new twice.
+RunResult RunContended(node::Duration spread) {
+  SimOptions o;
+  o.seed = 3;
+  o.nodes = 10;
+  o.duration = std::chrono::seconds(60);
+  o.workload.crawl_adds_per_sec = 5;
+  o.workload.contended_keys_per_sec = 5;
+  o.workload.contended_copies = 3;
+  o.workload.contended_spread = spread;
+  return Simulator(o).Run();
+}
+
+TEST(Contended, SimultaneousAddsAreAllDuplicateNew) {
+  const RunResult r = RunContended(node::Duration(0));
+  ASSERT_TRUE(r.passed) << FormatSummary(r);
+  ASSERT_GT(r.contended_keys, 200u);
+  EXPECT_EQ(r.contended_adds, 3 * r.contended_keys);  // no faults here: every add is made
+  EXPECT_EQ(r.duplicate_new_keys, r.contended_keys);
+  EXPECT_EQ(r.contended_never_new, 0u);
+}
+
+TEST(Contended, AddsSpreadFarApartAreRarelyDuplicateNew) {
+  const RunResult r = RunContended(std::chrono::seconds(30));
+  ASSERT_TRUE(r.passed) << FormatSummary(r);
+  ASSERT_GT(r.contended_keys, 200u);
+  // Two of three uniform times in 30 s fall within 1 s with probability
+  // about 1 - (1 - 2/30)^2 = 13%: an upper bound on the rate, since a
+  // duplicate needs the second add before the first reached its node.
+  EXPECT_LT(static_cast<double>(r.duplicate_new_keys), 0.13 * static_cast<double>(r.contended_keys))
+      << FormatSummary(r);
+  EXPECT_GT(r.duplicate_new_keys, 0u) << FormatSummary(r);  // but some: the race exists
+}
+
 // The workload-window figures count only [warmup, warmup + duration]: less
 // than the whole run (the joins come before it), and consistent with each other.
 TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
