@@ -298,6 +298,10 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 0, 1e6) o.workload.operator_rotate_every = FromSeconds(v);
     } else if (name == "contended-rate") {
       POLLEN_NUM(v, 0, 1e6) o.workload.contended_keys_per_sec = v;
+      if (v > 0 && v < 1e-3) {  // PerSecond(v) would overflow
+        return absl::InvalidArgumentError(absl::StrCat("ERR invalid value '", value, "' for '--", name,
+                                                       "' (0 = off, else 0.001..1e6)"));
+      }
     } else if (name == "contended-copies") {
       POLLEN_NUM(v, 1, 1000) o.workload.contended_copies = static_cast<uint32_t>(v);
     } else if (name == "contended-spread-ms") {

@@ -35,7 +35,9 @@ void Simulator::Impl::ContendedKey() {
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].up && !nodes[i].paused) up.push_back(i);
   }
-  if (!up.empty()) {
+  // A key whose adds could fall after the workload window is not drawn: it
+  // would count with fewer adds than asked, biasing the rate low.
+  if (!up.empty() && now + wl.contended_spread <= faults_end) {
     const uint64_t key = contended.size();
     contended.emplace_back();
     for (size_t pick : node::PickDistinct(work_rng, up.size(), std::min<size_t>(wl.contended_copies, up.size()))) {
@@ -52,7 +54,12 @@ void Simulator::Impl::ContendedAdd(uint32_t i, uint64_t key) {
   const uint64_t new_before = r.new_keys;
   if (!ClientAdd(i, kCrawlFilter, absl::StrCat("contended-", key))) return;
   ++contended[key].adds;
-  if (r.new_keys > new_before) ++contended[key].answered_new;
+  if (r.new_keys > new_before) {
+    // new_keys counts distinct new keys (bytes per new key divides by it):
+    // a second "new" for the same key is a duplicate, not another key.
+    if (contended[key].answered_new > 0) --r.new_keys;
+    ++contended[key].answered_new;
+  }
 }
 
 void Simulator::Impl::DigestAdd(uint32_t owner) {

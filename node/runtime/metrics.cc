@@ -204,7 +204,7 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_tree_resends_total", "counter",
         "Tree dissemination: pushes sent again because the tree link reported them missing.", c.tree_resends);
   w.One("pollen_membership_health_score", "gauge",
-        "Lifeguard local health score: 0 is healthy; probing and suspicion timeouts stretch by score + 1.",
+        "Lifeguard local health score: 0 is healthy; the probe interval and probe timeout stretch by score + 1.",
         static_cast<uint64_t>(c.health_score));
   w.One("pollen_membership_stalls_total", "counter",
         "Membership ticks that came more than a probe timeout late: this node did not run (paused, CPU-starved).",
