@@ -79,6 +79,13 @@ std::string FormatSummary(const RunResult& r) {
                           static_cast<double>(r.duplicate_new_keys) / static_cast<double>(r.contended_keys),
                           r.contended_never_new);
   }
+  if (r.routed_new_p50_ms >= 0 || r.routed_present_p50_ms >= 0) {
+    absl::StrAppendFormat(&out,
+                          "  routed adds: %d keys decided by their owner elsewhere, %d by fallback; stable duplicates %d;"
+                          " latency new p50 %.2f ms p99 %.2f ms, present p50 %.2f ms p99 %.2f ms\n",
+                          r.routed_remote_keys, r.routed_fallback_keys, r.stable_duplicate_new_keys, r.routed_new_p50_ms,
+                          r.routed_new_p99_ms, r.routed_present_p50_ms, r.routed_present_p99_ms);
+  }
   absl::StrAppendFormat(&out,
                         "  wire: %d bytes in %d frames (%d delivered), %.0f bytes per new key (%.0f in delta frames)\n",
                         r.wire_bytes, r.frames_sent, r.frames_delivered, r.bytes_per_new_key,
@@ -151,7 +158,11 @@ std::string FormatJson(const RunResult& r) {
       ",\"new_keys\":", r.new_keys, ",\"acked\":", r.acked, ",\"volatile_acks\":", r.volatile_acks,
       ",\"keys_checked_live\":", r.keys_checked_live, ",\"contended_keys\":", r.contended_keys,
       ",\"contended_adds\":", r.contended_adds, ",\"duplicate_new_keys\":", r.duplicate_new_keys,
-      ",\"contended_never_new\":", r.contended_never_new, ",\"wire_bytes\":", r.wire_bytes,
+      ",\"contended_never_new\":", r.contended_never_new,
+      ",\"stable_duplicate_new_keys\":", r.stable_duplicate_new_keys, ",\"routed_remote_keys\":", r.routed_remote_keys,
+      ",\"routed_fallback_keys\":", r.routed_fallback_keys, ",\"routed_new_p50_ms\":", r.routed_new_p50_ms,
+      ",\"routed_new_p99_ms\":", r.routed_new_p99_ms, ",\"routed_present_p50_ms\":", r.routed_present_p50_ms,
+      ",\"routed_present_p99_ms\":", r.routed_present_p99_ms, ",\"wire_bytes\":", r.wire_bytes,
       ",\"frames_sent\":", r.frames_sent, ",\"frames_delivered\":", r.frames_delivered,
       ",\"bytes_per_new_key\":", r.bytes_per_new_key, ",\"delta_bytes_per_new_key\":", r.delta_bytes_per_new_key, ",\"delta_bits_sent\":", r.delta_bits_sent,
       ",\"distinct_bits\":", r.distinct_bits, ",\"transmissions_per_bit\":", r.transmissions_per_bit,

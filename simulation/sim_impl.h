@@ -197,8 +197,21 @@ struct Simulator::Impl {
   struct Contended {
     uint32_t adds = 0;
     uint32_t answered_new = 0;
+    Time first_began{0}, last_answered{0};  // of its answered adds
   };
   std::vector<Contended> contended;
+  // Routed adds waiting for their owners, by (node, ticket); a crash drops a node's.
+  struct RoutedPending {
+    std::string filter, key;
+    uint64_t epoch = 0;
+    int64_t contended_key = -1;
+    Time began{0};
+  };
+  std::map<std::pair<uint32_t, uint64_t>, RoutedPending> routed_pending;
+  std::vector<Duration> routed_new_latency, routed_present_latency;
+  // Virtual times at which some node's view changed (a membership event), ascending.
+  std::vector<Time> view_changes;
+  static constexpr Duration kStableMargin = std::chrono::seconds(5);
   std::string last_divergence;
   std::map<std::string, uint64_t> unroutable;
 
@@ -218,7 +231,11 @@ struct Simulator::Impl {
   void AfterClientOp(uint32_t i);
 
   // An add at node i, recorded for the checkers. Returns true if acknowledged.
-  bool ClientAdd(uint32_t i, const std::string& filter, const std::string& key);
+  // `contended_key`: the index of a contended key (ContendedAnswer), or -1.
+  // An add to a routed filter is acknowledged when its answer comes back
+  // (AddAnswered, from Flush).
+  bool ClientAdd(uint32_t i, const std::string& filter, const std::string& key, int64_t contended_key = -1);
+  void AddAnswered(uint32_t i, node::RoutedAddResult done);
   void RotateAt(uint32_t i, const std::string& filter);
 
   // Safety checks of one node; `observe` also reads its filters' bit counts
@@ -249,6 +266,9 @@ struct Simulator::Impl {
   // A contended key: schedules its adds at distinct nodes (ContendedAdd).
   void ContendedKey();
   void ContendedAdd(uint32_t i, uint64_t key);
+  void ContendedAnswer(uint64_t key, bool added, Time began, Time answered);
+  // True if no view changed anywhere within kStableMargin of [first, last].
+  bool StableAround(Time first, Time last) const;
   void Poll();
   void Check();
 

@@ -191,6 +191,8 @@ Node and workload:
   --contended-rate=R      new keys per virtual second that several nodes add at once (default 0)
   --contended-copies=C    nodes adding each contended key (default 3)
   --contended-spread-ms=MS  those adds fall within this window (default 100)
+  --routed                the crawl filter is owner-routed: each new key is decided by its owner node
+  --route-timeout-ms=MS   how long an asker waits for an owner's answer before asking again (default 100)
 Output:
   --json                  one JSON object per seed instead of the text summary
   --quiet                 only the one-line result per seed
@@ -221,7 +223,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"lifeguard", true}, {"pause", false},
-        {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true},
+        {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
         {"clock-drift", false}, {"json", false}, {"quiet", false}, {"progress", false}, {"help", false}};
@@ -306,6 +308,10 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 1, 1000) o.workload.contended_copies = static_cast<uint32_t>(v);
     } else if (name == "contended-spread-ms") {
       POLLEN_NUM(v, 0, 1e7) o.workload.contended_spread = FromMillis(v);
+    } else if (name == "routed") {
+      o.workload.routed = true;
+    } else if (name == "route-timeout-ms") {
+      POLLEN_NUM(v, 1, 1e6) o.workload.route_timeout = FromMillis(v);
     } else if (name == "sample-every") {
       POLLEN_NUM(v, 0.01, 1e6) o.workload.sample_every = FromSeconds(v);
     } else if (name == "loss") {

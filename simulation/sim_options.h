@@ -82,6 +82,10 @@ struct WorkloadOptions {
   double contended_keys_per_sec = 0;
   uint32_t contended_copies = 3;
   node::Duration contended_spread{milliseconds(100)};
+  // Owner routing (docs/routing.md): the crawl filter is routed, and every
+  // add to it goes through Node::BeginAdd (answered when its owner answers).
+  bool routed = false;
+  node::Duration route_timeout{milliseconds(100)};
 };
 
 struct SimOptions {

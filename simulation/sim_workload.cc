@@ -51,15 +51,27 @@ void Simulator::Impl::ContendedAdd(uint32_t i, uint64_t key) {
   assert(key < contended.size());
   // A node that went down or paused since the key was drawn: that crawler is gone.
   if (!workload_on || !nodes[i].up || nodes[i].paused) return;
-  const uint64_t new_before = r.new_keys;
-  if (!ClientAdd(i, kCrawlFilter, absl::StrCat("contended-", key))) return;
-  ++contended[key].adds;
-  if (r.new_keys > new_before) {
+  ClientAdd(i, kCrawlFilter, absl::StrCat("contended-", key), static_cast<int64_t>(key));
+}
+
+void Simulator::Impl::ContendedAnswer(uint64_t key, bool added, Time began, Time answered) {
+  assert(key < contended.size());
+  Contended& c = contended[key];
+  if (c.adds == 0 || began < c.first_began) c.first_began = began;
+  c.last_answered = std::max(c.last_answered, answered);
+  ++c.adds;
+  if (added) {
     // new_keys counts distinct new keys (bytes per new key divides by it):
     // a second "new" for the same key is a duplicate, not another key.
-    if (contended[key].answered_new > 0) --r.new_keys;
-    ++contended[key].answered_new;
+    if (c.answered_new > 0) --r.new_keys;
+    ++c.answered_new;
   }
+}
+
+bool Simulator::Impl::StableAround(Time first, Time last) const {
+  // view_changes is ascending: the first change at or after first - margin.
+  auto it = std::lower_bound(view_changes.begin(), view_changes.end(), first - kStableMargin);
+  return it == view_changes.end() || *it > last + kStableMargin;
 }
 
 void Simulator::Impl::DigestAdd(uint32_t owner) {

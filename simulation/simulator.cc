@@ -45,6 +45,7 @@ std::vector<node::FilterConfig> Simulator::Impl::Filters() const {
   crawl.fpr = o.fpr;
   crawl.generations = o.generations;
   crawl.expansion = o.expansion;
+  crawl.routed = o.workload.routed;
   filters.push_back(crawl);
   for (uint32_t i = 0; i < std::min<uint32_t>(o.workload.digest_owners, o.nodes); ++i) {
     node::FilterConfig d;
@@ -73,6 +74,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.dissemination = o.dissemination;
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
+  c.route_timeout = o.workload.route_timeout;
   c.anti_entropy_interval = o.anti_entropy_interval;
   c.refresh_unread_members = false;  // nothing here reads Members()
   c.filters = Filters();
@@ -108,7 +110,11 @@ void Simulator::Impl::Flush(uint32_t i) {
       At(arrivals[a], std::move(ev));
     }
   }
+  for (node::RoutedAddResult& done : s.node->TakeRoutedAdds()) AddAnswered(i, std::move(done));
   for (const node::Event& e : s.node->TakeEvents()) {
+    if (e.kind <= node::Event::Kind::kMemberAlive && (view_changes.empty() || view_changes.back() != now)) {
+      view_changes.push_back(now);  // kMemberJoined .. kMemberAlive: a view changed
+    }
     trace.Mix(0xe7e7);
     trace.Mix(i);
     trace.Mix(static_cast<uint64_t>(now.count()));
@@ -148,8 +154,23 @@ void Simulator::Impl::AfterClientOp(uint32_t i) {
   Reschedule(i, false);
 }
 
-bool Simulator::Impl::ClientAdd(uint32_t i, const std::string& filter, const std::string& key) {
+bool Simulator::Impl::ClientAdd(uint32_t i, const std::string& filter, const std::string& key, int64_t contended_key) {
   const uint64_t epoch = checker.CurrentEpoch(i, filter);
+  if (o.workload.routed && filter == kCrawlFilter) {
+    const std::string_view view = key;
+    auto ticket = nodes[i].node->BeginAdd(filter, std::span<const std::string_view>(&view, 1), Local(i));
+    nodes[i].changed_since_poll = true;
+    trace.Mix(0x40a7);
+    trace.Mix(i);
+    trace.Mix(key);
+    if (!ticket.ok()) {
+      checker.Fail(absl::StrFormat("add failed: node %d filter %s: %s", i, filter, ticket.status().ToString()));
+      return false;
+    }
+    routed_pending[{i, *ticket}] = RoutedPending{filter, key, epoch, contended_key, now};
+    AfterClientOp(i);  // takes the answer at once when no other node was asked
+    return true;
+  }
   auto added = nodes[i].node->Add(filter, key);
   nodes[i].changed_since_poll = true;
   trace.Mix(0xadd);
@@ -163,8 +184,34 @@ bool Simulator::Impl::ClientAdd(uint32_t i, const std::string& filter, const std
   ++r.adds;
   if (*added) ++r.new_keys;
   checker.OnAck(i, filter, key, epoch);
+  if (contended_key >= 0) ContendedAnswer(static_cast<uint64_t>(contended_key), *added, now, now);
   AfterClientOp(i);
   return true;
+}
+
+void Simulator::Impl::AddAnswered(uint32_t i, node::RoutedAddResult done) {
+  auto it = routed_pending.find({i, done.ticket});
+  if (it == routed_pending.end()) {
+    checker.Fail(absl::StrFormat("node %d answered unknown add ticket %d", i, done.ticket));
+    return;
+  }
+  const RoutedPending p = std::move(it->second);
+  routed_pending.erase(it);
+  if (!done.status.ok() || done.added.size() != 1) {
+    checker.Fail(absl::StrFormat("routed add failed: node %d key %s: %s", i, p.key, done.status.ToString()));
+    return;
+  }
+  const bool added = done.added[0];
+  trace.Mix(0x40a8);
+  trace.Mix(i);
+  trace.Mix(added ? 1 : 0);
+  ++r.adds;
+  if (added) ++r.new_keys;
+  r.routed_remote_keys += done.remote_keys;
+  r.routed_fallback_keys += done.fallback_keys;
+  (added ? routed_new_latency : routed_present_latency).push_back(now - p.began);
+  checker.OnAck(i, p.filter, p.key, p.epoch);
+  if (p.contended_key >= 0) ContendedAnswer(static_cast<uint64_t>(p.contended_key), added, p.began, now);
 }
 
 void Simulator::Impl::RotateAt(uint32_t i, const std::string& filter) {
@@ -370,12 +417,33 @@ std::map<std::string, uint64_t> Simulator::Impl::BytesOutByType() {
 void Simulator::Impl::Finish() {
   r.seed = o.seed;
   r.nodes = o.nodes;
-  for (const Contended& c : contended) {
+  for (size_t k = 0; k < contended.size(); ++k) {
+    const Contended& c = contended[k];
     ++r.contended_keys;
     r.contended_adds += c.adds;
-    if (c.answered_new > 1) ++r.duplicate_new_keys;
+    if (c.answered_new > 1) {
+      ++r.duplicate_new_keys;
+      // A routed key answered new twice while every view held still (no
+      // membership event anywhere within kStableMargin of its adds) is a
+      // broken promise, not a measured rate.
+      if (o.workload.routed && StableAround(c.first_began, c.last_answered)) {
+        ++r.stable_duplicate_new_keys;
+        checker.Fail(absl::StrFormat("contended-%d answered new %d times in a stable period (owner routing)", k,
+                                     c.answered_new));
+      }
+    }
     if (c.adds > 0 && c.answered_new == 0) ++r.contended_never_new;
   }
+  auto percentile_ms = [](std::vector<Duration> v, double q) {
+    if (v.empty()) return -1.0;
+    const size_t at = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+    std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(at), v.end());
+    return Sec(v[at]) * 1e3;
+  };
+  r.routed_new_p50_ms = percentile_ms(routed_new_latency, 0.5);
+  r.routed_new_p99_ms = percentile_ms(routed_new_latency, 0.99);
+  r.routed_present_p50_ms = percentile_ms(routed_present_latency, 0.5);
+  r.routed_present_p99_ms = percentile_ms(routed_present_latency, 0.99);
   r.scenario = o.scenario;
   r.faults = o.faults.Describe();
   r.fanout = o.fanout;

@@ -31,6 +31,7 @@ absl::Status ValidateFilterConfig(const FilterConfig& c) {
   if (c.scope == Scope::kDigest && c.owner.empty()) return absl::InvalidArgumentError("ERR digest filter needs an owner");
   if (c.scope == Scope::kShared && !c.owner.empty()) return absl::InvalidArgumentError("ERR shared filter has no owner");
   if (c.owner.size() > kMaxOwnerBytes) return absl::InvalidArgumentError("ERR owner name too long");
+  if (c.routed && c.scope != Scope::kShared) return absl::InvalidArgumentError("ERR a digest filter is not routed (its owner is its only writer)");
   if (!(c.rotate_fill >= 0 && c.rotate_fill < 1)) return absl::InvalidArgumentError("ERR rotate fill must be in [0, 1)");
   if (c.rotate_interval.count() < 0 || c.rotate_interval.count() > kMaxIntervalNs) {
     return absl::InvalidArgumentError("ERR rotate interval out of range");
@@ -67,7 +68,7 @@ std::string Descriptor(const CatalogEntry& e) {
                       p.hash_scheme, "|", p.key_id, "|", c.capacity, "|", std::bit_cast<uint64_t>(c.fpr), "|",
                       static_cast<int>(c.scope), "|", c.owner, "|", std::bit_cast<uint64_t>(c.rotate_fill), "|",
                       c.rotate_interval.count(), "|", p.expansion, "|", p.capacity, "|",
-                      std::bit_cast<uint64_t>(p.fpr));
+                      std::bit_cast<uint64_t>(p.fpr), c.routed ? "|routed" : "");
 }
 
 bool Precedes(const CatalogEntry& a, const CatalogEntry& b) {
@@ -116,6 +117,7 @@ void ToWire(const CatalogEntry& e, uint64_t epoch, wire::CatalogEntry* out) {
   out->set_stamp(e.stamp);
   out->set_creator(e.creator);
   out->set_epoch(epoch);
+  out->set_routed(e.config.routed);
 }
 
 absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& w) {
@@ -136,6 +138,7 @@ absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& w) {
   e.config.rotate_fill = w.rotate_fill();
   e.config.rotate_interval = Duration(static_cast<int64_t>(w.rotate_interval_ns()));
   e.config.expansion = params->expansion;
+  e.config.routed = w.routed();
   if (params->scaling() && (params->capacity != e.config.capacity || params->fpr != e.config.fpr)) {
     return absl::InvalidArgumentError("scaling parameters differ from the entry's capacity and rate");
   }

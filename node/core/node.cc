@@ -98,6 +98,7 @@ void Node::Tick(Time now) {
   impl.membership->Tick(now);
   impl.PumpMembership();
   impl.CopyMembershipStats();
+  impl.ExpireRoutes();
   impl.DrainPending();
   impl.CheckRotations();
   if (impl.tree != nullptr && now >= impl.next_push) impl.TreePush();
@@ -119,7 +120,7 @@ Time Node::NextWakeup() const {
   if (!impl.started) return Time::max();
   Time next = std::min({impl.membership->NextWakeup(), impl.next_gossip, impl.next_anti_entropy, impl.next_push});
   if (impl.delivery != nullptr) next = std::min(next, std::max(impl.now, impl.delivery->NextWakeup()));
-  return std::min(next, impl.NextRotationDeadline());
+  return std::min({next, impl.NextRotationDeadline(), impl.NextRouteDeadline()});
 }
 
 std::vector<Outgoing> Node::TakeOutgoing() {
@@ -175,29 +176,40 @@ absl::StatusOr<std::vector<bool>> Node::AddMany(std::string_view filter, std::sp
   Impl& impl = *impl_;
   std::shared_ptr<const FilterState> state = impl.Lookup(filter);
   if (state == nullptr) return absl::NotFoundError("ERR not found");
-  if (state->entry.config.scope == Scope::kDigest && state->entry.config.owner != impl.config.name) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("ERR digest filter '", state->entry.config.name, "' is written only by its owner '",
-                     state->entry.config.owner, "'"));
+  if (absl::Status s = impl.CheckWritable(*state); !s.ok()) return s;
+  std::vector<bool> was_new = impl.AddLocal(*state, keys, full);
+  impl.adds.fetch_add(keys.size(), std::memory_order_relaxed);
+  return was_new;
+}
+
+absl::Status Node::Impl::CheckWritable(const FilterState& state) const {
+  if (state.entry.config.scope == Scope::kDigest && state.entry.config.owner != config.name) {
+    return absl::FailedPreconditionError(absl::StrCat("ERR digest filter '", state.entry.config.name,
+                                                      "' is written only by its owner '", state.entry.config.owner, "'"));
   }
+  return absl::OkStatus();
+}
+
+std::vector<bool> Node::Impl::AddLocal(const FilterState& state, std::span<const std::string_view> keys,
+                                       std::vector<bool>* full) {
   if (full != nullptr) full->assign(keys.size(), false);
   std::vector<crdt::KeyAdd> adds(keys.size());
-  const FilterConfig& fc = state->entry.config;
+  const FilterConfig& fc = state.entry.config;
   // A fixed-size filter that does not rotate by fill refuses new keys once
   // its newest generation holds its capacity (RedisBloom's NONSCALING). Near
   // the limit keys go one by one, as RedisBloom adds them.
-  const bool limited = !state->entry.params.scaling() && fc.rotate_fill <= 0;
-  if (limited && state->set->NewestSub()->items.load(std::memory_order_relaxed) + keys.size() > fc.capacity) {
+  const bool limited = !state.entry.params.scaling() && fc.rotate_fill <= 0;
+  if (limited && state.set->NewestSub()->items.load(std::memory_order_relaxed) + keys.size() > fc.capacity) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (state->set->NewestSub()->items.load(std::memory_order_relaxed) >= fc.capacity) {
+      if (state.set->NewestSub()->items.load(std::memory_order_relaxed) >= fc.capacity) {
         adds[i] = crdt::KeyAdd{};
-        if (full != nullptr && !state->set->MightContain(keys[i])) (*full)[i] = true;
+        if (full != nullptr && !state.set->MightContain(keys[i])) (*full)[i] = true;
         continue;
       }
-      adds[i] = state->set->Add(keys[i]);
+      adds[i] = state.set->Add(keys[i]);
     }
   } else {
-    state->set->AddMany(keys, adds);
+    state.set->AddMany(keys, adds);
   }
   std::vector<bool> was_new(keys.size());
   // Group by sub-filter (a rotation or a growth can land inside AddMany).
@@ -207,17 +219,16 @@ absl::StatusOr<std::vector<bool>> Node::AddMany(std::string_view filter, std::sp
     was_new[i] = adds[i].was_new;
     if (!adds[i].was_new) continue;
     if (!run.empty() && adds[i].slot != run_slot) {
-      impl.pending.Push(state->uid, run_slot, run);
+      pending.Push(state.uid, run_slot, run);
       run.clear();
     }
     run_slot = adds[i].slot;
     run.push_back(adds[i].bits);
   }
-  if (!run.empty()) impl.pending.Push(state->uid, run_slot, run);
+  if (!run.empty()) pending.Push(state.uid, run_slot, run);
   if (std::find(was_new.begin(), was_new.end(), true) != was_new.end()) {
-    state->changes->fetch_add(1, std::memory_order_release);
+    state.changes->fetch_add(1, std::memory_order_release);
   }
-  impl.adds.fetch_add(keys.size(), std::memory_order_relaxed);
   return was_new;
 }
 

@@ -73,7 +73,22 @@ struct NodeConfig {
   // else arrived meanwhile: the hop latency, traded against frames per bit.
   Duration tree_push_delay = std::chrono::milliseconds(50);
 
+  // Owner-routed adds (FilterConfig::routed): how long an asker waits for
+  // an owner's answer before asking again (node/core/routing.h).
+  Duration route_timeout = std::chrono::milliseconds(100);
+
   std::vector<FilterConfig> filters;  // declared filters
+};
+
+// The answer to one BeginAdd (node/core/routing.h).
+struct RoutedAddResult {
+  uint64_t ticket = 0;
+  absl::Status status;      // NotFound if the filter disappeared while owners were asked
+  std::vector<bool> added;  // per key: new (the owner's answer for routed keys)
+  std::vector<bool> full;   // per key: refused because the filter is full (kFilterFullError)
+  uint32_t remote_keys = 0;    // keys another node decided
+  uint32_t fallback_keys = 0;  // keys decided here because their owner did not answer
+  Duration latency{0};         // from BeginAdd to the answer, in the driver's `now`
 };
 
 // One sub-filter: generation `epoch`, layer `layer` (0 unless it scales).
@@ -176,6 +191,11 @@ struct NodeCounters {
   // more than a probe timeout late (this node did not run).
   uint32_t health_score = 0;
   uint64_t membership_stalls = 0;
+  // Owner routing (BeginAdd on a routed filter), in keys: answered at once
+  // because present here; decided here as their owner; decided by another
+  // node; decided here because the owner did not answer (a duplicate "new"
+  // is possible); and decided here for other nodes.
+  uint64_t routed_present = 0, routed_owned = 0, routed_remote = 0, routed_fallbacks = 0, routed_served = 0;
   // "auth", "version", "malformed", "oversize", "replay", "unknown_key" (frames);
   // "params" (refused merges); "catalog_full"; "membership_<reason>".
   std::map<std::string, uint64_t> rejected_by_reason;
@@ -230,6 +250,21 @@ class Node {
   // present still answers false without an error, as in RedisBloom.
   absl::StatusOr<std::vector<bool>> AddMany(std::string_view filter, std::span<const std::string_view> keys,
                                             std::vector<bool>* full = nullptr);
+  // Owner-routed add (driver thread), for a filter with FilterConfig::routed:
+  // keys present here answer false at once; each other key is decided by its
+  // owner (routing.h), which may be this node. Returns a ticket; its answer
+  // comes out of TakeRoutedAdds once every owner answered or timed out
+  // (after a HandleDatagram/HandleStreamFrame/Tick; at once when no key
+  // needed another node). For a filter that is not routed this is AddMany,
+  // answered at once. Errors as AddMany's, before anything changes.
+  absl::StatusOr<uint64_t> BeginAdd(std::string_view filter, std::span<const std::string_view> keys, Time now);
+  std::vector<RoutedAddResult> TakeRoutedAdds();  // driver thread
+  // Thread-safe: true if `filter` exists here and is routed.
+  bool IsRouted(std::string_view filter) const;
+  // Thread-safe: which keys may be present, without counting queries (the
+  // fast path of a routed add: those need no owner).
+  absl::StatusOr<std::vector<bool>> PresentMany(std::string_view filter, std::span<const std::string_view> keys) const;
+
   absl::StatusOr<bool> Exists(std::string_view filter, std::string_view key) const;
   absl::StatusOr<std::vector<bool>> ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const;
   // A client's report that `count` keys this filter answered "may be present"

@@ -32,6 +32,7 @@
 #include "node/core/gossip_packer.h"
 #include "node/core/membership.h"
 #include "node/core/push_delivery.h"
+#include "node/core/routing.h"
 #include "node/core/rng.h"
 #include "node/core/summary_cache.h"
 
@@ -122,9 +123,10 @@ constexpr double kSaturatedFill = 0.6;
 
 // Per-type traffic counters are kept in arrays indexed by BodyIndex (a map
 // lookup by name per frame showed up in profiles) and become maps in Counters().
-constexpr size_t kBodyKinds = 9;
-constexpr const char* kBodyNames[kBodyKinds] = {"membership",  "catalog", "delta", "epochs", "sync_request",
-                                                "sync_ranges", "gossip",  "tree",  "unknown"};
+constexpr size_t kBodyKinds = 11;
+constexpr const char* kBodyNames[kBodyKinds] = {"membership", "catalog",   "delta",       "epochs",
+                                                "sync_request", "sync_ranges", "gossip", "tree",
+                                                "route_add",  "route_reply", "unknown"};
 inline size_t BodyIndex(wire::Envelope::BodyCase body) {
   switch (body) {
     case wire::Envelope::kMembership: return 0;
@@ -135,7 +137,9 @@ inline size_t BodyIndex(wire::Envelope::BodyCase body) {
     case wire::Envelope::kSyncRanges: return 5;
     case wire::Envelope::kGossip: return 6;
     case wire::Envelope::kTree: return 7;
-    default: return 8;
+    case wire::Envelope::kRouteAdd: return 8;
+    case wire::Envelope::kRouteReply: return 9;
+    default: return 10;
   }
 }
 inline size_t BodyIndex(const wire::Envelope& env) { return BodyIndex(env.body_case()); }
@@ -169,6 +173,7 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
   // A random 1-out overlay is usually disconnected; 2 or more keeps it whole.
   if (c.tree_degree < 2 || c.tree_degree > 32) return absl::InvalidArgumentError("tree_degree must be 2 to 32");
   if (!positive(c.tree_beacon_interval)) return absl::InvalidArgumentError("intervals must be positive");
+  if (!positive(c.route_timeout)) return absl::InvalidArgumentError("route_timeout must be positive");
   if (c.tree_push_delay.count() < 0) return absl::InvalidArgumentError("tree_push_delay must not be negative");
   if (c.filters.size() > kMaxFilters) return absl::InvalidArgumentError("too many filters");
   std::set<std::string> names;
@@ -270,6 +275,18 @@ struct Node::Impl {
   uint64_t membership_stalls = 0;  // likewise
 
   SummaryCache summary_cache;  // driver only
+
+  // Owner routing (node_routing.cc), driver only.
+  Rendezvous rendezvous{config.secret};
+  uint64_t rendezvous_view = ~uint64_t{0};
+  bool rendezvous_left = false;
+  std::map<uint64_t, RouteRequest> route_requests;      // by request id, at most kMaxRoutedInFlight
+  std::deque<std::pair<Time, uint64_t>> route_deadlines; // (deadline, request id), in sending order
+  std::map<uint64_t, RouteTicket> route_tickets;        // by ticket
+  std::vector<RoutedAddResult> routed_done;
+  AnswerMemory route_answers;
+  uint64_t next_route_id = 0;  // drawn from rng at the first request (runs without routing draw nothing)
+  uint64_t next_ticket = 1;
 
   // Info() scans per generation, memoized by (uid, epoch) while `changes` is
   // unchanged. Bounded; any thread.
@@ -489,6 +506,27 @@ struct Node::Impl {
   }
 
   void DrainPending();
+
+  // Client adds (any thread): FailedPrecondition for a digest filter this
+  // node does not own; AddLocal is the test-and-add itself (node.cc).
+  absl::Status CheckWritable(const FilterState& state) const;
+  std::vector<bool> AddLocal(const FilterState& state, std::span<const std::string_view> keys,
+                             std::vector<bool>* full);
+
+  // ---- owner routing (node_routing.cc) ----
+  void RefreshRendezvous();
+  // Sends (or sends again) request `id` to its current owner; decides it
+  // here if that member is no longer live.
+  void SendRoute(RouteRequest& req);
+  // Decides the keys of request `req` here, as the owner would have.
+  void DecideLocally(RouteRequest& req, bool fallback);
+  // Records the answers of `req` in its ticket and retires it.
+  void CompleteRequest(const RouteRequest& req, const std::vector<bool>& added, const std::vector<bool>& full);
+  void FinishTicket(uint64_t ticket);
+  void ExpireRoutes();
+  Time NextRouteDeadline() const { return route_deadlines.empty() ? Time::max() : route_deadlines.front().first; }
+  void HandleRouteAdd(const Address& from, const std::string& sender, const wire::RouteAdd& msg);
+  void HandleRouteReply(const Address& from, const std::string& sender, const wire::RouteReply& msg);
 
   // ---- periodic work ----
   // Each batch of new bits (and each announcement) goes out for

@@ -170,6 +170,8 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     case wire::Envelope::kSyncRanges: HandleSyncRanges(reply_to, env.sync_ranges()); break;
     case wire::Envelope::kGossip: HandleGossip(reply_to, env.gossip()); break;
     case wire::Envelope::kTree: HandleTree(reply_to, env.sender_name(), env.tree()); break;
+    case wire::Envelope::kRouteAdd: HandleRouteAdd(reply_to, env.sender_name(), env.route_add()); break;
+    case wire::Envelope::kRouteReply: HandleRouteReply(reply_to, env.sender_name(), env.route_reply()); break;
     default: Reject(from, "malformed"); break;
   }
   if (env.body_case() == wire::Envelope::kDelta || env.body_case() == wire::Envelope::kSyncRequest ||

@@ -45,6 +45,11 @@ struct FilterConfig {
   // 0: a fixed-size filter (NONSCALING), which refuses new keys once full
   // unless it rotates by fill. Excludes rotate_fill.
   uint32_t expansion = 0;
+  // Owner-routed test-and-add (docs/routing.md): a key not present here is
+  // added by its owner (rendezvous hashing over the live members), whose
+  // answer is the one the client gets, so concurrent adds of one key at
+  // several nodes answer "new" once. Shared filters only.
+  bool routed = false;
 };
 
 enum class MemberState : uint8_t { kAlive, kSuspect, kDead, kLeft };

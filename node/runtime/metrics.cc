@@ -209,6 +209,15 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_membership_stalls_total", "counter",
         "Membership ticks that came more than a probe timeout late: this node did not run (paused, CPU-starved).",
         c.membership_stalls);
+  w.Family("pollen_routed_keys_total", "counter",
+           "Owner-routed adds, in keys, by outcome: present (answered here at once), owned (decided here as owner), "
+           "remote (decided by their owner), fallback (owner silent: decided here; a duplicate new is possible), "
+           "served (decided here for other nodes).");
+  for (const auto& [outcome, value] :
+       {std::pair<const char*, uint64_t>{"present", c.routed_present}, {"owned", c.routed_owned},
+        {"remote", c.routed_remote}, {"fallback", c.routed_fallbacks}, {"served", c.routed_served}}) {
+    w.Sample("pollen_routed_keys_total", L("outcome", outcome), value);
+  }
 
   // Rejections: the node's (by reason) plus the stream framer's, always every reason.
   std::map<std::string, uint64_t> rejected = {{"auth", 0},    {"version", 0}, {"malformed", 0}, {"oversize", 0},

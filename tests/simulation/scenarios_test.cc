@@ -141,6 +141,64 @@ TEST(Contended, RateFallsAsTheAddsSpreadOut) {
   EXPECT_LT(rates[2], 0.2) << rates[2];
 }
 
+// Owner routing (docs/routing.md): the same contended workload with the
+// crawl filter routed. Every key's adds are decided by one owner.
+RunResult RunRouted(node::Duration spread, node::Duration route_timeout = std::chrono::milliseconds(100)) {
+  SimOptions o;
+  o.seed = 3;
+  o.nodes = 10;
+  o.duration = std::chrono::seconds(60);
+  o.workload.crawl_adds_per_sec = 5;
+  o.workload.contended_keys_per_sec = 10;
+  o.workload.contended_copies = 3;
+  o.workload.contended_spread = spread;
+  o.workload.routed = true;
+  o.workload.route_timeout = route_timeout;
+  return Simulator(o).Run();
+}
+
+TEST(Routed, SimultaneousAddsAnswerNewOnce) {
+  const RunResult r = RunRouted(node::Duration(0));
+  ASSERT_TRUE(r.passed) << FormatSummary(r);
+  ASSERT_GT(r.contended_keys, 400u);
+  EXPECT_EQ(r.contended_adds, 3 * r.contended_keys);
+  EXPECT_EQ(r.duplicate_new_keys, 0u);  // the same workload unrouted: every key (Contended.*)
+  EXPECT_EQ(r.contended_never_new, 0u);
+  EXPECT_EQ(r.routed_fallback_keys, 0u);
+  EXPECT_GT(r.routed_remote_keys, r.contended_adds / 2);  // 9 in 10 keys have their owner elsewhere
+  EXPECT_GE(r.routed_new_p50_ms, 0);
+}
+
+// The checker is live: with a timeout below the network's latency every
+// asker falls back to its own answer, and the duplicates it then gives in a
+// stable cluster fail the run.
+TEST(Routed, CheckerFailsDuplicatesInAStablePeriod) {
+  const RunResult r = RunRouted(node::Duration(0), std::chrono::milliseconds(1));
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.stable_duplicate_new_keys, 0u);
+  EXPECT_GT(r.routed_fallback_keys, 0u);
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_NE(r.failures[0].find("in a stable period"), std::string::npos) << r.failures[0];
+}
+
+// Issue 12's churn target: 10% of the nodes restarting per minute (half of
+// them without their state), duplicates at most 1/1000 of today's rate (1.0).
+TEST(Routed, ChurnKeepsDuplicatesUnderOnePerThousand) {
+  SimOptions o;
+  o.seed = 1;
+  o.nodes = 100;
+  o.duration = std::chrono::seconds(120);
+  o.workload.contended_keys_per_sec = 20;
+  o.workload.routed = true;
+  ASSERT_TRUE(ApplyScenario("churn", o).ok());
+  const RunResult r = Simulator(o).Run();
+  ASSERT_TRUE(r.passed) << FormatSummary(r);
+  ASSERT_GT(r.crashes, 10u);
+  ASSERT_GT(r.contended_keys, 2000u);
+  EXPECT_LE(DuplicateNewRate(r), 0.001) << FormatSummary(r);
+  EXPECT_EQ(r.stable_duplicate_new_keys, 0u);
+}
+
 // The workload-window figures count only [warmup, warmup + duration]: less
 // than the whole run (the joins come before it), and consistent with each other.
 TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {

@@ -1,0 +1,71 @@
+#include "node/core/routing.h"
+
+#include <cassert>
+#include <tuple>
+
+namespace pollen::node {
+namespace {
+
+// A filter id no user filter can have (ids are BLAKE2b of a name; this one is
+// a fixed constant), so the routing key is independent of every filter key.
+constexpr uint64_t kRouteKeyId = 0x726f757465000001ULL;
+
+// SplitMix64's finalizer: a bijection that spreads every input bit, so the
+// score of (key, member) depends on all bits of both hashes.
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+}  // namespace
+
+Rendezvous::Rendezvous(const crdt::ClusterSecret& secret) : key_(crdt::DeriveSipKey(secret, kRouteKeyId, 0)) {}
+
+void Rendezvous::Reset(const std::vector<std::string>& names) {
+  candidates_.clear();
+  candidates_.reserve(names.size());
+  for (const std::string& name : names) candidates_.push_back(Candidate{name, crdt::SipHash24(key_, name)});
+}
+
+std::pair<const std::string*, const std::string*> Rendezvous::TopTwo(uint64_t key_hash) const {
+  const Candidate* best = nullptr;
+  const Candidate* second = nullptr;
+  uint64_t best_score = 0, second_score = 0;
+  auto beats = [](uint64_t score, const Candidate& c, uint64_t other_score, const Candidate* other) {
+    return other == nullptr || std::tie(score, c.name) > std::tie(other_score, other->name);
+  };
+  for (const Candidate& c : candidates_) {
+    const uint64_t score = Mix(key_hash ^ c.hash);
+    if (beats(score, c, best_score, best)) {
+      second = best;
+      second_score = best_score;
+      best = &c;
+      best_score = score;
+    } else if (beats(score, c, second_score, second)) {
+      second = &c;
+      second_score = score;
+    }
+  }
+  return {best != nullptr ? &best->name : nullptr, second != nullptr ? &second->name : nullptr};
+}
+
+const AnswerMemory::Answer* AnswerMemory::Find(const std::string& asker, uint64_t id) const {
+  auto it = answers_.find({asker, id});
+  return it == answers_.end() ? nullptr : &it->second;
+}
+
+void AnswerMemory::Remember(const std::string& asker, uint64_t id, Answer answer) {
+  if (!answers_.emplace(std::make_pair(asker, id), std::move(answer)).second) return;
+  order_.emplace_back(asker, id);
+  while (order_.size() > kRouteAnswerMemory) {
+    answers_.erase(order_.front());
+    order_.pop_front();
+  }
+  assert(answers_.size() == order_.size());
+}
+
+}  // namespace pollen::node
