@@ -217,6 +217,10 @@ const std::vector<Option>& Options() {
        [](DaemonConfig& c, std::string_view v) { return SetDur(&c.probe_interval, v, milliseconds(50), seconds(60)); }},
       {"probe-timeout", "500ms", "Wait this long for a probe's ack", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetDur(&c.probe_timeout, v, milliseconds(10), seconds(60)); }},
+      {"route-timeout", "100ms",
+       "Owner-routed filters: wait this long for a key's owner to answer before asking again (docs/routing.md)",
+       Where::kAnywhere,
+       [](DaemonConfig& c, std::string_view v) { return SetDur(&c.route_timeout, v, milliseconds(1), seconds(60)); }},
       {"indirect-probes", "3", "Members asked to probe indirectly", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.indirect_probes, v, 0, 16); }},
       {"suspicion-multiplier", "4", "Suspicion timeout = mult * log10(N+1) * probe-interval", Where::kAnywhere,
@@ -291,9 +295,12 @@ absl::Status ApplyFilterKey(node::FilterConfig* f, std::string_view key, std::st
     return SetDur(&f->rotate_interval, v, Dur(0), hours(24 * 365));
   } else if (key == "expansion") {
     return SetU32(&f->expansion, v, 0, crdt::kMaxExpansion);
+  } else if (key == "routed") {
+    return SetBool(&f->routed, v);
   }
   return absl::InvalidArgumentError(
-      "unknown filter key (expected capacity, fpr, generations, scope, owner, rotate-fill, rotate-interval, expansion)");
+      "unknown filter key (expected capacity, fpr, generations, scope, owner, rotate-fill, rotate-interval, expansion, "
+      "routed)");
 }
 
 bool ValidFilterName(std::string_view name) {
@@ -602,7 +609,8 @@ std::string HelpText() {
          "\nFilter sections in the config file:\n"
          "  [filter NAME]  capacity = 1000000, fpr = 0.01, generations = 2, scope = shared|digest,\n"
          "                 owner = NODE (digest only), rotate-fill = 0 (off), rotate-interval = 0 (off),\n"
-         "                 expansion = 2 (0: fixed size, refuses new keys when full; default 0 with rotate-fill)\n";
+         "                 expansion = 2 (0: fixed size, refuses new keys when full; default 0 with rotate-fill),\n"
+         "                 routed = false (true: each new key is decided by its owner node, docs/routing.md)\n";
   return out.str();
 }
 
@@ -630,6 +638,7 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "dissemination = " << (c.dissemination == node::NodeConfig::Dissemination::kTree ? "tree" : "flood") << "\n"
       << "probe-interval = " << FormatDuration(c.probe_interval) << "\n"
       << "probe-timeout = " << FormatDuration(c.probe_timeout) << "\n"
+      << "route-timeout = " << FormatDuration(c.route_timeout) << "\n"
       << "indirect-probes = " << c.indirect_probes << "\n"
       << "suspicion-multiplier = " << c.suspicion_multiplier << "\n"
       << "lifeguard = " << (c.lifeguard ? "true" : "false") << "\n"
@@ -649,6 +658,7 @@ std::string RenderConfig(const DaemonConfig& c) {
     out << "rotate-fill = " << f.rotate_fill << "\n"
         << "rotate-interval = " << FormatDuration(f.rotate_interval) << "\n"
         << "expansion = " << f.expansion << "\n";
+    if (f.routed) out << "routed = true\n";
   }
   return out.str();
 }

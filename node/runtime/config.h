@@ -64,6 +64,7 @@ struct DaemonConfig {
   node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration probe_interval{0};
   node::Duration probe_timeout{0};
+  node::Duration route_timeout{0};  // NodeConfig::route_timeout
   uint32_t indirect_probes = 0;
   double suspicion_multiplier = 0;
   bool lifeguard = true;

@@ -68,6 +68,7 @@ node::NodeConfig MakeNodeConfig(const DaemonConfig& c, const crdt::ClusterSecret
   nc.dissemination = c.dissemination;
   nc.probe_interval = c.probe_interval;
   nc.probe_timeout = c.probe_timeout;
+  nc.route_timeout = c.route_timeout;
   nc.indirect_probes = c.indirect_probes;
   nc.suspicion_multiplier = c.suspicion_multiplier;
   nc.lifeguard = c.lifeguard;
@@ -160,6 +161,8 @@ int RunDaemon(int argc, char** argv) {
     }
     return s;
   };
+  ctx->routed_add = [&driver](std::string_view filter, std::span<const std::string_view> keys,
+                              std::vector<bool>* full) { return driver.RoutedAdd(filter, keys, full); };
   if (persistence) {
     Persistence* p = persistence.get();
     node::Node* n = node.get();

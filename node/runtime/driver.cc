@@ -86,6 +86,12 @@ void Driver::AfterNodeCall(node::Time now) {
       udp_.Send(out.to, std::move(out.bytes));
     }
   }
+  for (node::RoutedAddResult& r : node_.TakeRoutedAdds()) {
+    auto it = routed_waiters_.find(r.ticket);
+    if (it == routed_waiters_.end()) continue;  // its caller gave up
+    it->second->set_value(std::move(r));
+    routed_waiters_.erase(it);
+  }
   for (const node::Event& e : node_.TakeEvents()) {
     LogEvent(e, now);
     // A filter appeared or its entry was replaced: put the entry in the add
@@ -226,6 +232,35 @@ std::shared_ptr<std::promise<absl::Status>> Driver::TakePendingCall(uint64_t id)
   auto p = std::move(it->second);
   pending_calls_.erase(it);
   return p;
+}
+
+absl::StatusOr<std::vector<bool>> Driver::RoutedAdd(std::string_view filter, std::span<const std::string_view> keys,
+                                                    std::vector<bool>* full) {
+  auto waiter = std::make_shared<std::promise<node::RoutedAddResult>>();
+  std::future<node::RoutedAddResult> answer = waiter->get_future();
+  // Copies: a call that timed out may still run later.
+  auto owned_keys = std::make_shared<std::vector<std::string>>(keys.begin(), keys.end());
+  auto ticket = std::make_shared<uint64_t>(0);
+  absl::Status begun = RunOnDriver([this, waiter, owned_keys, ticket, name = std::string(filter)](node::Time now) {
+    std::vector<std::string_view> views(owned_keys->begin(), owned_keys->end());
+    absl::StatusOr<uint64_t> t = node_.BeginAdd(name, views, now);
+    if (!t.ok()) return t.status();
+    *ticket = *t;
+    routed_waiters_[*t] = waiter;  // AfterNodeCall, right after this, may fulfil it
+    return absl::OkStatus();
+  });
+  if (!begun.ok()) return begun;
+  if (answer.wait_for(kRunOnDriverTimeout) != std::future_status::ready) {
+    (void)RunOnDriver([this, ticket](node::Time) {
+      routed_waiters_.erase(*ticket);
+      return absl::OkStatus();
+    });
+    return absl::DeadlineExceededError("ERR routed add: no answer in time");
+  }
+  node::RoutedAddResult r = answer.get();
+  if (!r.status.ok()) return r.status;
+  *full = std::move(r.full);
+  return std::move(r.added);
 }
 
 absl::StatusOr<Driver::Collected> Driver::Collect() {

@@ -76,6 +76,12 @@ class Driver {
   // soon as the thread has stopped (never left to kRunOnDriverTimeout).
   absl::Status RunOnDriver(std::function<absl::Status(node::Time)> fn);
 
+  // An owner-routed add (node::Node::BeginAdd), from any thread but the
+  // driver's: waits for the owners' answers (at most about three
+  // route-timeouts, then the local answer). `full` as in AddMany.
+  absl::StatusOr<std::vector<bool>> RoutedAdd(std::string_view filter, std::span<const std::string_view> keys,
+                                              std::vector<bool>* full);
+
   absl::StatusOr<Collected> Collect();
   // Writes a snapshot now (any thread but the driver's; serialized).
   absl::StatusOr<std::string> SnapshotNow();
@@ -128,6 +134,9 @@ class Driver {
   // number of threads that can be waiting in RunOnDriver.
   uint64_t next_call_ = 0;
   std::map<uint64_t, std::shared_ptr<std::promise<absl::Status>>> pending_calls_;
+  // RoutedAdd tickets waiting for their answers (driver thread only),
+  // fulfilled by AfterNodeCall; bounded by the threads waiting in RoutedAdd.
+  std::map<uint64_t, std::shared_ptr<std::promise<node::RoutedAddResult>>> routed_waiters_;
 };
 
 }  // namespace pollen::runtime

@@ -25,6 +25,7 @@ struct CreateOptions {
   double fpr = 0;
   bool nonscaling = false;
   uint32_t expansion = kDefaultExpansion;
+  bool routed = false;  // Pollen's ROUTED keyword (docs/routing.md)
 };
 
 // RedisBloom's replies are exact, byte for byte: BF.RESERVE's errors carry
@@ -65,6 +66,7 @@ node::FilterConfig MakeConfig(const ServerContext& ctx, std::string_view name, c
   config.owner.clear();
   config.capacity = o.capacity;
   config.fpr = o.fpr;
+  config.routed = o.routed;
   if (o.nonscaling) {  // never rotates by itself; only POLLEN.ROTATE opens a generation
     config.rotate_fill = 0;
     config.rotate_interval = node::Duration(0);
@@ -104,6 +106,20 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
   });
 }
 
+// The add itself. A routed filter's keys that are all present here answer at
+// once (no owner needed, no driver hop); the others wait for their owners'
+// answers (ServerContext::routed_add).
+absl::StatusOr<std::vector<bool>> Add(ServerContext& ctx, std::string_view filter,
+                                      std::span<const std::string_view> items, std::vector<bool>* full) {
+  if (!ctx.routed_add || !ctx.node->IsRouted(filter)) return ctx.node->AddMany(filter, items, full);
+  absl::StatusOr<std::vector<bool>> present = ctx.node->PresentMany(filter, items);
+  if (present.ok() && std::find(present->begin(), present->end(), false) == present->end()) {
+    full->assign(items.size(), false);
+    return std::vector<bool>(items.size(), false);
+  }
+  return ctx.routed_add(filter, items, full);
+}
+
 // Adds items, creating the filter with create() when it is missing (nullopt:
 // NOCREATE). create() runs only then, so the common path (the filter exists)
 // builds no FilterConfig. Replies with an integer (multi == false) or an array.
@@ -111,7 +127,7 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
               absl::FunctionRef<std::optional<node::FilterConfig>()> create, bool multi) {
   ServerContext& ctx = call.ctx;
   std::vector<bool> full;
-  absl::StatusOr<std::vector<bool>> added = ctx.node->AddMany(filter, items, &full);
+  absl::StatusOr<std::vector<bool>> added = Add(ctx, filter, items, &full);
   std::optional<node::FilterConfig> config;
   if (absl::IsNotFound(added.status()) && (config = create()).has_value()) {
     absl::Status created = CreateFilter(ctx, *config);
@@ -119,7 +135,7 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
       ReplyStatus(call.out, created);
       return;
     }
-    added = ctx.node->AddMany(filter, items, &full);
+    added = Add(ctx, filter, items, &full);
   }
   if (!added.ok()) {
     ReplyStatus(call.out, added.status());
@@ -188,6 +204,7 @@ node::FilterConfig DefaultConfig(const ServerContext& ctx, std::string_view name
   node::FilterConfig c = MakeConfig(ctx, name, o);
   c.rotate_fill = ctx.default_filter.rotate_fill;
   c.rotate_interval = ctx.default_filter.rotate_interval;
+  c.routed = ctx.default_filter.routed;
   if (c.rotate_fill > 0) c.expansion = 0;  // rotation by fill and scaling are exclusive
   return c;
 }
@@ -196,8 +213,9 @@ node::FilterConfig DefaultConfig(const ServerContext& ctx, std::string_view name
 
 void CmdBfReserve(CommandCall& call) {
   const auto& a = call.args;
-  if (a.size() < 4 || a.size() > 7) return ReplyWrongArity(call);
   CreateOptions o;
+  o.routed = FindWord(a, "ROUTED") != 0;
+  if (a.size() < 4 || a.size() > (o.routed ? 8u : 7u)) return ReplyWrongArity(call);
   if (!ParseRedisDouble(a[2], &o.fpr)) return AppendError(call.out, "ERR bad error rate");
   if (!(o.fpr > 0 && o.fpr < 1)) return AppendError(call.out, kRateRange);
   int64_t capacity = 0;

@@ -78,6 +78,13 @@ struct ServerContext {
   // when empty those commands answer "ERR driver unavailable".
   std::function<absl::Status(std::function<absl::Status(node::Time now)>)> run_on_driver;
 
+  // Owner-routed adds (node::Node::BeginAdd): adds `keys` to a routed filter
+  // and waits for their owners' answers; per key `full` as in AddMany. Empty:
+  // routed filters are added to like any other (each node decides alone).
+  std::function<absl::StatusOr<std::vector<bool>>(std::string_view filter, std::span<const std::string_view> keys,
+                                                  std::vector<bool>* full)>
+      routed_add;
+
   // Append-only log of adds: called AFTER the node accepted the adds and
   // BEFORE the reply is sent (so durability follows appendfsync). An error is
   // reported to the client as "ERR persistence: <message>" (the adds stay in

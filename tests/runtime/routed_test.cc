@@ -1,0 +1,104 @@
+// Multi-process: owner-routed adds (docs/routing.md). Three pollend
+// processes on loopback; crawlers at every node add the same URLs at the
+// same time, and each URL is answered "new" exactly once across the cluster.
+#include <thread>
+
+#include "tests/runtime/cluster_fixture.h"
+
+namespace pollen::testing {
+namespace {
+
+TEST_F(ClusterTest, RoutedAddsOfTheSameKeysAtEveryNodeAnswerNewOnce) {
+  Pollend& n1 = AddNode(-1);
+  StartAndWaitReady(n1);
+  Pollend& n2 = AddNode(0);
+  Pollend& n3 = AddNode(0);
+  ASSERT_TRUE(n2.Start());
+  ASSERT_TRUE(n3.Start());
+  ASSERT_TRUE(n2.WaitReady(kReadyTimeout));
+  ASSERT_TRUE(n3.WaitReady(kReadyTimeout));
+  std::vector<Pollend*> nodes = {&n1, &n2, &n3};
+  // Every node lists three alive members, so every node ranks the same owners.
+  for (Pollend* n : nodes) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
+          return v && *v == 3;
+        },
+        kConvergeTimeout));
+  }
+  {
+    RespClient c = n1.Client();
+    ASSERT_TRUE(c.connected());
+    RespReply r = c.Command({"BF.RESERVE", "urls", "0.001", "100000", "ROUTED"});
+    ASSERT_EQ(r.str, "OK");
+    RespReply bad = c.Command({"BF.RESERVE", "urls2", "0.001", "100000", "EXPANSION", "2", "NONSCALING", "ROUTED", "x"});
+    EXPECT_EQ(bad.type, RespReply::kError);  // arity: ROUTED adds one word, no more
+  }
+  // The filter (and its routed flag) reaches every node before the crawl.
+  for (Pollend* n : nodes) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          RespClient c = n->Client();
+          return c.connected() && c.Command({"BF.INFO", "urls"}).type == RespReply::kArray;
+        },
+        kConvergeTimeout));
+  }
+
+  const auto keys = Keys("routed", 300);
+  std::vector<std::vector<int64_t>> answers(nodes.size(), std::vector<int64_t>(keys.size(), -1));
+  std::vector<std::thread> crawlers;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    crawlers.emplace_back([&, i] {
+      RespClient c = nodes[i]->Client();
+      if (!c.connected()) return;
+      for (size_t k = 0; k < keys.size(); ++k) {
+        RespReply r = c.Command({"BF.ADD", "urls", keys[k]});
+        if (r.type == RespReply::kInteger) answers[i][k] = r.integer;
+      }
+    });
+  }
+  for (std::thread& t : crawlers) t.join();
+  for (size_t k = 0; k < keys.size(); ++k) {
+    int news = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      ASSERT_NE(answers[i][k], -1) << "node " << i << " did not answer " << keys[k];
+      news += answers[i][k] == 1;
+    }
+    EXPECT_EQ(news, 1) << keys[k];
+  }
+  // BF.MADD: batched per owner, the same promise.
+  const auto batch = Keys("batch", 100);
+  std::vector<int64_t> batch_news(batch.size(), 0);
+  std::vector<std::thread> madders;
+  std::mutex mu;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    madders.emplace_back([&, i] {
+      RespClient c = nodes[i]->Client();
+      if (!c.connected()) return;
+      std::vector<std::string> args = {"BF.MADD", "urls"};
+      args.insert(args.end(), batch.begin(), batch.end());
+      RespReply r = c.Command(args);
+      if (r.type != RespReply::kArray || r.elements.size() != batch.size()) return;
+      std::lock_guard lock(mu);
+      for (size_t k = 0; k < batch.size(); ++k) batch_news[k] += r.elements[k].integer == 1;
+    });
+  }
+  for (std::thread& t : madders) t.join();
+  for (size_t k = 0; k < batch.size(); ++k) EXPECT_EQ(batch_news[k], 1) << batch[k];
+
+  // The owners decided (served > 0 somewhere), nobody fell back, and every
+  // node now holds every key.
+  double served = 0, fallbacks = 0;
+  for (Pollend* n : nodes) {
+    const std::string m = n->Metrics();
+    served += MetricValue(m, "pollen_routed_keys_total", "outcome=\"served\"").value_or(0);
+    fallbacks += MetricValue(m, "pollen_routed_keys_total", "outcome=\"fallback\"").value_or(0);
+  }
+  EXPECT_GT(served, 0);
+  EXPECT_EQ(fallbacks, 0);
+  for (Pollend* n : nodes) EXPECT_TRUE(WaitFor([&] { return AllPresent(*n, "urls", keys); }, kConvergeTimeout));
+}
+
+}  // namespace
+}  // namespace pollen::testing
