@@ -1,5 +1,7 @@
 #include "simulation/checkers.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "crdt/generations.h"
 
@@ -133,6 +135,10 @@ uint64_t SafetyChecker::distinct_bits() const {
   uint64_t total = 0;
   for (const auto& [key, bits] : max_bits_) total += bits;
   return total;
+}
+
+bool BrokeRoutingPromise(const RoutedKeyAnswers& key) {
+  return key.answered_new > 1 && !key.fell_back && !key.partial_view;
 }
 
 }  // namespace pollen::sim

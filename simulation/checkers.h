@@ -94,4 +94,18 @@ class SafetyChecker {
   uint64_t failure_count_ = 0;
 };
 
+// Owner routing's promise (docs/routing.md), for one contended key: it is
+// broken when the key was answered new more than once although every add
+// reached the key's owner (`fell_back` false) and every asking node's view,
+// when it asked, held every node of the cluster live and every node was up
+// (`partial_view` false: all askers then rank the same owner). A fallback or
+// a view that differs is the documented escape: such duplicates are
+// measured, not failures.
+struct RoutedKeyAnswers {
+  uint32_t answered_new = 0;
+  bool fell_back = false;
+  bool partial_view = false;
+};
+bool BrokeRoutingPromise(const RoutedKeyAnswers& key);
+
 }  // namespace pollen::sim

@@ -42,8 +42,9 @@ struct RunResult {
   // that more than one add answered new (duplicate-new: crawled twice), and
   // keys that no add answered new (a false positive on the first add).
   uint64_t contended_keys = 0, contended_adds = 0, duplicate_new_keys = 0, contended_never_new = 0;
-  // Owner routing (--routed): duplicates among keys whose adds saw no view
-  // change (a checker failure), keys decided by another node or locally after
+  // Owner routing (--routed): duplicates among keys whose adds all reached
+  // the owner from askers whose views held every node (a checker failure,
+  // checkers.h BrokeRoutingPromise), keys decided by another node or locally after
   // a silent owner, and add latencies (virtual ms) for keys answered new and
   // present; -1 without routed adds.
   uint64_t stable_duplicate_new_keys = 0, routed_remote_keys = 0, routed_fallback_keys = 0;

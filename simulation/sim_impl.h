@@ -197,7 +197,8 @@ struct Simulator::Impl {
   struct Contended {
     uint32_t adds = 0;
     uint32_t answered_new = 0;
-    Time first_began{0}, last_answered{0};  // of its answered adds
+    bool fell_back = false;     // some add was decided by other than its owner (routing's documented escape)
+    bool partial_view = false;  // some asker's view lacked a node, or a node was down (likewise)
   };
   std::vector<Contended> contended;
   // Routed adds waiting for their owners, by (node, ticket); a crash drops a node's.
@@ -206,12 +207,11 @@ struct Simulator::Impl {
     uint64_t epoch = 0;
     int64_t contended_key = -1;
     Time began{0};
+    bool full_view = false;  // every node up and live in the asker's view at BeginAdd
   };
   std::map<std::pair<uint32_t, uint64_t>, RoutedPending> routed_pending;
   std::vector<Duration> routed_new_latency, routed_present_latency;
-  // Virtual times at which some node's view changed (a membership event), ascending.
-  std::vector<Time> view_changes;
-  static constexpr Duration kStableMargin = std::chrono::seconds(5);
+
   std::string last_divergence;
   std::map<std::string, uint64_t> unroutable;
 
@@ -266,9 +266,8 @@ struct Simulator::Impl {
   // A contended key: schedules its adds at distinct nodes (ContendedAdd).
   void ContendedKey();
   void ContendedAdd(uint32_t i, uint64_t key);
-  void ContendedAnswer(uint64_t key, bool added, Time began, Time answered);
-  // True if no view changed anywhere within kStableMargin of [first, last].
-  bool StableAround(Time first, Time last) const;
+  // `escaped`: decided by other than the key's owner, or with a partial view.
+  void ContendedAnswer(uint64_t key, bool added, bool fell_back = false, bool partial_view = false);
   void Poll();
   void Check();
 

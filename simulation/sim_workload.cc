@@ -54,11 +54,11 @@ void Simulator::Impl::ContendedAdd(uint32_t i, uint64_t key) {
   ClientAdd(i, kCrawlFilter, absl::StrCat("contended-", key), static_cast<int64_t>(key));
 }
 
-void Simulator::Impl::ContendedAnswer(uint64_t key, bool added, Time began, Time answered) {
+void Simulator::Impl::ContendedAnswer(uint64_t key, bool added, bool fell_back, bool partial_view) {
   assert(key < contended.size());
   Contended& c = contended[key];
-  if (c.adds == 0 || began < c.first_began) c.first_began = began;
-  c.last_answered = std::max(c.last_answered, answered);
+  c.fell_back = c.fell_back || fell_back;
+  c.partial_view = c.partial_view || partial_view;
   ++c.adds;
   if (added) {
     // new_keys counts distinct new keys (bytes per new key divides by it):
@@ -68,11 +68,6 @@ void Simulator::Impl::ContendedAnswer(uint64_t key, bool added, Time began, Time
   }
 }
 
-bool Simulator::Impl::StableAround(Time first, Time last) const {
-  // view_changes is ascending: the first change at or after first - margin.
-  auto it = std::lower_bound(view_changes.begin(), view_changes.end(), first - kStableMargin);
-  return it == view_changes.end() || *it > last + kStableMargin;
-}
 
 void Simulator::Impl::DigestAdd(uint32_t owner) {
   if (!workload_on) return;

@@ -261,9 +261,10 @@ class Node {
   std::vector<RoutedAddResult> TakeRoutedAdds();  // driver thread
   // Thread-safe: true if `filter` exists here and is routed.
   bool IsRouted(std::string_view filter) const;
-  // Thread-safe: which keys may be present, without counting queries (the
-  // fast path of a routed add: those need no owner).
-  absl::StatusOr<std::vector<bool>> PresentMany(std::string_view filter, std::span<const std::string_view> keys) const;
+  // Thread-safe, the fast path of a routed add: true if every key may be
+  // present here, so the add answers 0 for each without an owner; counted as
+  // adds (and routed_present) then. False changes nothing.
+  absl::StatusOr<bool> AnswerIfAllPresent(std::string_view filter, std::span<const std::string_view> keys);
 
   absl::StatusOr<bool> Exists(std::string_view filter, std::string_view key) const;
   absl::StatusOr<std::vector<bool>> ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const;

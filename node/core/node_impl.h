@@ -285,6 +285,7 @@ struct Node::Impl {
   std::map<uint64_t, RouteTicket> route_tickets;        // by ticket
   std::vector<RoutedAddResult> routed_done;
   AnswerMemory route_answers;
+  StandIns stand_ins;
   uint64_t next_route_id = 0;  // drawn from rng at the first request (runs without routing draw nothing)
   uint64_t next_ticket = 1;
 
@@ -518,8 +519,12 @@ struct Node::Impl {
   // Sends (or sends again) request `id` to its current owner; decides it
   // here if that member is no longer live.
   void SendRoute(RouteRequest& req);
-  // Decides the keys of request `req` here, as the owner would have.
+  // Decides the keys of request `req` here, as the owner would have; as a
+  // fallback after the owner was asked, a key absent here at BeginAdd answers
+  // new (StandIns says why).
   void DecideLocally(RouteRequest& req, bool fallback);
+  // The test-and-add of a stand-in for a silent owner (StandIns).
+  std::vector<bool> StandInAdd(const FilterState& state, std::span<const std::string_view> keys, std::vector<bool>* full);
   // Records the answers of `req` in its ticket and retires it.
   void CompleteRequest(const RouteRequest& req, const std::vector<bool>& added, const std::vector<bool>& full);
   void FinishTicket(uint64_t ticket);

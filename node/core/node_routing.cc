@@ -60,6 +60,7 @@ absl::StatusOr<uint64_t> Node::BeginAdd(std::string_view filter, std::span<const
   impl.RefreshRendezvous();
   // Sort the keys: present here (answered now), owned here, or per owner.
   std::vector<uint32_t> owned;
+  uint32_t oversize = 0;  // decided here: too long to route (counted as fallbacks)
   std::map<std::string, std::vector<uint32_t>> by_owner;  // ordered: requests go out in a deterministic order
   std::map<std::string, std::string> second_of;
   uint64_t present = 0;
@@ -70,6 +71,7 @@ absl::StatusOr<uint64_t> Node::BeginAdd(std::string_view filter, std::span<const
     }
     auto [owner, second] = impl.rendezvous.TopTwo(impl.rendezvous.KeyHash(keys[i]));
     if (owner == nullptr || *owner == impl.config.name || keys[i].size() > kMaxRouteKeyBytes) {
+      if (owner != nullptr && *owner != impl.config.name) ++oversize;
       owned.push_back(i);
       continue;
     }
@@ -117,9 +119,11 @@ absl::StatusOr<uint64_t> Node::BeginAdd(std::string_view filter, std::span<const
       impl.SendRoute(stored);
     }
   }
+  ticket.fallback_keys += oversize;
   impl.Stats([&](NodeCounters& s) {
     s.routed_present += present;
-    s.routed_owned += owned.size();
+    s.routed_owned += owned.size() - oversize;
+    s.routed_fallbacks += oversize;
   });
   if (--ticket.requests_left == 0) impl.FinishTicket(ticket_id);
   return ticket_id;
@@ -136,12 +140,16 @@ bool Node::IsRouted(std::string_view filter) const {
   return state != nullptr && state->entry.config.routed;
 }
 
-absl::StatusOr<std::vector<bool>> Node::PresentMany(std::string_view filter, std::span<const std::string_view> keys) const {
+absl::StatusOr<bool> Node::AnswerIfAllPresent(std::string_view filter, std::span<const std::string_view> keys) {
   std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
   if (state == nullptr) return absl::NotFoundError("ERR not found");
+  if (absl::Status s = impl_->CheckWritable(*state); !s.ok()) return s;
   std::unique_ptr<bool[]> found(new bool[keys.size()]);
   state->set->MightContainMany(keys, std::span<bool>(found.get(), keys.size()));
-  return std::vector<bool>(found.get(), found.get() + keys.size());
+  if (!std::all_of(found.get(), found.get() + keys.size(), [](bool b) { return b; })) return false;
+  impl_->adds.fetch_add(keys.size(), std::memory_order_relaxed);
+  impl_->Stats([&](NodeCounters& s) { s.routed_present += keys.size(); });
+  return true;
 }
 
 void Node::Impl::RefreshRendezvous() {
@@ -161,7 +169,7 @@ void Node::Impl::SendRoute(RouteRequest& req) {
   if (state == nullptr || to == nullptr) {
     // The owner left the view (or is this node, as a second choice): the
     // answer is this node's, as every node whose view agrees would decide.
-    DecideLocally(req, req.owner != config.name || state == nullptr);
+    DecideLocally(req, true);
     return;
   }
   wire::Envelope env;
@@ -169,7 +177,9 @@ void Node::Impl::SendRoute(RouteRequest& req) {
   msg->set_id(req.id);
   ToWire(state->entry.params, msg->mutable_filter());
   for (const std::string& key : req.keys) msg->add_keys(key);
+  msg->set_stand_in(req.attempt > kRouteOwnerAttempts);
   Send(*to, env, false);
+  if (std::find(req.asked.begin(), req.asked.end(), req.owner) == req.asked.end()) req.asked.push_back(req.owner);
   req.deadline = now + config.route_timeout;
   route_deadlines.emplace_back(req.deadline, req.id);
 }
@@ -177,7 +187,18 @@ void Node::Impl::SendRoute(RouteRequest& req) {
 void Node::Impl::DecideLocally(RouteRequest& req, bool fallback) {
   std::shared_ptr<const FilterState> state = DriverLookup(req.filter);
   std::vector<bool> added(req.keys.size(), false), full(req.keys.size(), false);
-  if (state != nullptr) added = AddLocal(*state, Views(req.keys), &full);
+  if (state != nullptr) {
+    if (req.attempt > kRouteOwnerAttempts && req.owner == config.name) {
+      added = StandInAdd(*state, Views(req.keys), &full);  // this node is the next-ranked member
+    } else {
+      added = AddLocal(*state, Views(req.keys), &full);
+      // The owner was asked and never answered: it may have said "new" into
+      // the void. Absent here at BeginAdd, the key answers new.
+      if (fallback && !req.asked.empty()) {
+        for (size_t j = 0; j < added.size(); ++j) added[j] = !full[j];
+      }
+    }
+  }
   auto it = route_tickets.find(req.ticket);
   assert(it != route_tickets.end());
   if (state == nullptr) it->second.filter_gone = true;
@@ -201,7 +222,8 @@ void Node::Impl::CompleteRequest(const RouteRequest& req, const std::vector<bool
     ticket.full[req.indices[j]] = full[j];
   }
   const uint64_t ticket_id = req.ticket;
-  if (req.id != 0) route_requests.erase(req.id);  // `req` may be gone from here on
+  const uint64_t id = req.id;
+  if (id != 0) route_requests.erase(id);  // `req` is gone from here on
   assert(ticket.requests_left > 0);
   if (--ticket.requests_left == 0) FinishTicket(ticket_id);
 }
@@ -220,6 +242,15 @@ void Node::Impl::FinishTicket(uint64_t ticket_id) {
   result.latency = now - t.began;
   routed_done.push_back(std::move(result));
   route_tickets.erase(it);
+}
+
+std::vector<bool> Node::Impl::StandInAdd(const FilterState& state, std::span<const std::string_view> keys,
+                                         std::vector<bool>* full) {
+  std::vector<bool> added = AddLocal(state, keys, full);
+  for (size_t j = 0; j < keys.size(); ++j) {
+    if (stand_ins.FirstTime(rendezvous.KeyHash(keys[j]), now) && !(*full)[j]) added[j] = true;
+  }
+  return added;
 }
 
 void Node::Impl::ExpireRoutes() {
@@ -274,9 +305,9 @@ void Node::Impl::HandleRouteAdd(const Address& from, const std::string& sender, 
     AnswerMemory::Answer fresh;
     if (answer == nullptr || answer->added.size() != static_cast<size_t>(msg.keys_size())) {
       std::vector<std::string_view> keys(msg.keys().begin(), msg.keys().end());
-      fresh.added = AddLocal(*state, keys, &fresh.full);
+      fresh.added = msg.stand_in() ? StandInAdd(*state, keys, &fresh.full) : AddLocal(*state, keys, &fresh.full);
       Stats([&](NodeCounters& s) { s.routed_served += keys.size(); });
-      if (answer == nullptr) route_answers.Remember(sender, msg.id(), fresh);
+      if (answer == nullptr) route_answers.Remember(sender, msg.id(), fresh, now);
       answer = &fresh;
     }
     reply->set_added(PackBits(answer->added));
@@ -289,10 +320,9 @@ void Node::Impl::HandleRouteReply(const Address& from, const std::string& sender
   auto it = route_requests.find(msg.id());
   if (it == route_requests.end()) return;  // late or repeated: already answered or decided
   RouteRequest& req = it->second;
-  if (sender != req.owner) {
-    Reject(from, "malformed");
-    return;
-  }
+  // Any member asked for this id may answer (the owner's late reply after
+  // the request moved to the second-ranked member is still the owner's).
+  if (std::find(req.asked.begin(), req.asked.end(), sender) == req.asked.end()) return;
   if (msg.refused()) {
     DecideLocally(req, true);
     return;
@@ -304,12 +334,21 @@ void Node::Impl::HandleRouteReply(const Address& from, const std::string& sender
   }
   // Read-your-writes here: the keys' bits are set on this node before the
   // client hears the answer (the owner's bits arrive later by gossip).
+  auto ticket = route_tickets.find(req.ticket);
+  assert(ticket != route_tickets.end());
   if (std::shared_ptr<const FilterState> state = DriverLookup(req.filter); state != nullptr) {
     std::vector<bool> ignored_full;
     AddLocal(*state, Views(req.keys), &ignored_full);
+  } else {
+    ticket->second.filter_gone = true;
   }
-  route_tickets[req.ticket].remote_keys += static_cast<uint32_t>(req.keys.size());
-  Stats([&](NodeCounters& s) { s.routed_remote += req.keys.size(); });
+  // The owner's answer, or (sender is not the first member asked) the
+  // second-ranked member's: a stand-in, counted as a fallback.
+  const bool from_owner = sender == req.asked.front();
+  const uint32_t n = static_cast<uint32_t>(req.keys.size());
+  ticket->second.remote_keys += n;
+  if (!from_owner) ticket->second.fallback_keys += n;
+  Stats([&](NodeCounters& s) { (from_owner ? s.routed_remote : s.routed_fallbacks) += n; });
   CompleteRequest(req, added, full);
 }
 

@@ -58,14 +58,24 @@ const AnswerMemory::Answer* AnswerMemory::Find(const std::string& asker, uint64_
   return it == answers_.end() ? nullptr : &it->second;
 }
 
-void AnswerMemory::Remember(const std::string& asker, uint64_t id, Answer answer) {
-  if (!answers_.emplace(std::make_pair(asker, id), std::move(answer)).second) return;
-  order_.emplace_back(asker, id);
-  while (order_.size() > kRouteAnswerMemory) {
-    answers_.erase(order_.front());
+void AnswerMemory::Remember(const std::string& asker, uint64_t id, Answer answer, Time now) {
+  while (!order_.empty() && (order_.front().first + kRouteAnswerRetention < now || order_.size() >= kRouteAnswerMemory)) {
+    answers_.erase(order_.front().second);
     order_.pop_front();
   }
+  if (!answers_.emplace(std::make_pair(asker, id), std::move(answer)).second) return;
+  order_.emplace_back(now, std::make_pair(asker, id));
   assert(answers_.size() == order_.size());
+}
+
+bool StandIns::FirstTime(uint64_t key_hash, Time now) {
+  while (!order_.empty() && (order_.front().first + kRouteAnswerRetention < now || order_.size() >= kRouteAnswerMemory)) {
+    keys_.erase(order_.front().second);
+    order_.pop_front();
+  }
+  if (!keys_.insert(key_hash).second) return false;
+  order_.emplace_back(now, key_hash);
+  return true;
 }
 
 }  // namespace pollen::node

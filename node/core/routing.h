@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,18 +36,21 @@ namespace pollen::node {
 // Bounds. A request carries at most kMaxRouteKeys keys and kMaxRouteBytes of
 // them; a key longer than kMaxRouteKeyBytes is decided locally (counted as a
 // fallback). At most kMaxRoutedInFlight requests wait for answers; beyond it
-// new keys are decided locally. An owner remembers its last
-// kRouteAnswerMemory answers, so a retry whose first reply was lost gets the
-// same answer instead of "already present".
+// new keys are decided locally. An owner remembers each answer for
+// kRouteAnswerRetention (at most kRouteAnswerMemory of them, the oldest
+// forgotten first), so a retry whose first reply was lost gets the same
+// answer instead of "already present". The retention covers every attempt
+// at the largest route timeout the daemon accepts (4 x 2 s).
 inline constexpr size_t kMaxRouteKeys = 1024;
 inline constexpr size_t kMaxRouteBytes = size_t{256} << 10;
 inline constexpr size_t kMaxRouteKeyBytes = size_t{64} << 10;
 inline constexpr size_t kMaxRoutedInFlight = 65536;
-inline constexpr size_t kRouteAnswerMemory = 16384;
+inline constexpr size_t kRouteAnswerMemory = 262144;
+inline constexpr Duration kRouteAnswerRetention = std::chrono::seconds(10);
 // Attempts per request: kRouteOwnerAttempts to the owner (same request id, so
 // the owner answers a retry from memory), then one to the next-ranked member,
 // then the local answer.
-inline constexpr uint32_t kRouteOwnerAttempts = 2;
+inline constexpr uint32_t kRouteOwnerAttempts = 3;
 inline constexpr uint32_t kRouteAttempts = kRouteOwnerAttempts + 1;
 
 // Rendezvous (highest random weight) hashing over a set of member names.
@@ -83,6 +87,7 @@ struct RouteRequest {
   std::vector<std::string> keys;
   std::string owner;          // the member asked at this attempt
   std::string second;         // the next-ranked member when sent ("" if none)
+  std::vector<std::string> asked;  // members sent this id so far, the owner first
   uint32_t attempt = 1;       // 1-based
   Time deadline{0};
 };
@@ -106,12 +111,30 @@ class AnswerMemory {
     std::vector<bool> added, full;
   };
   const Answer* Find(const std::string& asker, uint64_t id) const;
-  void Remember(const std::string& asker, uint64_t id, Answer answer);
+  // Also forgets the answers older than kRouteAnswerRetention at `now`.
+  void Remember(const std::string& asker, uint64_t id, Answer answer, Time now);
   size_t size() const { return answers_.size(); }
 
  private:
   std::map<std::pair<std::string, uint64_t>, Answer> answers_;
-  std::deque<std::pair<std::string, uint64_t>> order_;
+  std::deque<std::pair<Time, std::pair<std::string, uint64_t>>> order_;  // by the time remembered
+};
+
+// The keys a member decided as stand-in for a silent owner
+// (RouteAdd.stand_in), by routing hash, for kRouteAnswerRetention (at most
+// kRouteAnswerMemory). The first stand-in request for a key answers "new"
+// even if the key's bits are already here: they may be the silent owner's,
+// whose "new" never reached anyone (its replies lost), and a URL crawled
+// twice is better than one never crawled. Later stand-in requests for the
+// key answer from the filter, so askers that all lost the owner still agree.
+class StandIns {
+ public:
+  // True the first time `key_hash` is seen (within the retention).
+  bool FirstTime(uint64_t key_hash, Time now);
+
+ private:
+  std::set<uint64_t> keys_;
+  std::deque<std::pair<Time, uint64_t>> order_;
 };
 
 }  // namespace pollen::node

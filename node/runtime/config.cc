@@ -218,9 +218,10 @@ const std::vector<Option>& Options() {
       {"probe-timeout", "500ms", "Wait this long for a probe's ack", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetDur(&c.probe_timeout, v, milliseconds(10), seconds(60)); }},
       {"route-timeout", "100ms",
-       "Owner-routed filters: wait this long for a key's owner to answer before asking again (docs/routing.md)",
+       "Owner-routed filters: wait this long for a key's owner to answer before asking again (1ms to 2s; "
+       "docs/routing.md)",
        Where::kAnywhere,
-       [](DaemonConfig& c, std::string_view v) { return SetDur(&c.route_timeout, v, milliseconds(1), seconds(60)); }},
+       [](DaemonConfig& c, std::string_view v) { return SetDur(&c.route_timeout, v, milliseconds(1), seconds(2)); }},
       {"indirect-probes", "3", "Members asked to probe indirectly", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.indirect_probes, v, 0, 16); }},
       {"suspicion-multiplier", "4", "Suspicion timeout = mult * log10(N+1) * probe-interval", Where::kAnywhere,

@@ -105,5 +105,16 @@ TEST(SafetyChecker, AcknowledgedAddMustRead) {
   EXPECT_EQ(c.failure_count(), 1u);
 }
 
+// Owner routing's checker: only a duplicate whose adds all reached the
+// owner, asked with full views, breaks the promise.
+TEST(RoutingPromise, OnlyADuplicateWithFullViewsAndNoFallbackFails) {
+  EXPECT_TRUE(BrokeRoutingPromise(RoutedKeyAnswers{2, false, false}));
+  EXPECT_TRUE(BrokeRoutingPromise(RoutedKeyAnswers{3, false, false}));
+  EXPECT_FALSE(BrokeRoutingPromise(RoutedKeyAnswers{1, false, false}));  // one new: kept
+  EXPECT_FALSE(BrokeRoutingPromise(RoutedKeyAnswers{0, false, false}));
+  EXPECT_FALSE(BrokeRoutingPromise(RoutedKeyAnswers{2, true, false}));   // a fallback: measured
+  EXPECT_FALSE(BrokeRoutingPromise(RoutedKeyAnswers{2, false, true}));   // views differed: measured
+}
+
 }  // namespace
 }  // namespace pollen::sim

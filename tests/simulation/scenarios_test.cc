@@ -169,16 +169,15 @@ TEST(Routed, SimultaneousAddsAnswerNewOnce) {
   EXPECT_GE(r.routed_new_p50_ms, 0);
 }
 
-// The checker is live: with a timeout below the network's latency every
-// asker falls back to its own answer, and the duplicates it then gives in a
-// stable cluster fail the run.
-TEST(Routed, CheckerFailsDuplicatesInAStablePeriod) {
+// With a timeout below the network's latency every asker falls back to its
+// own answer: duplicates, all of them counted as fallbacks (the documented
+// escape, checkers.h), none a broken promise.
+TEST(Routed, FallbacksAreMeasuredNotFailed) {
   const RunResult r = RunRouted(node::Duration(0), std::chrono::milliseconds(1));
-  EXPECT_FALSE(r.passed);
-  EXPECT_GT(r.stable_duplicate_new_keys, 0u);
+  EXPECT_TRUE(r.passed) << FormatSummary(r);
+  EXPECT_GT(r.duplicate_new_keys, r.contended_keys / 2);
   EXPECT_GT(r.routed_fallback_keys, 0u);
-  ASSERT_FALSE(r.failures.empty());
-  EXPECT_NE(r.failures[0].find("in a stable period"), std::string::npos) << r.failures[0];
+  EXPECT_EQ(r.stable_duplicate_new_keys, 0u);
 }
 
 // Issue 12's churn target: 10% of the nodes restarting per minute (half of

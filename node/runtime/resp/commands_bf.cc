@@ -112,8 +112,7 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
 absl::StatusOr<std::vector<bool>> Add(ServerContext& ctx, std::string_view filter,
                                       std::span<const std::string_view> items, std::vector<bool>* full) {
   if (!ctx.routed_add || !ctx.node->IsRouted(filter)) return ctx.node->AddMany(filter, items, full);
-  absl::StatusOr<std::vector<bool>> present = ctx.node->PresentMany(filter, items);
-  if (present.ok() && std::find(present->begin(), present->end(), false) == present->end()) {
+  if (absl::StatusOr<bool> present = ctx.node->AnswerIfAllPresent(filter, items); present.ok() && *present) {
     full->assign(items.size(), false);
     return std::vector<bool>(items.size(), false);
   }
@@ -214,7 +213,10 @@ node::FilterConfig DefaultConfig(const ServerContext& ctx, std::string_view name
 void CmdBfReserve(CommandCall& call) {
   const auto& a = call.args;
   CreateOptions o;
-  o.routed = FindWord(a, "ROUTED") != 0;
+  // Pollen's own keyword, looked for after the capacity only (NONSCALING and
+  // EXPANSION are matched anywhere, as RedisBloom does): a filter named
+  // "routed" is not routed.
+  o.routed = a.size() > 4 && FindWord(a.subspan(3), "ROUTED") != 0;
   if (a.size() < 4 || a.size() > (o.routed ? 8u : 7u)) return ReplyWrongArity(call);
   if (!ParseRedisDouble(a[2], &o.fpr)) return AppendError(call.out, "ERR bad error rate");
   if (!(o.fpr > 0 && o.fpr < 1)) return AppendError(call.out, kRateRange);
