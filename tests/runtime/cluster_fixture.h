@@ -51,6 +51,18 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(n.WaitReady(kReadyTimeout)) << TailFile(n.log_path());
   }
 
+  // Starts a seed node, then two that join through it, and waits until all
+  // three are ready; they are nodes_[0..2]. Use under ASSERT_NO_FATAL_FAILURE.
+  void StartThree() {
+    StartAndWaitReady(AddNode(-1));
+    Pollend& n2 = AddNode(0);
+    Pollend& n3 = AddNode(0);
+    ASSERT_TRUE(n2.Start());
+    ASSERT_TRUE(n3.Start());
+    ASSERT_TRUE(n2.WaitReady(kReadyTimeout));
+    ASSERT_TRUE(n3.WaitReady(kReadyTimeout));
+  }
+
   // True when every key reads present at `n`.
   static bool AllPresent(Pollend& n, const std::string& filter, const std::vector<std::string>& keys) {
     RespClient c = n.Client();

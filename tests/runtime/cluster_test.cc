@@ -6,14 +6,10 @@ namespace pollen::testing {
 namespace {
 
 TEST_F(ClusterTest, AddsAtOneNodeReadPresentAtEveryOtherAndLateJoinerConverges) {
-  Pollend& n1 = AddNode(-1);
-  StartAndWaitReady(n1);
-  Pollend& n2 = AddNode(0);
-  Pollend& n3 = AddNode(0);
-  ASSERT_TRUE(n2.Start());
-  ASSERT_TRUE(n3.Start());
-  ASSERT_TRUE(n2.WaitReady(kReadyTimeout));
-  ASSERT_TRUE(n3.WaitReady(kReadyTimeout));
+  ASSERT_NO_FATAL_FAILURE(StartThree());
+  Pollend& n1 = *nodes_[0];
+  Pollend& n2 = *nodes_[1];
+  Pollend& n3 = *nodes_[2];
 
   const auto keys = Keys("crawl", 200);
   {

@@ -9,15 +9,9 @@ namespace pollen::testing {
 namespace {
 
 TEST_F(ClusterTest, RoutedAddsOfTheSameKeysAtEveryNodeAnswerNewOnce) {
-  Pollend& n1 = AddNode(-1);
-  StartAndWaitReady(n1);
-  Pollend& n2 = AddNode(0);
-  Pollend& n3 = AddNode(0);
-  ASSERT_TRUE(n2.Start());
-  ASSERT_TRUE(n3.Start());
-  ASSERT_TRUE(n2.WaitReady(kReadyTimeout));
-  ASSERT_TRUE(n3.WaitReady(kReadyTimeout));
-  std::vector<Pollend*> nodes = {&n1, &n2, &n3};
+  ASSERT_NO_FATAL_FAILURE(StartThree());
+  Pollend& n1 = *nodes_[0];
+  std::vector<Pollend*> nodes = {nodes_[0].get(), nodes_[1].get(), nodes_[2].get()};
   // Every node lists three alive members, so every node ranks the same owners.
   for (Pollend* n : nodes) {
     ASSERT_TRUE(WaitFor(

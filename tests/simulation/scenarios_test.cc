@@ -100,7 +100,7 @@ TEST(Lifeguard, FewerFalseSuspicionsThanPlainSwimUnderPauses) {
 // add to the others); the further apart the adds, the more of them come after
 // the first reached every node (about 0.3 s at N=10), so the rate must fall
 // as the spread grows, and be small at 10 s.
-RunResult RunContended(node::Duration spread) {
+SimOptions ContendedOptions(node::Duration spread) {
   SimOptions o;
   o.seed = 3;
   o.nodes = 10;
@@ -109,8 +109,10 @@ RunResult RunContended(node::Duration spread) {
   o.workload.contended_keys_per_sec = 10;
   o.workload.contended_copies = 3;
   o.workload.contended_spread = spread;
-  return Simulator(o).Run();
+  return o;
 }
+
+RunResult RunContended(node::Duration spread) { return Simulator(ContendedOptions(spread)).Run(); }
 
 double DuplicateNewRate(const RunResult& r) {
   return static_cast<double>(r.duplicate_new_keys) / static_cast<double>(r.contended_keys);
@@ -144,14 +146,7 @@ TEST(Contended, RateFallsAsTheAddsSpreadOut) {
 // Owner routing (docs/routing.md): the same contended workload with the
 // crawl filter routed. Every key's adds are decided by one owner.
 RunResult RunRouted(node::Duration spread, node::Duration route_timeout = std::chrono::milliseconds(100)) {
-  SimOptions o;
-  o.seed = 3;
-  o.nodes = 10;
-  o.duration = std::chrono::seconds(60);
-  o.workload.crawl_adds_per_sec = 5;
-  o.workload.contended_keys_per_sec = 10;
-  o.workload.contended_copies = 3;
-  o.workload.contended_spread = spread;
+  SimOptions o = ContendedOptions(spread);
   o.workload.routed = true;
   o.workload.route_timeout = route_timeout;
   return Simulator(o).Run();
