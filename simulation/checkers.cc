@@ -141,4 +141,6 @@ bool BrokeRoutingPromise(const RoutedKeyAnswers& key) {
   return key.answered_new > 1 && !key.fell_back && !key.partial_view;
 }
 
+bool BrokeWaitPromise(uint32_t peers_acked, uint32_t holders) { return peers_acked > holders; }
+
 }  // namespace pollen::sim

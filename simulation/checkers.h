@@ -108,4 +108,9 @@ struct RoutedKeyAnswers {
 };
 bool BrokeRoutingPromise(const RoutedKeyAnswers& key);
 
+// WAIT's promise (node/core/peer_checks.h): its count never exceeds the
+// peers that hold every key the caller added (`holders`, counted by the
+// simulator from every node's filter when the answer arrives).
+bool BrokeWaitPromise(uint32_t peers_acked, uint32_t holders);
+
 }  // namespace pollen::sim

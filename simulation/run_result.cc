@@ -86,6 +86,10 @@ std::string FormatSummary(const RunResult& r) {
                           r.routed_remote_keys, r.routed_fallback_keys, r.stable_duplicate_new_keys, r.routed_new_p50_ms,
                           r.routed_new_p99_ms, r.routed_present_p50_ms, r.routed_present_p99_ms);
   }
+  if (r.waits > 0) {
+    absl::StrAppendFormat(&out, "  WAIT: %d answered, %d below numreplicas, %d not judged; latency p50 %.2f ms p99 %.2f ms max %.2f ms\n",
+                          r.waits, r.waits_short, r.waits_unjudged, r.wait_p50_ms, r.wait_p99_ms, r.wait_max_ms);
+  }
   absl::StrAppendFormat(&out,
                         "  wire: %d bytes in %d frames (%d delivered), %.0f bytes per new key (%.0f in delta frames)\n",
                         r.wire_bytes, r.frames_sent, r.frames_delivered, r.bytes_per_new_key,
@@ -162,7 +166,9 @@ std::string FormatJson(const RunResult& r) {
       ",\"stable_duplicate_new_keys\":", r.stable_duplicate_new_keys, ",\"routed_remote_keys\":", r.routed_remote_keys,
       ",\"routed_fallback_keys\":", r.routed_fallback_keys, ",\"routed_new_p50_ms\":", r.routed_new_p50_ms,
       ",\"routed_new_p99_ms\":", r.routed_new_p99_ms, ",\"routed_present_p50_ms\":", r.routed_present_p50_ms,
-      ",\"routed_present_p99_ms\":", r.routed_present_p99_ms, ",\"wire_bytes\":", r.wire_bytes,
+      ",\"routed_present_p99_ms\":", r.routed_present_p99_ms, ",\"waits\":", r.waits, ",\"waits_short\":", r.waits_short,
+      ",\"waits_unjudged\":", r.waits_unjudged, ",\"wait_p50_ms\":", r.wait_p50_ms, ",\"wait_p99_ms\":", r.wait_p99_ms,
+      ",\"wait_max_ms\":", r.wait_max_ms, ",\"wire_bytes\":", r.wire_bytes,
       ",\"frames_sent\":", r.frames_sent, ",\"frames_delivered\":", r.frames_delivered,
       ",\"bytes_per_new_key\":", r.bytes_per_new_key, ",\"delta_bytes_per_new_key\":", r.delta_bytes_per_new_key, ",\"delta_bits_sent\":", r.delta_bits_sent,
       ",\"distinct_bits\":", r.distinct_bits, ",\"transmissions_per_bit\":", r.transmissions_per_bit,

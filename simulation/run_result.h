@@ -49,6 +49,10 @@ struct RunResult {
   // present; -1 without routed adds.
   uint64_t stable_duplicate_new_keys = 0, routed_remote_keys = 0, routed_fallback_keys = 0;
   double routed_new_p50_ms = -1, routed_new_p99_ms = -1, routed_present_p50_ms = -1, routed_present_p99_ms = -1;
+  // WAIT (--wait-every-ms): calls answered, answered below numreplicas, not
+  // judged (a crash or rotation during them), and latency (virtual ms; -1: none).
+  uint64_t waits = 0, waits_short = 0, waits_unjudged = 0;
+  double wait_p50_ms = -1, wait_p99_ms = -1, wait_max_ms = -1;
   uint64_t wire_bytes = 0, frames_sent = 0, frames_delivered = 0;
   double bytes_per_new_key = 0;
   double delta_bytes_per_new_key = 0;  // only frames of type "delta" (dissemination)

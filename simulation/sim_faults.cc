@@ -19,6 +19,7 @@ void Simulator::Impl::Crash(uint32_t i, bool keep_state, Duration down) {
   AddCounters(s.carried, s.node->Counters());
   s.node.reset();
   std::erase_if(routed_pending, [i](const auto& entry) { return entry.first.first == i; });  // never answered
+  if (!waits.empty()) waits[i] = NodeWaits{};  // its clients and their WAIT are gone
   s.up = false;
   s.paused = false;  // what it held is lost with it
   s.held.clear();

@@ -101,7 +101,7 @@ struct Ev {
     kTick, kDeliver, kStart, kRestart, kHeal, kScripted, kRandomPartition, kRandomCrash,
     kCrawlAdd, kDigestAdd, kDigestRotate, kOperatorRotate, kSample, kPoll, kCheck, kFaultsEnd,
     kConvergePoll, kWindowStart, kMembersPoll, kRandomPause, kResume,
-    kContendedKey, kContendedAdd,
+    kContendedKey, kContendedAdd, kWait,
   };
   Kind kind = Kind::kTick;
   uint32_t node = 0;
@@ -211,6 +211,21 @@ struct Simulator::Impl {
   };
   std::map<std::pair<uint32_t, uint64_t>, RoutedPending> routed_pending;
   std::vector<Duration> routed_new_latency, routed_present_latency;
+  // WAIT (--wait-every-ms), per node: every crawl key added there since its
+  // last crash (what the checker holds WAIT's count against), how many of
+  // them a WAIT answered by every live peer covered (not sent again), and
+  // the WAIT in flight.
+  struct NodeWaits {
+    std::vector<std::string> added;
+    size_t confirmed = 0;
+    bool in_flight = false;
+    uint64_t ticket = 0;
+    size_t keys = 0;  // added.size() when it began
+    Time began{0};
+    uint64_t crashes = 0, rotations = 0;  // r.crashes, r.rotations when it began
+  };
+  std::vector<NodeWaits> waits;
+  std::vector<Duration> wait_latency;
 
   std::string last_divergence;
   std::map<std::string, uint64_t> unroutable;
@@ -236,6 +251,8 @@ struct Simulator::Impl {
   // (AddAnswered, from Flush).
   bool ClientAdd(uint32_t i, const std::string& filter, const std::string& key, int64_t contended_key = -1);
   void AddAnswered(uint32_t i, node::RoutedAddResult done);
+  void WaitAt();  // a WAIT at a random up node with unconfirmed keys
+  void WaitAnswered(uint32_t i, node::PeerCheckResult done);
   void RotateAt(uint32_t i, const std::string& filter);
 
   // Safety checks of one node; `observe` also reads its filters' bit counts

@@ -193,6 +193,9 @@ Node and workload:
   --contended-spread-ms=MS  those adds fall within this window (default 100)
   --routed                the crawl filter is owner-routed: each new key is decided by its owner node
   --route-timeout-ms=MS   how long an asker waits for an owner's answer before asking again (default 100)
+  --wait-every-ms=MS      this often a node calls WAIT over the crawl keys added there (default 0: never)
+  --wait-replicas=K       WAIT's numreplicas (default 2)
+  --wait-timeout-ms=MS    WAIT's timeout, 0 = none (default 1000)
 Output:
   --json                  one JSON object per seed instead of the text summary
   --quiet                 only the one-line result per seed
@@ -224,6 +227,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"lifeguard", true}, {"pause", false},
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
+        {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
         {"clock-drift", false}, {"json", false}, {"quiet", false}, {"progress", false}, {"help", false}};
@@ -312,6 +316,12 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       o.workload.routed = true;
     } else if (name == "route-timeout-ms") {
       POLLEN_NUM(v, 1, 1e6) o.workload.route_timeout = FromMillis(v);
+    } else if (name == "wait-every-ms") {
+      POLLEN_NUM(v, 0, 1e7) o.workload.wait_every = FromMillis(v);
+    } else if (name == "wait-replicas") {
+      POLLEN_NUM(v, 0, 1e6) o.workload.wait_replicas = static_cast<uint32_t>(v);
+    } else if (name == "wait-timeout-ms") {
+      POLLEN_NUM(v, 0, 1e7) o.workload.wait_timeout = FromMillis(v);
     } else if (name == "sample-every") {
       POLLEN_NUM(v, 0.01, 1e6) o.workload.sample_every = FromSeconds(v);
     } else if (name == "loss") {

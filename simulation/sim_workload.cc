@@ -68,6 +68,72 @@ void Simulator::Impl::ContendedAnswer(uint64_t key, bool added, bool fell_back, 
   }
 }
 
+void Simulator::Impl::WaitAt() {
+  if (!workload_on) return;
+  std::vector<uint32_t> ready;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const NodeWaits& w = waits[i];
+    if (nodes[i].up && !nodes[i].paused && !w.in_flight && w.added.size() > w.confirmed) ready.push_back(i);
+  }
+  if (!ready.empty()) {
+    const uint32_t i = ready[work_rng.Below(ready.size())];
+    NodeWaits& w = waits[i];
+    node::KeyBatch batch{kCrawlFilter, std::vector<std::string>(w.added.begin() + w.confirmed, w.added.end())};
+    auto ticket = nodes[i].node->BeginWait({std::move(batch)}, o.workload.wait_replicas, o.workload.wait_timeout, Local(i));
+    trace.Mix(0x3a17);
+    trace.Mix(i);
+    if (!ticket.ok()) {
+      checker.Fail(absl::StrFormat("WAIT failed: node %d: %s", i, ticket.status().ToString()));
+    } else {
+      w.in_flight = true;
+      w.ticket = *ticket;
+      w.keys = w.added.size();
+      w.began = now;
+      w.crashes = r.crashes;
+      w.rotations = r.rotations;
+      AfterClientOp(i);
+    }
+  }
+  At(now + o.workload.wait_every, Ev::Kind::kWait);
+}
+
+void Simulator::Impl::WaitAnswered(uint32_t i, node::PeerCheckResult done) {
+  NodeWaits& w = waits[i];
+  if (!w.in_flight || w.ticket != done.ticket) {
+    checker.Fail(absl::StrFormat("node %d answered unknown WAIT ticket %d", i, done.ticket));
+    return;
+  }
+  w.in_flight = false;
+  trace.Mix(0x3a18);
+  trace.Mix(i);
+  trace.Mix(done.peers_acked);
+  ++r.waits;
+  if (done.peers_acked < o.workload.wait_replicas) ++r.waits_short;
+  wait_latency.push_back(now - w.began);
+  // The count against the truth: nodes other than i holding every crawl key
+  // i's clients added (all of them, not only those this WAIT sent). A crash
+  // or a rotation meanwhile may have taken bits an acknowledging peer held:
+  // then the WAIT is not judged.
+  if (r.crashes == w.crashes && r.rotations == w.rotations) {
+    uint32_t holders = 0;
+    for (uint32_t j = 0; j < nodes.size(); ++j) {
+      if (j == i || !nodes[j].up) continue;
+      bool all = true;
+      for (size_t k = 0; k < w.keys && all; ++k) {
+        auto present = nodes[j].node->Exists(kCrawlFilter, w.added[k]);
+        all = present.ok() && *present;
+      }
+      holders += all ? 1 : 0;
+    }
+    if (BrokeWaitPromise(done.peers_acked, holders)) {
+      checker.Fail(absl::StrFormat("WAIT at node %d counted %d peers, but only %d hold its %d keys", i,
+                                   done.peers_acked, holders, w.keys));
+    }
+  } else {
+    ++r.waits_unjudged;
+  }
+  if (done.every_live_peer) w.confirmed = w.keys;
+}
 
 void Simulator::Impl::DigestAdd(uint32_t owner) {
   if (!workload_on) return;

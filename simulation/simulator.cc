@@ -111,6 +111,7 @@ void Simulator::Impl::Flush(uint32_t i) {
     }
   }
   for (node::RoutedAddResult& done : s.node->TakeRoutedAdds()) AddAnswered(i, std::move(done));
+  for (node::PeerCheckResult& done : s.node->TakePeerChecks()) WaitAnswered(i, std::move(done));
   for (const node::Event& e : s.node->TakeEvents()) {
     trace.Mix(0xe7e7);
     trace.Mix(i);
@@ -182,6 +183,7 @@ bool Simulator::Impl::ClientAdd(uint32_t i, const std::string& filter, const std
   ++r.adds;
   if (*added) ++r.new_keys;
   checker.OnAck(i, filter, key, epoch);
+  if (!waits.empty() && filter == kCrawlFilter) waits[i].added.push_back(key);
   if (contended_key >= 0) ContendedAnswer(static_cast<uint64_t>(contended_key), *added);
   AfterClientOp(i);
   return true;
@@ -209,6 +211,7 @@ void Simulator::Impl::AddAnswered(uint32_t i, node::RoutedAddResult done) {
   r.routed_fallback_keys += done.fallback_keys;
   (added ? routed_new_latency : routed_present_latency).push_back(now - p.began);
   checker.OnAck(i, p.filter, p.key, p.epoch);
+  if (!waits.empty() && p.filter == kCrawlFilter) waits[i].added.push_back(p.key);
   if (p.contended_key >= 0) {
     ContendedAnswer(static_cast<uint64_t>(p.contended_key), added, done.fallback_keys > 0, !p.full_view);
   }
@@ -259,6 +262,10 @@ void Simulator::Impl::Setup() {
   const WorkloadOptions& wl = o.workload;
   if (wl.crawl_adds_per_sec > 0) At(w, Ev::Kind::kCrawlAdd);
   if (wl.contended_keys_per_sec > 0) At(w, Ev::Kind::kContendedKey);
+  if (wl.wait_every.count() > 0) {
+    waits.resize(o.nodes);
+    At(w + wl.wait_every, Ev::Kind::kWait);
+  }
   for (uint32_t k = 0; k < std::min<uint32_t>(wl.digest_owners, o.nodes); ++k) {
     if (wl.digest_adds_per_sec > 0) At(w, Ev::Kind::kDigestAdd, k);
     if (wl.digest_rotate_every.count() > 0) At(w + wl.digest_rotate_every, Ev::Kind::kDigestRotate, k);
@@ -358,6 +365,7 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kCrawlAdd: CrawlAdd(); return;
     case Ev::Kind::kContendedKey: ContendedKey(); return;
     case Ev::Kind::kContendedAdd: ContendedAdd(ev.node, ev.token); return;
+    case Ev::Kind::kWait: WaitAt(); return;
     case Ev::Kind::kDigestAdd: DigestAdd(ev.node); return;
     case Ev::Kind::kDigestRotate: DigestRotate(ev.node); return;
     case Ev::Kind::kOperatorRotate: OperatorRotate(); return;
@@ -442,6 +450,9 @@ void Simulator::Impl::Finish() {
   r.routed_new_p99_ms = percentile_ms(routed_new_latency, 0.99);
   r.routed_present_p50_ms = percentile_ms(routed_present_latency, 0.5);
   r.routed_present_p99_ms = percentile_ms(routed_present_latency, 0.99);
+  r.wait_p50_ms = percentile_ms(wait_latency, 0.5);
+  r.wait_p99_ms = percentile_ms(wait_latency, 0.99);
+  r.wait_max_ms = percentile_ms(wait_latency, 1.0);
   r.scenario = o.scenario;
   r.faults = o.faults.Describe();
   r.fanout = o.fanout;

@@ -165,6 +165,37 @@ std::vector<std::string> Templates() {
     t->add_nack(7);
     finish(env);
   }
+  {  // owner routing: a request to decide keys, and a reply to one
+    wire::Envelope env;
+    wire::RouteAdd* r = env.mutable_route_add();
+    r->set_id(11);
+    node::ToWire(p, r->mutable_filter());
+    r->add_keys("url-1");
+    r->add_keys("url-2");
+    finish(env);
+    r->set_stand_in(true);
+    finish(env);
+    wire::Envelope reply;
+    reply.mutable_route_reply()->set_id(11);
+    reply.mutable_route_reply()->set_added(std::string(1, '\x01'));
+    reply.mutable_route_reply()->set_full(std::string(1, '\x00'));
+    finish(reply);
+  }
+  {  // WAIT's push and the quorum EXISTS's question, and a reply
+    wire::Envelope env;
+    wire::KeyCheck* k = env.mutable_key_check();
+    k->set_id(12);
+    node::ToWire(p, k->mutable_filter());
+    k->add_keys("url-1");
+    k->set_add(true);
+    finish(env);
+    k->set_add(false);
+    finish(env);
+    wire::Envelope reply;
+    reply.mutable_key_check_reply()->set_id(12);
+    reply.mutable_key_check_reply()->set_held(std::string(1, '\x01'));
+    finish(reply);
+  }
   return out;
 }
 

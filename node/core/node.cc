@@ -99,6 +99,7 @@ void Node::Tick(Time now) {
   impl.PumpMembership();
   impl.CopyMembershipStats();
   impl.ExpireRoutes();
+  impl.ServiceChecks();
   impl.DrainPending();
   impl.CheckRotations();
   if (impl.tree != nullptr && now >= impl.next_push) impl.TreePush();
@@ -120,7 +121,8 @@ Time Node::NextWakeup() const {
   if (!impl.started) return Time::max();
   Time next = std::min({impl.membership->NextWakeup(), impl.next_gossip, impl.next_anti_entropy, impl.next_push});
   if (impl.delivery != nullptr) next = std::min(next, std::max(impl.now, impl.delivery->NextWakeup()));
-  return std::min({next, impl.NextRotationDeadline(), impl.NextRouteDeadline()});
+  return std::min({next, impl.NextRotationDeadline(), impl.NextRouteDeadline(),
+                   impl.NextCheckWakeup()});
 }
 
 std::vector<Outgoing> Node::TakeOutgoing() {

@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "crdt/keyed_hash.h"
+#include "node/core/peer_checks.h"
 #include "node/core/types.h"
 
 namespace pollen::node {
@@ -89,6 +90,22 @@ struct RoutedAddResult {
   uint32_t remote_keys = 0;    // keys another node decided
   uint32_t fallback_keys = 0;  // keys decided here because their owner did not answer
   Duration latency{0};         // from BeginAdd to the answer, in the driver's `now`
+};
+
+// The answer to one BeginWait or BeginQuorumExists (node/core/peer_checks.h).
+struct PeerCheckResult {
+  uint64_t ticket = 0;
+  absl::Status status;
+  // WAIT: peers that answered holding every key. every_live_peer: they are
+  // all the members live here when the WAIT began (the caller may forget
+  // the keys then: no live peer lacks them).
+  uint32_t peers_acked = 0;
+  bool every_live_peer = false;
+  // Quorum EXISTS: per key, present here or at a peer asked; and the peers
+  // that answered for every key they were asked about.
+  std::vector<bool> present;
+  uint32_t peers_answered = 0;
+  Duration latency{0};  // from the call to the answer, in the driver's `now`
 };
 
 // One sub-filter: generation `epoch`, layer `layer` (0 unless it scales).
@@ -265,6 +282,23 @@ class Node {
   // present here, so the add answers 0 for each without an owner; counted as
   // adds (and routed_present) then. False changes nothing.
   absl::StatusOr<bool> AnswerIfAllPresent(std::string_view filter, std::span<const std::string_view> keys);
+
+  // WAIT numreplicas (driver thread): pushes `batches` to every live peer,
+  // which adds and acknowledges them, and answers (TakePeerChecks) once
+  // `replicas` peers hold every key and the others had a short grace, once
+  // no other peer can answer, or at `timeout` (zero: none). replicas == 0
+  // answers 0 at once. Keys of filters unknown here are skipped (nothing
+  // to hold). ResourceExhausted over kMaxWaitKeys keys or when too many
+  // checks are in flight.
+  absl::StatusOr<uint64_t> BeginWait(const std::vector<KeyBatch>& batches, uint32_t replicas, Duration timeout,
+                                     Time now);
+  // Quorum EXISTS (driver thread): each key absent here is asked of
+  // min(replicas, kMaxQuorumPeers, live peers) random live peers; present if
+  // any says so. Answered when they all answered, or after kRouteAttempts
+  // route timeouts with what came. NotFound for an unknown filter.
+  absl::StatusOr<uint64_t> BeginQuorumExists(std::string_view filter, std::span<const std::string_view> keys,
+                                             uint32_t replicas, Time now);
+  std::vector<PeerCheckResult> TakePeerChecks();  // driver thread
 
   absl::StatusOr<bool> Exists(std::string_view filter, std::string_view key) const;
   absl::StatusOr<std::vector<bool>> ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const;

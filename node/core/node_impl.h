@@ -123,10 +123,11 @@ constexpr double kSaturatedFill = 0.6;
 
 // Per-type traffic counters are kept in arrays indexed by BodyIndex (a map
 // lookup by name per frame showed up in profiles) and become maps in Counters().
-constexpr size_t kBodyKinds = 11;
+constexpr size_t kBodyKinds = 13;
 constexpr const char* kBodyNames[kBodyKinds] = {"membership", "catalog",   "delta",       "epochs",
                                                 "sync_request", "sync_ranges", "gossip", "tree",
-                                                "route_add",  "route_reply", "unknown"};
+                                                "route_add",  "route_reply", "key_check", "key_check_reply",
+                                                "unknown"};
 inline size_t BodyIndex(wire::Envelope::BodyCase body) {
   switch (body) {
     case wire::Envelope::kMembership: return 0;
@@ -139,7 +140,9 @@ inline size_t BodyIndex(wire::Envelope::BodyCase body) {
     case wire::Envelope::kTree: return 7;
     case wire::Envelope::kRouteAdd: return 8;
     case wire::Envelope::kRouteReply: return 9;
-    default: return 10;
+    case wire::Envelope::kKeyCheck: return 10;
+    case wire::Envelope::kKeyCheckReply: return 11;
+    default: return 12;
   }
 }
 inline size_t BodyIndex(const wire::Envelope& env) { return BodyIndex(env.body_case()); }
@@ -288,6 +291,16 @@ struct Node::Impl {
   StandIns stand_ins;
   uint64_t next_route_id = 0;  // drawn from rng at the first request (runs without routing draw nothing)
   uint64_t next_ticket = 1;
+
+  // WAIT and quorum EXISTS (node_peer_checks.cc), driver only.
+  std::map<uint64_t, CheckTicket> check_tickets;  // by ticket (shares next_ticket), at most kMaxCheckTickets
+  struct CheckRequest {
+    uint64_t ticket = 0;
+    uint32_t peer = 0, chunk = 0;
+  };
+  std::map<uint64_t, CheckRequest> check_requests;  // by request id, at most kMaxCheckRequests
+  std::vector<PeerCheckResult> checks_done;
+  uint64_t next_check_id = 0;  // drawn from rng at the first request, like next_route_id
 
   // Info() scans per generation, memoized by (uid, epoch) while `changes` is
   // unchanged. Bounded; any thread.
@@ -532,6 +545,17 @@ struct Node::Impl {
   Time NextRouteDeadline() const { return route_deadlines.empty() ? Time::max() : route_deadlines.front().first; }
   void HandleRouteAdd(const Address& from, const std::string& sender, const wire::RouteAdd& msg);
   void HandleRouteReply(const Address& from, const std::string& sender, const wire::RouteReply& msg);
+
+  // ---- WAIT and quorum EXISTS (node_peer_checks.cc) ----
+  // Files the ticket, splits its keys into chunks and sends them to `peers`.
+  absl::StatusOr<uint64_t> StartCheck(CheckTicket ticket, const std::vector<std::string>& peers);
+  void SendCheck(CheckTicket& ticket, uint32_t peer, uint32_t chunk);  // marks the peer failed if it left
+  // Resends what is unanswered, drops peers that left, answers what is done.
+  void ServiceChecks();
+  void FinishCheckIfAnswered(uint64_t ticket_id);
+  Time NextCheckWakeup() const;
+  void HandleKeyCheck(const Address& from, const wire::KeyCheck& msg);
+  void HandleKeyCheckReply(const Address& from, const std::string& sender, const wire::KeyCheckReply& msg);
 
   // ---- periodic work ----
   // Each batch of new bits (and each announcement) goes out for

@@ -172,6 +172,8 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     case wire::Envelope::kTree: HandleTree(reply_to, env.sender_name(), env.tree()); break;
     case wire::Envelope::kRouteAdd: HandleRouteAdd(reply_to, env.sender_name(), env.route_add()); break;
     case wire::Envelope::kRouteReply: HandleRouteReply(reply_to, env.sender_name(), env.route_reply()); break;
+    case wire::Envelope::kKeyCheck: HandleKeyCheck(reply_to, env.key_check()); break;
+    case wire::Envelope::kKeyCheckReply: HandleKeyCheckReply(reply_to, env.sender_name(), env.key_check_reply()); break;
     default: Reject(from, "malformed"); break;
   }
   if (env.body_case() == wire::Envelope::kDelta || env.body_case() == wire::Envelope::kSyncRequest ||

@@ -1,32 +1,10 @@
 // Owner-routed test-and-add (node/core/routing.h): the asker's side
 // (BeginAdd, replies, timeouts) and the owner's (HandleRouteAdd).
+#include "node/core/bit_pack.h"
 #include "node/core/node_impl.h"
 
 namespace pollen::node {
 namespace {
-
-std::string PackBits(const std::vector<bool>& bits) {
-  std::string out((bits.size() + 7) / 8, '\0');
-  for (size_t i = 0; i < bits.size(); ++i) {
-    if (bits[i]) out[i / 8] = static_cast<char>(static_cast<uint8_t>(out[i / 8]) | (1u << (i % 8)));
-  }
-  return out;
-}
-
-// False unless `bytes` holds exactly `n` bits (the unused high bits zero).
-bool UnpackBits(const std::string& bytes, size_t n, std::vector<bool>* out) {
-  if (bytes.size() != (n + 7) / 8) return false;
-  out->assign(n, false);
-  for (size_t i = 0; i < bytes.size() * 8; ++i) {
-    const bool bit = (static_cast<uint8_t>(bytes[i / 8]) >> (i % 8)) & 1;
-    if (i >= n) {
-      if (bit) return false;
-    } else {
-      (*out)[i] = bit;
-    }
-  }
-  return true;
-}
 
 std::vector<std::string_view> Views(const std::vector<std::string>& keys) {
   return std::vector<std::string_view>(keys.begin(), keys.end());

@@ -161,6 +161,9 @@ int RunDaemon(int argc, char** argv) {
     }
     return s;
   };
+  ctx->peer_check = [&driver](resp::ServerContext::PeerCheckBegin begin, resp::ServerContext::PeerCheckDone done) {
+    driver.PeerCheck(std::move(begin), std::move(done));
+  };
   ctx->routed_add = [&driver](std::string_view filter, std::span<const std::string_view> keys,
                               std::vector<bool>* full) { return driver.RoutedAdd(filter, keys, full); };
   if (persistence) {

@@ -92,6 +92,13 @@ void Driver::AfterNodeCall(node::Time now) {
     it->second->set_value(std::move(r));
     routed_waiters_.erase(it);
   }
+  for (node::PeerCheckResult& r : node_.TakePeerChecks()) {
+    auto it = check_callbacks_.find(r.ticket);
+    if (it == check_callbacks_.end()) continue;
+    std::function<void(CheckResult)> done = std::move(it->second);
+    check_callbacks_.erase(it);
+    done(std::move(r));
+  }
   for (const node::Event& e : node_.TakeEvents()) {
     LogEvent(e, now);
     // A filter appeared or its entry was replaced: put the entry in the add
@@ -263,6 +270,27 @@ absl::StatusOr<std::vector<bool>> Driver::RoutedAdd(std::string_view filter, std
   return std::move(r.added);
 }
 
+void Driver::PeerCheck(std::function<absl::StatusOr<uint64_t>(node::Time)> begin,
+                       std::function<void(CheckResult)> done) {
+  {
+    std::lock_guard lock(stop_mu_);  // as in RunOnDriver: posted, or refused here
+    if (!shut_down_ && started_) {
+      asio::post(io_, [this, begin = std::move(begin), done = std::move(done)]() mutable {
+        const node::Time now = MonotonicNow();
+        absl::StatusOr<uint64_t> ticket = begin(now);
+        if (ticket.ok()) {
+          check_callbacks_[*ticket] = std::move(done);  // AfterNodeCall, next, may answer it
+        } else {
+          done(ticket.status());
+        }
+        AfterNodeCall(now);
+      });
+      return;
+    }
+  }
+  done(absl::UnavailableError("ERR driver unavailable"));
+}
+
 absl::StatusOr<Driver::Collected> Driver::Collect() {
   auto c = std::make_shared<Collected>();
   absl::Status s = RunOnDriver([this, c](node::Time now) {
@@ -344,6 +372,12 @@ void Driver::Shutdown(std::chrono::milliseconds grace) {
     orphans.swap(pending_calls_);
   }
   for (auto& [id, p] : orphans) p->set_value(absl::UnavailableError("pollend is shutting down"));
+  // The thread has stopped: nobody else touches the callbacks now. (A check
+  // posted but never run is dropped with its task: its client is being
+  // disconnected anyway.)
+  std::map<uint64_t, std::function<void(CheckResult)>> checks;
+  checks.swap(check_callbacks_);
+  for (auto& [ticket, done] : checks) done(absl::UnavailableError("ERR pollend is shutting down"));
 }
 
 }  // namespace pollen::runtime

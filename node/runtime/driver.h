@@ -82,6 +82,14 @@ class Driver {
   absl::StatusOr<std::vector<bool>> RoutedAdd(std::string_view filter, std::span<const std::string_view> keys,
                                               std::vector<bool>* full);
 
+  // WAIT and the quorum EXISTS (ServerContext::peer_check): runs begin(now)
+  // on the driver thread without waiting for it; `done` gets the answer of
+  // the check it began (node::Node::TakePeerChecks) on the driver thread,
+  // or the error begin returned, or Unavailable (any thread) when the
+  // driver is not running or stops first.
+  using CheckResult = absl::StatusOr<node::PeerCheckResult>;
+  void PeerCheck(std::function<absl::StatusOr<uint64_t>(node::Time)> begin, std::function<void(CheckResult)> done);
+
   absl::StatusOr<Collected> Collect();
   // Writes a snapshot now (any thread but the driver's; serialized).
   absl::StatusOr<std::string> SnapshotNow();
@@ -137,6 +145,9 @@ class Driver {
   // RoutedAdd tickets waiting for their answers (driver thread only),
   // fulfilled by AfterNodeCall; bounded by the threads waiting in RoutedAdd.
   std::map<uint64_t, std::shared_ptr<std::promise<node::RoutedAddResult>>> routed_waiters_;
+  // PeerCheck callbacks by ticket (driver thread only until the thread has
+  // stopped; then Shutdown fails the rest); bounded by node::kMaxCheckTickets.
+  std::map<uint64_t, std::function<void(CheckResult)>> check_callbacks_;
 };
 
 }  // namespace pollen::runtime

@@ -557,5 +557,66 @@ TEST_F(DispatcherTest, ScandumpLoadchunkRestoreAFilterOnAnotherNode) {
   EXPECT_EQ(Do(stranger, t, {"TYPE", "d"}), "+none\r\n");
 }
 
+// WAIT covers the connection's adds (Session::wait_record) and, where the
+// connection can defer, replies when the node's check answers.
+TEST_F(DispatcherTest, WaitDefersItsReplyAndCoversTheConnectionsAdds) {
+  EXPECT_EQ(Run({"BF.RESERVE", "f", "0.01", "1000"}), "+OK\r\n");
+  Run({"BF.MADD", "f", "a", "b"});
+  Run({"BF.ADD", "g", "c"});  // auto-created
+  Run({"BF.EXISTS", "f", "zzz"});  // reads are not recorded
+  EXPECT_EQ(session_.wait_record.count, 3u);
+  const std::vector<node::KeyBatch> batches = session_.wait_record.Batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].filter, "f");
+  EXPECT_EQ(batches[0].keys, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(batches[1].filter, "g");
+  EXPECT_EQ(batches[1].keys, std::vector<std::string>{"c"});
+  // Without a way to defer (inside EXEC, say): 0 at once, the keys kept.
+  EXPECT_EQ(Run({"WAIT", "1", "0"}), ":0\r\n");
+  EXPECT_EQ(session_.wait_record.count, 3u);
+
+  std::string later;
+  session_.defer = [&]() -> DeferredReply {
+    session_.deferred = true;
+    return [&](ReplyWriter write) { write(session_, &later); };
+  };
+  f_.ctx.peer_check = [&](ServerContext::PeerCheckBegin begin, ServerContext::PeerCheckDone done) {
+    absl::StatusOr<node::PeerCheckResult> result = absl::UnknownError("not answered");
+    ASSERT_TRUE(f_.ctx.run_on_driver([&](node::Time now) {
+      absl::StatusOr<uint64_t> ticket = begin(now);
+      if (!ticket.ok()) return ticket.status();
+      for (node::PeerCheckResult& r : f_.node->TakePeerChecks()) result = std::move(r);  // no peers: at once
+      return absl::OkStatus();
+    }).ok());
+    done(std::move(result));
+  };
+  EXPECT_EQ(Run({"WAIT", "1", "0"}), "");  // deferred: nothing now
+  EXPECT_EQ(later, ":0\r\n");               // a lone node: no peer holds them
+  EXPECT_EQ(session_.wait_record.count, 0u);  // ... and none lacks them: forgotten
+  session_.deferred = false;
+  later.clear();
+  EXPECT_EQ(Run({"POLLEN.QEXISTS", "f", "2", "a", "zzz"}), "");
+  EXPECT_EQ(later, "*2\r\n:1\r\n:0\r\n");
+}
+
+TEST(WaitRecord, OverflowForgetsTheKeysAndTheNextWaitAnswersZero) {
+  WaitRecord record;
+  std::vector<std::string_view> keys(node::kMaxWaitKeys, "k");
+  record.Add("f", keys);
+  EXPECT_FALSE(record.overflowed);
+  const std::string_view one = "one-too-many";
+  record.Add("f", std::span<const std::string_view>(&one, 1));
+  EXPECT_TRUE(record.overflowed);
+  EXPECT_TRUE(record.Batches().empty());
+  testing::NodeFixture f;
+  Session session;
+  session.wait_record = std::move(record);
+  std::string out;
+  const std::vector<std::string_view> wait = {"WAIT", "1", "0"};
+  Dispatch(f.ctx, session, wait, &out);
+  EXPECT_EQ(out, ":0\r\n");
+  EXPECT_FALSE(session.wait_record.overflowed);  // later WAITs cover the keys added from now on
+}
+
 }  // namespace
 }  // namespace pollen::resp

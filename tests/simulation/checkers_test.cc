@@ -108,6 +108,9 @@ TEST(SafetyChecker, AcknowledgedAddMustRead) {
 // Owner routing's checker: only a duplicate whose adds all reached the
 // owner, asked with full views, breaks the promise.
 TEST(RoutingPromise, OnlyADuplicateWithFullViewsAndNoFallbackFails) {
+  EXPECT_TRUE(BrokeWaitPromise(3, 2));
+  EXPECT_FALSE(BrokeWaitPromise(2, 2));
+  EXPECT_FALSE(BrokeWaitPromise(0, 5));  // an understatement is allowed
   EXPECT_TRUE(BrokeRoutingPromise(RoutedKeyAnswers{2, false, false}));
   EXPECT_TRUE(BrokeRoutingPromise(RoutedKeyAnswers{3, false, false}));
   EXPECT_FALSE(BrokeRoutingPromise(RoutedKeyAnswers{1, false, false}));  // one new: kept

@@ -193,6 +193,28 @@ TEST(Routed, ChurnKeepsDuplicatesUnderOnePerThousand) {
   EXPECT_EQ(r.stable_duplicate_new_keys, 0u);
 }
 
+// WAIT under loss, partitions and crashes: every count is checked against
+// the nodes that hold every crawl key the caller added (BrokeWaitPromise);
+// partitions make some WAITs fall short, none overstate.
+TEST(Wait, CountsNeverOverstateUnderFaults) {
+  SimOptions o;
+  o.seed = 3;
+  o.nodes = 10;
+  o.duration = std::chrono::seconds(60);
+  o.workload.wait_every = std::chrono::milliseconds(200);
+  o.workload.wait_replicas = 3;
+  o.faults.loss = 0.05;
+  o.faults.partition = true;
+  o.faults.crash = true;
+  const RunResult r = Simulator(o).Run();
+  ASSERT_TRUE(r.passed) << FormatSummary(r);
+  EXPECT_GT(r.waits, 200u);
+  EXPECT_GT(r.waits_short, 0u);             // a partition hid peers from some
+  EXPECT_LT(r.waits_short, r.waits / 2);    // most reached three peers
+  EXPECT_GE(r.wait_max_ms, 1000.0);         // those waited for their timeout
+  EXPECT_LT(r.wait_p50_ms, 200.0);          // the rest took about a round trip
+}
+
 // The workload-window figures count only [warmup, warmup + duration]: less
 // than the whole run (the joins come before it), and consistent with each other.
 TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {

@@ -141,7 +141,7 @@ void CmdObject(CommandCall& call);
 void CmdMemory(CommandCall& call);
 void CmdOtherType(CommandCall& call);
 void CmdTime(CommandCall& call);
-void CmdWait(CommandCall& call);
+void CmdWait(CommandCall& call);  // commands_wait.cc
 void CmdRole(CommandCall& call);
 void CmdLastsave(CommandCall& call);
 void CmdModule(CommandCall& call);
@@ -159,6 +159,7 @@ void CmdPollenFilters(CommandCall& call);
 void CmdPollenFalsePositive(CommandCall& call);
 void CmdPollenRotate(CommandCall& call);
 void CmdPollenWhoHas(CommandCall& call);
+void CmdPollenQExists(CommandCall& call);  // commands_wait.cc
 void CmdPollenKeyring(CommandCall& call);
 void CmdPollenSnapshot(CommandCall& call);
 

@@ -142,6 +142,7 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
   }
   ctx.counters.keys_added.fetch_add(items.size(), std::memory_order_relaxed);
   ctx.touches.Touch(filter);
+  call.session.wait_record.Add(filter, items);
   if (ctx.log_adds) {
     absl::Status logged = ctx.log_adds(filter, items);
     if (!logged.ok()) {

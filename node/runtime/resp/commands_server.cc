@@ -507,18 +507,6 @@ void CmdTime(CommandCall& call) {
   AppendBulk(call.out, std::to_string(us % 1'000'000));
 }
 
-// WAIT numreplicas timeout: what a Redis master without replicas answers,
-// at once. Pollen's peers take writes by gossip and acknowledge none, so no
-// write is ever "replicated to N" in WAIT's sense; blocking until the timeout
-// (forever for 0) would only stall the client. README, "Differences".
-void CmdWait(CommandCall& call) {
-  int64_t replicas = 0, timeout = 0;
-  if (!ParseInt64(call.args[1], &replicas)) return AppendError(call.out, "ERR value is not an integer or out of range");
-  if (!ParseInt64(call.args[2], &timeout)) return AppendError(call.out, "ERR timeout is not an integer or out of range");
-  if (timeout < 0) return AppendError(call.out, "ERR timeout is negative");
-  AppendInteger(call.out, 0);
-}
-
 // A master without replicas (Pollen's peers replicate by gossip, not as
 // Redis replicas: see POLLEN.MEMBERS).
 void CmdRole(CommandCall& call) {

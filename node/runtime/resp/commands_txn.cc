@@ -42,6 +42,10 @@ void CmdExec(CommandCall& call) {
   }
   Transaction txn = std::move(session.txn);
   session.txn = Transaction{};
+  // Nothing inside EXEC waits for peers (it holds every RESP thread's gate):
+  // WAIT answers at once, as Redis' does inside MULTI.
+  std::function<DeferredReply()> defer = std::move(session.defer);
+  session.defer = nullptr;
   call.ctx.exec_gate.RunExclusive(session.gate_stripe, [&] {
     if (!session.watched.Unchanged(*call.ctx.node)) return AppendNullArray(call.out, session.proto);
     AppendArrayHeader(call.out, txn.queued.size());
@@ -51,6 +55,7 @@ void CmdExec(CommandCall& call) {
       Dispatch(call.ctx, session, args, call.out);
     }
   });
+  session.defer = std::move(defer);
   session.watched.Clear();
 }
 

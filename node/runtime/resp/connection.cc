@@ -105,6 +105,19 @@ Connection::~Connection() {
 
 void Connection::Start() {
   registry_->by_loop[loop_index_].emplace(session_.id, this);
+  session_.defer = [this]() -> DeferredReply {
+    assert(!session_.deferred);
+    session_.deferred = true;
+    return [weak = std::weak_ptr<ConnectionRegistry>(registry_), loop = loop_index_, id = session_.id,
+            seq = ++defer_seq_](ReplyWriter write) {
+      std::shared_ptr<ConnectionRegistry> reg = weak.lock();
+      if (reg == nullptr) return;  // the server is gone
+      reg->loops[loop]->Post([reg, loop, id, seq, write = std::move(write)] {
+        auto& conns = reg->by_loop[loop];
+        if (auto it = conns.find(id); it != conns.end()) it->second->OnDeferredReply(seq, write);
+      });
+    };
+  };
   ctx_.clients.Add(record_, [weak = std::weak_ptr<ConnectionRegistry>(registry_), loop = loop_index_,
                              id = session_.id] {
     if (auto reg = weak.lock()) ConnectionRegistry::CloseLater(reg, loop, id);
@@ -154,13 +167,27 @@ void Connection::OnEvents(uint32_t events) {
   if (!closed_) UpdateInterest();
 }
 
+void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
+  if (closed_ || !awaiting_reply_ || seq != defer_seq_) return;
+  awaiting_reply_ = false;
+  session_.deferred = false;
+  const size_t before = out_.size();
+  write(session_, &out_);
+  assert(out_.size() > before);
+  if (out_.size() > before && out_[before] == '-') ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
+  last_activity_ = loop_->now();
+  Process();  // the requests that came after it
+  if (!closed_) Flush();
+  if (!closed_) UpdateInterest();
+}
+
 void Connection::OnTick(Clock::time_point now) {
   if (closed_) return;
   if (lingering_) {
     if (now >= linger_deadline_) Shutdown();
     return;
   }
-  if (ctx_.limits.idle_timeout.count() > 0 && now >= last_activity_ + ctx_.limits.idle_timeout) {
+  if (!awaiting_reply_ && ctx_.limits.idle_timeout.count() > 0 && now >= last_activity_ + ctx_.limits.idle_timeout) {
     ctx_.counters.idle_disconnects.fetch_add(1, std::memory_order_relaxed);
     Shutdown();
   }
@@ -198,6 +225,7 @@ void Connection::CompactInput(size_t consumed) {
 }
 
 void Connection::Process() {
+  if (awaiting_reply_) return;  // resumed by OnDeferredReply
   size_t start = 0;
   size_t executed = 0;
   pending_input_ = false;
@@ -237,6 +265,12 @@ void Connection::Process() {
     }
     start += parser_.consumed();
     parser_.Reset();
+    if (session_.deferred) {
+      // Its reply comes later: what follows waits for it, in order.
+      awaiting_reply_ = true;
+      pending_input_ = start < in_len_;
+      break;
+    }
   }
   if (closing_) start = in_len_;
   CompactInput(start);
@@ -285,7 +319,7 @@ void Connection::Flush() {
 
 void Connection::UpdateInterest() {
   uint32_t want = 0;
-  if (lingering_ || (!pending_input_ && !closing_)) want |= EPOLLIN;
+  if (lingering_ || (!pending_input_ && !closing_ && !awaiting_reply_)) want |= EPOLLIN;
   if (out_pos_ < out_.size()) want |= EPOLLOUT;
   if (want == interest_) return;
   interest_ = want;

@@ -53,6 +53,8 @@ struct ConnectionRegistry {
   std::vector<std::map<uint64_t, Connection*>> by_loop;
 };
 
+// Connections on a loop hear their deferred replies through the registry
+// (DeferReply): a reply for a connection that has closed is dropped.
 class Connection final : public IoHandler {
  public:
   static constexpr size_t kReadChunk = 16u << 10;
@@ -72,6 +74,9 @@ class Connection final : public IoHandler {
 
   void OnEvents(uint32_t events) override;
   void OnTick(Clock::time_point now) override;
+  // The reply of the deferred request `seq` (Session::defer): writes it and
+  // goes on with the client's next requests. Loop thread; a stale `seq` is ignored.
+  void OnDeferredReply(uint64_t seq, const ReplyWriter& write);
 
  private:
   void ReadAndProcess();
@@ -100,6 +105,8 @@ class Connection final : public IoHandler {
   size_t out_pos_ = 0;
   uint32_t interest_ = 0;       // events registered with the loop
   bool pending_input_ = false;  // complete requests left unexecuted (paused)
+  bool awaiting_reply_ = false; // a deferred reply is outstanding: execute and read nothing
+  uint64_t defer_seq_ = 0;      // numbers deferred requests
   bool closing_ = false;        // close once out_ is sent
   bool closed_ = false;
   bool left_ = false;

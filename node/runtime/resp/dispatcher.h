@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -43,6 +44,25 @@ struct Transaction {
   size_t queued_bytes = 0;
 };
 
+struct Session;
+
+// A reply that comes later (WAIT, POLLEN.QEXISTS): see Session::defer.
+using ReplyWriter = std::function<void(Session& session, std::string* out)>;
+using DeferredReply = std::function<void(ReplyWriter)>;
+
+// The keys this connection added since its last WAIT that every live peer
+// acknowledged: what its next WAIT covers (node/core/peer_checks.h). Kept
+// as one buffer of (u32 length, bytes) records per filter: recording an add
+// is a copy, not an allocation per key.
+struct WaitRecord {
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  std::map<std::string, std::string, std::less<>> keys;
+  size_t count = 0, bytes = 0;
+  bool overflowed = false;  // over node::kMaxWaitKeys keys or kMaxBytes: the next WAIT answers 0
+  void Add(std::string_view filter, std::span<const std::string_view> items);
+  std::vector<node::KeyBatch> Batches() const;
+};
+
 // Per-connection state the commands read and change.
 struct Session {
   uint64_t id = 0;
@@ -58,6 +78,14 @@ struct Session {
   // when the caller holds no shared side (unit tests, fuzzers).
   int gate_stripe = -1;
   bool close_after_reply = false;  // set by QUIT and CLIENT KILL of itself
+  WaitRecord wait_record;
+  // Set by the connection for a request at the top level; empty inside
+  // EXEC, in unit tests and in fuzzers. A command that calls it appends no
+  // reply now and gets a DeferredReply: the connection executes nothing more
+  // for this client until that is called (once, from any thread) with a
+  // writer of the reply, which then runs on the connection's thread.
+  std::function<DeferredReply()> defer;
+  bool deferred = false;  // set by defer(); cleared when the reply is written
   // This connection's entry in ServerContext::clients (null when the session
   // is not registered, e.g. in unit tests); Dispatch records the last command
   // and CLIENT SETNAME the name there. Owned by the connection.
@@ -65,7 +93,7 @@ struct Session {
 };
 
 // Executes args (args[0] is the command; must be non-empty) and appends
-// exactly one reply to *out. Counts commands and error replies in
+// exactly one reply to *out, or none if the command deferred it (Session::defer). Counts commands and error replies in
 // context.counters.
 void Dispatch(ServerContext& context, Session& session, std::span<const std::string_view> args,
               std::string* out);

@@ -85,6 +85,15 @@ struct ServerContext {
                                                   std::vector<bool>* full)>
       routed_add;
 
+  // WAIT and POLLEN.QEXISTS: runs begin(now) on the driver thread (a
+  // Node::BeginWait or BeginQuorumExists) without waiting for it; `done`
+  // gets the check's answer on the driver thread, or an error (from any
+  // thread) if it could not start. Empty: WAIT answers 0 at once and
+  // POLLEN.QEXISTS answers an error.
+  using PeerCheckBegin = std::function<absl::StatusOr<uint64_t>(node::Time now)>;
+  using PeerCheckDone = std::function<void(absl::StatusOr<node::PeerCheckResult>)>;
+  std::function<void(PeerCheckBegin, PeerCheckDone)> peer_check;
+
   // Append-only log of adds: called AFTER the node accepted the adds and
   // BEFORE the reply is sent (so durability follows appendfsync). An error is
   // reported to the client as "ERR persistence: <message>" (the adds stay in

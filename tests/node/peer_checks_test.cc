@@ -1,0 +1,264 @@
+// WAIT and the quorum EXISTS (node/core/peer_checks.h): WAIT counts only
+// peers that hold every key, pushes the keys so it needs no gossip round,
+// never overstates when peers are silent; a quorum EXISTS finds a key only a
+// peer has; malformed checks change nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "node/core/peer_checks.h"
+#include "tests/node/cluster.h"
+
+namespace pollen::node::testing {
+namespace {
+
+ClusterOptions Options(size_t nodes) {
+  ClusterOptions o;
+  o.nodes = nodes;
+  o.filters = {SharedFilter("crawl")};
+  return o;
+}
+
+void Join(Cluster& c) {
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+}
+
+std::vector<std::string> Keys(int from, int to) {
+  std::vector<std::string> keys;
+  for (int k = from; k < to; ++k) keys.push_back(Key(k));
+  return keys;
+}
+
+// Steps until node i has answered one check (or `limit` passes).
+std::optional<PeerCheckResult> Answer(Cluster& c, size_t i, Duration limit = 5s) {
+  std::optional<PeerCheckResult> got;
+  auto take = [&] {
+    for (PeerCheckResult& r : c.node(i).TakePeerChecks()) got = std::move(r);
+    return got.has_value();
+  };
+  c.Deliver();
+  if (!take()) c.RunUntil(take, limit);
+  return got;
+}
+
+size_t NodesHolding(Cluster& c, const std::vector<std::string>& keys, size_t except) {
+  size_t n = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i == except) continue;
+    bool all = true;
+    for (const std::string& k : keys) {
+      auto r = c.node(i).Exists("crawl", k);
+      all = all && r.ok() && *r;
+    }
+    n += all ? 1 : 0;
+  }
+  return n;
+}
+
+void AddAt(Cluster& c, size_t i, const std::vector<std::string>& keys) {
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  ASSERT_TRUE(c.node(i).AddMany("crawl", views).ok());
+}
+
+TEST(Wait, PushesTheKeysAndCountsEveryPeerThatHoldsThem) {
+  Cluster c(Options(4));
+  Join(c);
+  const std::vector<std::string> keys = Keys(0, 2500);  // three chunks per peer
+  AddAt(c, 0, keys);
+  ASSERT_EQ(NodesHolding(c, keys, 0), 0u);  // no gossip round yet
+  auto t = c.node(0).BeginWait({KeyBatch{"crawl", keys}}, 2, 1s, c.now());
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::optional<PeerCheckResult> r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->status.ok());
+  EXPECT_EQ(r->ticket, *t);
+  EXPECT_EQ(r->peers_acked, 3u);  // everyone answered in the same round trip
+  EXPECT_TRUE(r->every_live_peer);
+  EXPECT_EQ(r->latency, Duration(0));  // one delivery, no gossip round, no resend
+  EXPECT_EQ(NodesHolding(c, keys, 0), 3u);
+}
+
+TEST(Wait, NeverCountsAPeerThatDidNotAnswer) {
+  ClusterOptions o = Options(4);
+  o.drop = [](size_t, const Outgoing& out, const wire::Envelope& env) {
+    return env.has_key_check() && out.to == AddressOf(2);  // n2 never hears of the keys
+  };
+  o.gossip_interval = 1h;  // nor gets them by gossip during the test
+  Cluster c(o);
+  Join(c);
+  const std::vector<std::string> keys = Keys(0, 40);
+  AddAt(c, 0, keys);
+  const Time began = c.now();
+  ASSERT_TRUE(c.node(0).BeginWait({KeyBatch{"crawl", keys}}, 3, 2s, began).ok());
+  std::optional<PeerCheckResult> r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 2u);
+  EXPECT_FALSE(r->every_live_peer);
+  EXPECT_GE(c.now() - began, 2s);  // three wanted: waited for the timeout
+  EXPECT_LE(r->peers_acked, NodesHolding(c, keys, 0));
+  // Two wanted: answered at once; n2 had a short grace (a quarter route timeout).
+  ASSERT_TRUE(c.node(0).BeginWait({KeyBatch{"crawl", keys}}, 2, 2s, c.now()).ok());
+  const Time second = c.now();
+  r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 2u);
+  EXPECT_LE(c.now() - second, 100ms);
+}
+
+TEST(Wait, ZeroReplicasAndNoKeysAnswerAtOnce) {
+  Cluster c(Options(3));
+  Join(c);
+  ASSERT_TRUE(c.node(0).BeginWait({KeyBatch{"crawl", Keys(0, 5)}}, 0, 0s, c.now()).ok());
+  std::vector<PeerCheckResult> now = c.node(0).TakePeerChecks();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].peers_acked, 0u);
+  EXPECT_FALSE(now[0].every_live_peer);  // nobody was asked: the keys must be kept
+  ASSERT_TRUE(c.node(0).BeginWait({}, 5, 0s, c.now()).ok());
+  now = c.node(0).TakePeerChecks();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].peers_acked, 2u);  // nothing to hold: every live peer holds it
+  // Keys of a filter unknown here are skipped, not an error.
+  ASSERT_TRUE(c.node(0).BeginWait({KeyBatch{"nope", Keys(0, 5)}}, 1, 0s, c.now()).ok());
+  EXPECT_EQ(c.node(0).TakePeerChecks().size(), 1u);
+  EXPECT_EQ(c.node(0).BeginWait({KeyBatch{"crawl", Keys(0, 5)}}, 1, -1s, c.now()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Wait, SilentPeersMeanZeroAtTheTimeout) {
+  ClusterOptions o = Options(3);
+  o.drop = [](size_t, const Outgoing&, const wire::Envelope& env) { return env.has_key_check_reply(); };
+  Cluster c(o);
+  Join(c);
+  AddAt(c, 1, Keys(0, 3));
+  const Time began = c.now();
+  ASSERT_TRUE(c.node(1).BeginWait({KeyBatch{"crawl", Keys(0, 3)}}, 1, 300ms, began).ok());
+  std::optional<PeerCheckResult> r = Answer(c, 1);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 0u);
+  EXPECT_GE(c.now() - began, 300ms);
+  EXPECT_LT(c.now() - began, 500ms);
+}
+
+TEST(QuorumExists, FindsAKeyOnlyAPeerHas) {
+  ClusterOptions o = Options(4);
+  o.gossip_interval = 1h;
+  Cluster c(o);
+  Join(c);
+  AddAt(c, 2, {Key(7)});
+  auto local = c.node(0).Exists("crawl", Key(7));
+  ASSERT_TRUE(local.ok());
+  ASSERT_FALSE(*local);  // not here yet
+  AddAt(c, 0, {Key(8)});
+  const std::vector<std::string_view> keys = {Key(7), Key(8), Key(9)};
+  ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", keys, 3, c.now()).ok());
+  std::optional<PeerCheckResult> r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->present, (std::vector<bool>{true, true, false}));  // a peer's, ours, nobody's
+  EXPECT_EQ(r->peers_answered, 3u);
+  // Asking does not add: the key is still absent at the asker and the others.
+  EXPECT_FALSE(*c.node(0).Exists("crawl", Key(7)));
+  EXPECT_FALSE(*c.node(1).Exists("crawl", Key(9)));
+  // Every key present here: answered at once, nobody asked.
+  const std::vector<std::string_view> mine = {Key(8)};
+  ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", mine, 3, c.now()).ok());
+  std::vector<PeerCheckResult> now = c.node(0).TakePeerChecks();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].present, std::vector<bool>{true});
+  EXPECT_EQ(c.node(0).BeginQuorumExists("nope", mine, 1, c.now()).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(QuorumExists, ASilentPeerLeavesTheAnswerToTheOthersAtTheDeadline) {
+  ClusterOptions o = Options(3);
+  o.gossip_interval = 1h;
+  o.drop = [](size_t, const Outgoing& out, const wire::Envelope& env) {
+    return env.has_key_check() && out.to == AddressOf(1);
+  };
+  Cluster c(o);
+  Join(c);
+  AddAt(c, 2, {Key(3)});
+  const std::vector<std::string_view> keys = {Key(3)};
+  const Time began = c.now();
+  ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", keys, 2, began).ok());
+  std::optional<PeerCheckResult> r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->present, std::vector<bool>{true});  // n2 said so; every key answered: no wait for n1
+  EXPECT_EQ(r->peers_answered, 1u);
+  EXPECT_LT(c.now() - began, 100ms);
+  const std::vector<std::string_view> absent = {Key(4)};
+  const Time second = c.now();
+  ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", absent, 2, second).ok());
+  r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->present, std::vector<bool>{false});
+  EXPECT_GE(c.now() - second, 4 * 100ms);  // kRouteAttempts route timeouts for n1
+}
+
+TEST(KeyCheck, MalformedChecksAreRejectedAndChangeNothing) {
+  Cluster c(Options(2));
+  Join(c);
+  Forger forger(TestSecret());
+  auto info = c.node(1).Info("crawl");
+  ASSERT_TRUE(info.ok());
+  const uint64_t bits_before = info->generations.back().set_bits;
+  auto send = [&](wire::KeyCheck msg) {
+    wire::Envelope env;
+    *env.mutable_key_check() = std::move(msg);
+    c.node(1).HandleStreamFrame("addr-forger", forger.Seal(env), c.now());
+  };
+  const uint64_t malformed_before = c.node(1).Counters().rejected_by_reason["malformed"];
+  wire::KeyCheck no_keys;
+  no_keys.set_id(1);
+  no_keys.set_add(true);
+  send(no_keys);
+  wire::KeyCheck no_id;
+  no_id.add_keys("k");
+  no_id.set_add(true);
+  send(no_id);
+  wire::KeyCheck too_many;
+  too_many.set_id(2);
+  too_many.set_add(true);
+  for (size_t i = 0; i <= kMaxCheckKeys; ++i) too_many.add_keys("k" + std::to_string(i));
+  send(too_many);
+  wire::KeyCheck bad_filter;
+  bad_filter.set_id(3);
+  bad_filter.set_add(true);
+  bad_filter.add_keys("k");
+  bad_filter.mutable_filter()->set_name("crawl");  // blocks 0, k 0: invalid parameters
+  send(bad_filter);
+  EXPECT_EQ(c.node(1).Counters().rejected_by_reason["malformed"], malformed_before + 4);
+  auto after = c.node(1).Info("crawl");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->generations.back().set_bits, bits_before);
+}
+
+TEST(CheckAnswered, TheCompletionRule) {
+  CheckTicket t;
+  t.add = true;
+  t.wanted = 2;
+  t.peers.resize(3);
+  for (auto& p : t.peers) p.chunks_left = 1;
+  const Time now{std::chrono::seconds(10)};
+  EXPECT_FALSE(CheckAnswered(t, now));
+  t.peers[0].chunks_left = 0;
+  t.peers[1].chunks_left = 0;
+  t.complete_peers = 2;
+  t.grace_end = now + 25ms;
+  EXPECT_FALSE(CheckAnswered(t, now));  // the straggler's grace
+  EXPECT_TRUE(CheckAnswered(t, now + 25ms));
+  t.peers[2].failed = true;
+  EXPECT_TRUE(CheckAnswered(t, now));  // nobody left to answer
+  CheckTicket q;
+  q.present = {true, false};
+  q.peers.resize(1);
+  q.peers[0].chunks_left = 1;
+  q.deadline = now + 1s;
+  EXPECT_FALSE(CheckAnswered(q, now));
+  q.present[1] = true;
+  EXPECT_TRUE(CheckAnswered(q, now));  // every key present
+  q.present[1] = false;
+  EXPECT_TRUE(CheckAnswered(q, now + 1s));  // the deadline
+}
+
+}  // namespace
+}  // namespace pollen::node::testing

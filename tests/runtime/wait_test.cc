@@ -1,0 +1,130 @@
+// Multi-process: WAIT and POLLEN.QEXISTS (node/core/peer_checks.h) on three
+// pollend processes on loopback. WAIT answers once peers hold the keys (no
+// gossip wait), counts only peers that answer, and blocks only its own
+// client; POLLEN.QEXISTS finds keys only a peer has.
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/runtime/cluster_fixture.h"
+
+namespace pollen::testing {
+namespace {
+
+class WaitTest : public ClusterTest {
+ protected:
+  // Three nodes that all list three alive members and hold filter "urls".
+  void StartWithFilter() {
+    ASSERT_NO_FATAL_FAILURE(StartThree());
+    for (auto& n : nodes_) {
+      ASSERT_TRUE(WaitFor(
+          [&] {
+            auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
+            return v && *v == 3;
+          },
+          kConvergeTimeout));
+    }
+    RespClient c = nodes_[0]->Client();
+    ASSERT_TRUE(c.connected());
+    ASSERT_EQ(c.Command({"BF.RESERVE", "urls", "0.001", "100000"}).str, "OK");
+    for (auto& n : nodes_) {
+      ASSERT_TRUE(WaitFor(
+          [&] {
+            RespClient q = n->Client();
+            return q.connected() && q.Command({"BF.INFO", "urls"}).type == RespReply::kArray;
+          },
+          kConvergeTimeout));
+    }
+  }
+
+  static std::vector<std::string> Args(std::vector<std::string> head, const std::vector<std::string>& keys) {
+    head.insert(head.end(), keys.begin(), keys.end());
+    return head;
+  }
+};
+
+TEST_F(WaitTest, WaitReturnsOnceThePeersHoldTheKeys) {
+  ASSERT_NO_FATAL_FAILURE(StartWithFilter());
+  RespClient c = nodes_[0]->Client();
+  const auto keys = Keys("wait", 200);
+  ASSERT_EQ(c.Command(Args({"BF.MADD", "urls"}, keys)).type, RespReply::kArray);
+  RespReply w = c.Command({"WAIT", "2", "10000"});
+  ASSERT_EQ(w.type, RespReply::kInteger) << w.str;
+  EXPECT_EQ(w.integer, 2);
+  // Read at once, without waiting for gossip: the peers hold every key.
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    RespClient q = nodes_[i]->Client();
+    RespReply r = q.Command(Args({"BF.MEXISTS", "urls"}, keys));
+    ASSERT_EQ(r.type, RespReply::kArray);
+    for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(r.elements[k].integer, 1) << "node " << i << " " << keys[k];
+  }
+  // More replicas than peers: both answer, and WAIT says 2 without waiting out the timeout.
+  EXPECT_EQ(c.Command({"WAIT", "5", "0"}).integer, 2);
+  EXPECT_EQ(c.Command({"WAIT", "0", "0"}).integer, 0);
+  EXPECT_EQ(c.Command({"WAIT", "1", "-1"}).type, RespReply::kError);
+  // Pipelined with the adds, in order: [1, 2].
+  RespReply p = c.Command({"MULTI"});
+  ASSERT_EQ(p.str, "OK");
+  c.Command({"BF.ADD", "urls", "in-multi"});
+  c.Command({"WAIT", "2", "100"});
+  RespReply exec = c.Command({"EXEC"});
+  ASSERT_EQ(exec.type, RespReply::kArray);
+  ASSERT_EQ(exec.elements.size(), 2u);
+  EXPECT_EQ(exec.elements[1].integer, 0);  // inside EXEC nothing waits (as Redis in MULTI)
+  EXPECT_EQ(c.Command({"WAIT", "2", "10000"}).integer, 2);  // covers the key added inside EXEC
+}
+
+TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
+  ASSERT_NO_FATAL_FAILURE(StartWithFilter());
+  nodes_[2]->Kill(SIGSTOP);  // n3 hears nothing and answers nothing
+  std::atomic<bool> done{false};
+  RespReply waited;
+  std::thread waiter([&] {
+    RespClient c = nodes_[0]->Client();
+    c.Command({"BF.ADD", "urls", "silent-peer"});
+    waited = c.Command({"WAIT", "2", "60000"});
+    done = true;
+  });
+  // Another client of the same node (the same RESP thread) is served meanwhile.
+  RespClient other = nodes_[0]->Client();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(other.Command({"PING"}).str, "PONG");
+  EXPECT_EQ(other.Command({"BF.EXISTS", "urls", "silent-peer"}).integer, 1);
+  EXPECT_FALSE(done.load());  // one of two peers answered: still waiting
+  nodes_[2]->Kill(SIGCONT);   // n3 answers a resend (or is declared dead first)
+  waiter.join();
+  ASSERT_EQ(waited.type, RespReply::kInteger) << waited.str;
+  EXPECT_GE(waited.integer, 1);
+  EXPECT_LE(waited.integer, 2);
+}
+
+TEST_F(WaitTest, QuorumExistsFindsKeysOnlyAPeerHas) {
+  ASSERT_NO_FATAL_FAILURE(StartWithFilter());
+  nodes_[1]->Kill(SIGSTOP);  // n2 neither gossips nor answers until resumed below
+  RespClient at3 = nodes_[2]->Client();
+  const auto keys = Keys("quorum", 50);
+  // n3 holds the keys; n1 learns of them only by gossip, which the check does not wait for.
+  ASSERT_EQ(at3.Command(Args({"BF.MADD", "urls"}, keys)).type, RespReply::kArray);
+  RespClient at1 = nodes_[0]->Client();
+  std::vector<std::string> asked = keys;
+  asked.push_back("nobody-has-this");
+  RespReply q = at1.Command(Args({"POLLEN.QEXISTS", "urls", "2"}, asked));
+  ASSERT_EQ(q.type, RespReply::kArray) << q.str;
+  ASSERT_EQ(q.elements.size(), asked.size());
+  for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(q.elements[k].integer, 1) << keys[k];
+  EXPECT_EQ(q.elements.back().integer, 0);  // asked of both peers; n2 silent: answered at the deadline
+  nodes_[1]->Kill(SIGCONT);
+  RespReply unknown = at1.Command({"POLLEN.QEXISTS", "nofilter", "1", "a", "b"});
+  ASSERT_EQ(unknown.type, RespReply::kArray);  // as BF.MEXISTS: zeros
+  EXPECT_EQ(unknown.elements.size(), 2u);
+  EXPECT_EQ(at1.Command({"POLLEN.QEXISTS", "urls", "-1", "a"}).type, RespReply::kError);
+  ASSERT_EQ(at1.Command({"MULTI"}).str, "OK");
+  at1.Command({"POLLEN.QEXISTS", "urls", "1", "a"});
+  RespReply exec = at1.Command({"EXEC"});
+  ASSERT_EQ(exec.type, RespReply::kArray);
+  EXPECT_EQ(exec.elements[0].type, RespReply::kError);
+}
+
+}  // namespace
+}  // namespace pollen::testing
