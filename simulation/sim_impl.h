@@ -212,9 +212,9 @@ struct Simulator::Impl {
   std::map<std::pair<uint32_t, uint64_t>, RoutedPending> routed_pending;
   std::vector<Duration> routed_new_latency, routed_present_latency;
   // WAIT (--wait-every-ms), per node: every crawl key added there since its
-  // last crash (what the checker holds WAIT's count against), how many of
-  // them a WAIT answered by every live peer covered (not sent again), and
-  // the WAIT in flight.
+  // last crash, how many of them a WAIT answered by every live peer covered
+  // (not sent again), and the WAIT in flight (it covers added[confirmed,
+  // keys): what the checker holds its count against).
   struct NodeWaits {
     std::vector<std::string> added;
     size_t confirmed = 0;

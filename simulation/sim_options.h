@@ -89,8 +89,7 @@ struct WorkloadOptions {
   // WAIT (node/core/peer_checks.h): this often a random up node whose
   // clients added crawl keys since its last complete WAIT calls
   // WAIT wait_replicas wait_timeout over them (0: never). The checker
-  // fails a WAIT whose count exceeds the nodes that hold every crawl key
-  // that node added.
+  // fails a WAIT whose count exceeds the nodes that hold every key it covered.
   node::Duration wait_every{0};
   uint32_t wait_replicas = 2;
   node::Duration wait_timeout{milliseconds(1000)};

@@ -110,16 +110,18 @@ void Simulator::Impl::WaitAnswered(uint32_t i, node::PeerCheckResult done) {
   ++r.waits;
   if (done.peers_acked < o.workload.wait_replicas) ++r.waits_short;
   wait_latency.push_back(now - w.began);
-  // The count against the truth: nodes other than i holding every crawl key
-  // i's clients added (all of them, not only those this WAIT sent). A crash
-  // or a rotation meanwhile may have taken bits an acknowledging peer held:
-  // then the WAIT is not judged.
+  // The count against the truth: nodes other than i holding every key the
+  // WAIT covered (those added since i's last WAIT that every live peer
+  // acknowledged). A crash or a rotation meanwhile may have taken bits an
+  // acknowledging peer held: then the WAIT is not judged. (Keys confirmed
+  // earlier are not judged: a peer that restarted empty since, or was out
+  // of the view then, may lack them; docs/routing.md, "WAIT".)
   if (r.crashes == w.crashes && r.rotations == w.rotations) {
     uint32_t holders = 0;
     for (uint32_t j = 0; j < nodes.size(); ++j) {
       if (j == i || !nodes[j].up) continue;
       bool all = true;
-      for (size_t k = 0; k < w.keys && all; ++k) {
+      for (size_t k = w.confirmed; k < w.keys && all; ++k) {
         auto present = nodes[j].node->Exists(kCrawlFilter, w.added[k]);
         all = present.ok() && *present;
       }

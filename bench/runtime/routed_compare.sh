@@ -3,7 +3,9 @@
 # against RedisBloom on one redis-server, in the same run. Crawlers at every
 # node add the same URLs at the same time (bench/runtime/routed_dedup.py):
 # the duplicate-new rate and the add latencies of a routed filter, of a plain
-# (gossip-only) filter, and of RedisBloom (every crawler on the one server).
+# (gossip-only) filter, and of RedisBloom (every crawler on the one server);
+# then WAIT's latency (numreplicas = every peer, then 2) and POLLEN.QEXISTS's
+# against a local BF.EXISTS (bench/runtime/wait_latency.py; WAITS=2000).
 #
 #   bash bench/runtime/routed_compare.sh            # KEYS=3000 COPIES=3 NODES=5
 set -euo pipefail
@@ -60,6 +62,8 @@ done
 echo "pollend $("$POLLEND" --version | awk '{print $2}'), $NODES processes on loopback, $(nproc) cores; $KEYS URLs, each added by $COPIES crawlers at once"
 python3 "$ROOT/bench/runtime/routed_dedup.py" routed "$KEYS" "$COPIES" "${endpoints[@]}"
 python3 "$ROOT/bench/runtime/routed_dedup.py" plain "$KEYS" "$COPIES" "${endpoints[@]}"
+python3 "$ROOT/bench/runtime/wait_latency.py" plain "${WAITS:-2000}" "$((NODES - 1))" "${endpoints[@]}"
+python3 "$ROOT/bench/runtime/wait_latency.py" plain "${WAITS:-2000}" 2 "${endpoints[@]}"
 if [ -f "$MODULE" ]; then
   rp=$(free_port)
   redis-server --port "$rp" --bind 127.0.0.1 --save '' --appendonly no --loadmodule "$MODULE" > "$WORK/redis.log" 2>&1 &

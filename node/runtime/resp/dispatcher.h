@@ -12,7 +12,8 @@
 //   HELLO [protover [AUTH user pass] [SETNAME name]], COMMAND [COUNT|INFO|DOCS|LIST],
 //   CLIENT ID|GETNAME|SETNAME|SETINFO|INFO|LIST|KILL|HELP, SELECT db, QUIT, CONFIG GET (empty)
 //   POLLEN.STATUS, POLLEN.MEMBERS, POLLEN.FILTERS, POLLEN.ROTATE filter,
-//   POLLEN.WHOHAS digests|* key, POLLEN.KEYRING INSTALL b64|USE id|REMOVE id|LIST,
+//   POLLEN.WHOHAS digests|* key, POLLEN.QEXISTS key replicas item..., WAIT numreplicas timeout,
+//   POLLEN.KEYRING INSTALL b64|USE id|REMOVE id|LIST,
 //   POLLEN.SNAPSHOT
 // How Pollen differs from RedisBloom is written in node/runtime/resp/README.md.
 #pragma once
