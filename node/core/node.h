@@ -286,9 +286,9 @@ class Node {
   // WAIT numreplicas (driver thread): pushes `batches` to every live peer,
   // which adds and acknowledges them, and answers (TakePeerChecks) once
   // `replicas` peers hold every key and the others had a short grace, once
-  // no other peer can answer, or at `timeout` (zero: none). replicas == 0
-  // answers 0 at once. Keys of filters unknown here are skipped (nothing
-  // to hold). ResourceExhausted over kMaxWaitKeys keys or when too many
+  // no other peer can answer, or at `timeout` (zero, or over kMaxWaitTime:
+  // kMaxWaitTime). replicas == 0, and a key over kMaxCheckKeyBytes, answer
+  // 0 at once. Keys of filters unknown here are skipped (nothing to hold). ResourceExhausted over kMaxWaitKeys keys or when too many
   // checks are in flight.
   absl::StatusOr<uint64_t> BeginWait(const std::vector<KeyBatch>& batches, uint32_t replicas, Duration timeout,
                                      Time now);

@@ -18,22 +18,31 @@ absl::StatusOr<uint64_t> Node::BeginWait(const std::vector<KeyBatch>& batches, u
   ticket.add = true;
   ticket.wanted = replicas;
   ticket.began = now;
-  if (timeout.count() > 0) ticket.deadline = now + timeout;
+  ticket.deadline = now + (timeout.count() > 0 ? std::min(timeout, kMaxWaitTime) : kMaxWaitTime);
+  bool checkable = true;
+  size_t chunk_bytes = 0;
   for (const KeyBatch& b : batches) {
     if (impl.DriverLookup(b.filter) == nullptr) continue;  // deleted (or never here): nothing to hold
     for (const std::string& key : b.keys) {
+      if (key.size() > kMaxCheckKeyBytes) checkable = false;  // no peer can be asked about it
       if (ticket.chunks.empty() || ticket.chunks.back().filter != b.filter ||
-          ticket.chunks.back().keys.size() >= kMaxCheckKeys) {
+          ticket.chunks.back().keys.size() >= kMaxCheckKeys || chunk_bytes + key.size() > kMaxCheckBytes) {
         ticket.chunks.push_back(CheckChunk{b.filter, {}, {}});
+        chunk_bytes = 0;
       }
       ticket.chunks.back().keys.push_back(key);
+      chunk_bytes += key.size();
     }
   }
   std::vector<std::string> peers;
-  if (replicas > 0) {
+  if (replicas > 0 && checkable) {
     for (size_t i = 0; i < impl.membership->live_peer_count(); ++i) peers.push_back(impl.membership->LivePeerName(i));
   }
-  ticket.every_live_peer = replicas > 0;  // then `peers` is every live member but self
+  // The caller may forget the keys only if every member is live and asked:
+  // a lone node, a member held dead (partitioned away), or a key too long
+  // to ask about keeps them for the next WAIT.
+  ticket.every_live_peer = !peers.empty() && impl.membership->dead_count() == 0;
+  if (!checkable) ticket.chunks.clear();  // nobody asked: answers 0 at once
   return impl.StartCheck(std::move(ticket), peers);
 }
 
@@ -50,13 +59,17 @@ absl::StatusOr<uint64_t> Node::BeginQuorumExists(std::string_view filter, std::s
   std::unique_ptr<bool[]> found(new bool[keys.size()]);
   state->set->MightContainMany(keys, std::span<bool>(found.get(), keys.size()));
   uint64_t hits = 0;
+  size_t chunk_bytes = 0;
   for (uint32_t i = 0; i < keys.size(); ++i) {
     ticket.present[i] = found[i];
     hits += found[i] ? 1 : 0;
     if (found[i] || keys[i].size() > kMaxCheckKeyBytes) continue;
-    if (ticket.chunks.empty() || ticket.chunks.back().keys.size() >= kMaxCheckKeys) {
+    if (ticket.chunks.empty() || ticket.chunks.back().keys.size() >= kMaxCheckKeys ||
+        chunk_bytes + keys[i].size() > kMaxCheckBytes) {
       ticket.chunks.push_back(CheckChunk{state->entry.config.name, {}, {}});
+      chunk_bytes = 0;
     }
+    chunk_bytes += keys[i].size();
     ticket.chunks.back().keys.emplace_back(keys[i]);
     ticket.chunks.back().indices.push_back(i);
   }
@@ -210,7 +223,9 @@ void Node::Impl::HandleKeyCheck(const Address& from, const wire::KeyCheck& msg) 
     reply->set_refused(true);  // not here yet (or another filter of that name): asked again
   } else {
     std::vector<std::string_view> keys(msg.keys().begin(), msg.keys().end());
-    if (msg.add()) {
+    // A digest filter is written by its owner only (CheckWritable): a
+    // replica reports what it holds and waits for the owner's gossip.
+    if (msg.add() && CheckWritable(*state).ok()) {
       std::vector<bool> full;
       AddLocal(*state, keys, &full);  // a full NONSCALING filter refuses: not held
     }

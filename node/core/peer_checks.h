@@ -43,6 +43,9 @@ inline constexpr size_t kMaxCheckTickets = 1024;
 inline constexpr size_t kMaxCheckRequests = size_t{1} << 20;
 inline constexpr size_t kMaxWaitKeys = size_t{1} << 20;
 inline constexpr uint32_t kMaxQuorumPeers = 16;
+// The longest a WAIT waits (its timeout, or no timeout, is cut to this), so
+// a ticket whose peers keep refusing ends and frees its slot.
+inline constexpr Duration kMaxWaitTime = std::chrono::seconds(60);
 
 // Keys of one filter (the input of a WAIT).
 struct KeyBatch {
@@ -73,7 +76,7 @@ struct CheckTicket {
   uint32_t complete_peers = 0;  // peers that answered every chunk (WAIT: held every key)
   bool every_live_peer = false;  // `peers` were every live member but self at the start
   Time began{0};
-  Time deadline = Time::max();  // Time::max(): none (WAIT 0 waits until enough peers answer)
+  Time deadline = Time::max();
   Time next_resend{0};
   // WAIT: once `wanted` peers counted, the stragglers get until this time,
   // so one slow peer costs a short wait rather than a smaller count.

@@ -125,6 +125,37 @@ TEST(Wait, ZeroReplicasAndNoKeysAnswerAtOnce) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(Wait, ChunksFollowTheByteLimitAndAnOversizeKeyAnswersZeroAtOnce) {
+  Cluster c(Options(3));
+  Join(c);
+  std::vector<std::string> big;  // 300 KiB in 300 keys: two chunks by bytes, one by count
+  for (int k = 0; k < 300; ++k) big.push_back(Key(k) + std::string(1024, 'x'));
+  AddAt(c, 0, big);
+  ASSERT_TRUE(c.node(0).BeginWait({KeyBatch{"crawl", big}}, 2, 1s, c.now()).ok());
+  std::optional<PeerCheckResult> r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 2u);  // no chunk over kMaxCheckBytes for the peers to reject
+  EXPECT_EQ(c.node(1).Counters().rejected_by_reason["malformed"], 0u);
+  const std::vector<std::string> huge = {std::string(kMaxCheckKeyBytes + 1, 'h')};
+  AddAt(c, 0, huge);
+  ASSERT_TRUE(c.node(0).BeginWait({KeyBatch{"crawl", huge}}, 1, 1s, c.now()).ok());
+  std::vector<PeerCheckResult> now = c.node(0).TakePeerChecks();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].peers_acked, 0u);  // no peer can be asked about it
+  EXPECT_FALSE(now[0].every_live_peer);
+}
+
+TEST(Wait, ALoneNodeKeepsItsKeys) {
+  Cluster c(Options(1));
+  Join(c);
+  AddAt(c, 0, Keys(0, 3));
+  ASSERT_TRUE(c.node(0).BeginWait({KeyBatch{"crawl", Keys(0, 3)}}, 1, 1s, c.now()).ok());
+  std::vector<PeerCheckResult> now = c.node(0).TakePeerChecks();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].peers_acked, 0u);
+  EXPECT_FALSE(now[0].every_live_peer);  // nobody holds them: a later WAIT must send them
+}
+
 TEST(Wait, SilentPeersMeanZeroAtTheTimeout) {
   ClusterOptions o = Options(3);
   o.drop = [](size_t, const Outgoing&, const wire::Envelope& env) { return env.has_key_check_reply(); };

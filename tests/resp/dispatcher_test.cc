@@ -565,6 +565,11 @@ TEST_F(DispatcherTest, WaitDefersItsReplyAndCoversTheConnectionsAdds) {
   Run({"BF.ADD", "g", "c"});  // auto-created
   Run({"BF.EXISTS", "f", "zzz"});  // reads are not recorded
   EXPECT_EQ(session_.wait_record.count, 3u);
+  Run({"BF.RESERVE", "tiny", "0.01", "1", "NONSCALING"});
+  EXPECT_EQ(Run({"BF.MADD", "tiny", "x", "y", "z"}), "*2\r\n:1\r\n-ERR non scaling filter is full\r\n");
+  EXPECT_EQ(session_.wait_record.count, 4u);  // "x" only: refused keys are not WAIT's to push
+  session_.wait_record.keys.erase("tiny");
+  session_.wait_record.count = 3;
   const std::vector<node::KeyBatch> batches = session_.wait_record.Batches();
   ASSERT_EQ(batches.size(), 2u);
   EXPECT_EQ(batches[0].filter, "f");
@@ -592,7 +597,7 @@ TEST_F(DispatcherTest, WaitDefersItsReplyAndCoversTheConnectionsAdds) {
   };
   EXPECT_EQ(Run({"WAIT", "1", "0"}), "");  // deferred: nothing now
   EXPECT_EQ(later, ":0\r\n");               // a lone node: no peer holds them
-  EXPECT_EQ(session_.wait_record.count, 0u);  // ... and none lacks them: forgotten
+  EXPECT_EQ(session_.wait_record.count, 3u);  // ... so the next WAIT covers them still
   session_.deferred = false;
   later.clear();
   EXPECT_EQ(Run({"POLLEN.QEXISTS", "f", "2", "a", "zzz"}), "");
@@ -601,7 +606,7 @@ TEST_F(DispatcherTest, WaitDefersItsReplyAndCoversTheConnectionsAdds) {
 
 TEST(WaitRecord, OverflowForgetsTheKeysAndTheNextWaitAnswersZero) {
   WaitRecord record;
-  std::vector<std::string_view> keys(node::kMaxWaitKeys, "k");
+  std::vector<std::string_view> keys(WaitRecord::kMaxKeys, "k");
   record.Add("f", keys);
   EXPECT_FALSE(record.overflowed);
   const std::string_view one = "one-too-many";

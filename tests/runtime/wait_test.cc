@@ -86,9 +86,11 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
     waited = c.Command({"WAIT", "2", "60000"});
     done = true;
   });
-  // Another client of the same node (the same RESP thread) is served meanwhile.
+  // Another client of the same node (the same RESP thread) is served while
+  // the first waits (CLIENT LIST shows its last command: wait).
   RespClient other = nodes_[0]->Client();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(WaitFor([&] { return other.Command({"CLIENT", "LIST"}).str.find("cmd=wait") != std::string::npos; },
+                      kConvergeTimeout));
   EXPECT_EQ(other.Command({"PING"}).str, "PONG");
   EXPECT_EQ(other.Command({"BF.EXISTS", "urls", "silent-peer"}).integer, 1);
   EXPECT_FALSE(done.load());  // one of two peers answered: still waiting

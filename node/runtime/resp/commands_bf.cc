@@ -142,7 +142,6 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
   }
   ctx.counters.keys_added.fetch_add(items.size(), std::memory_order_relaxed);
   ctx.touches.Touch(filter);
-  call.session.wait_record.Add(filter, items);
   if (ctx.log_adds) {
     absl::Status logged = ctx.log_adds(filter, items);
     if (!logged.ok()) {
@@ -160,6 +159,9 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
       break;
     }
   }
+  // WAIT covers the keys the filter took (not the refused one, nor those after it).
+  const bool refused = replies > 0 && replies <= full.size() && full[replies - 1];
+  call.session.wait_record.Add(filter, items.first(refused ? replies - 1 : replies));
   if (multi) AppendArrayHeader(call.out, replies);
   for (size_t i = 0; i < replies; ++i) {
     if (full[i]) {

@@ -14,7 +14,8 @@ void WaitRecord::Add(std::string_view filter, std::span<const std::string_view> 
   if (overflowed) return;
   size_t added_bytes = 0;
   for (std::string_view item : items) added_bytes += item.size() + sizeof(uint32_t);
-  if (count + items.size() > node::kMaxWaitKeys || bytes + added_bytes > kMaxBytes) {
+  static_assert(kMaxKeys <= node::kMaxWaitKeys);
+  if (count + items.size() > kMaxKeys || bytes + added_bytes > kMaxBytes) {
     keys.clear();
     count = bytes = 0;
     overflowed = true;

@@ -158,6 +158,10 @@ void Connection::OnEvents(uint32_t events) {
     if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) DrainLinger();
     return;
   }
+  if (awaiting_reply_ && (events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0) {
+    Shutdown();  // it closed while waiting for a deferred reply: nobody to answer
+    return;
+  }
   if ((interest_ & EPOLLIN) != 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
     ReadAndProcess();  // a read reports the error or EOF
   } else if ((events & (EPOLLERR | EPOLLHUP)) != 0) {
@@ -320,6 +324,7 @@ void Connection::Flush() {
 void Connection::UpdateInterest() {
   uint32_t want = 0;
   if (lingering_ || (!pending_input_ && !closing_ && !awaiting_reply_)) want |= EPOLLIN;
+  if (awaiting_reply_) want |= EPOLLRDHUP;  // a client that leaves while it waits is closed
   if (out_pos_ < out_.size()) want |= EPOLLOUT;
   if (want == interest_) return;
   interest_ = want;

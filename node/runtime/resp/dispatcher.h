@@ -56,10 +56,13 @@ using DeferredReply = std::function<void(ReplyWriter)>;
 // as one buffer of (u32 length, bytes) records per filter: recording an add
 // is a copy, not an allocation per key.
 struct WaitRecord {
-  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  // Every connection records its adds (a WAIT covers those before it), so
+  // the record is kept small: at most kMaxKeys keys and kMaxBytes.
+  static constexpr size_t kMaxKeys = 131072;
+  static constexpr size_t kMaxBytes = size_t{8} << 20;
   std::map<std::string, std::string, std::less<>> keys;
   size_t count = 0, bytes = 0;
-  bool overflowed = false;  // over node::kMaxWaitKeys keys or kMaxBytes: the next WAIT answers 0
+  bool overflowed = false;  // over kMaxKeys or kMaxBytes: the next WAIT answers 0
   void Add(std::string_view filter, std::span<const std::string_view> items);
   std::vector<node::KeyBatch> Batches() const;
 };
