@@ -181,7 +181,8 @@ TEST(QuorumExists, FindsAKeyOnlyAPeerHas) {
   ASSERT_TRUE(local.ok());
   ASSERT_FALSE(*local);  // not here yet
   AddAt(c, 0, {Key(8)});
-  const std::vector<std::string_view> keys = {Key(7), Key(8), Key(9)};
+  const std::vector<std::string> keys_owned = {Key(7), Key(8), Key(9)};
+  const std::vector<std::string_view> keys(keys_owned.begin(), keys_owned.end());
   ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", keys, 3, c.now()).ok());
   std::optional<PeerCheckResult> r = Answer(c, 0);
   ASSERT_TRUE(r.has_value());
@@ -191,7 +192,8 @@ TEST(QuorumExists, FindsAKeyOnlyAPeerHas) {
   EXPECT_FALSE(*c.node(0).Exists("crawl", Key(7)));
   EXPECT_FALSE(*c.node(1).Exists("crawl", Key(9)));
   // Every key present here: answered at once, nobody asked.
-  const std::vector<std::string_view> mine = {Key(8)};
+  const std::vector<std::string> mine_owned = {Key(8)};
+  const std::vector<std::string_view> mine(mine_owned.begin(), mine_owned.end());
   ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", mine, 3, c.now()).ok());
   std::vector<PeerCheckResult> now = c.node(0).TakePeerChecks();
   ASSERT_EQ(now.size(), 1u);
@@ -208,7 +210,8 @@ TEST(QuorumExists, ASilentPeerLeavesTheAnswerToTheOthersAtTheDeadline) {
   Cluster c(o);
   Join(c);
   AddAt(c, 2, {Key(3)});
-  const std::vector<std::string_view> keys = {Key(3)};
+  const std::vector<std::string> keys_owned = {Key(3)};
+  const std::vector<std::string_view> keys(keys_owned.begin(), keys_owned.end());
   const Time began = c.now();
   ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", keys, 2, began).ok());
   std::optional<PeerCheckResult> r = Answer(c, 0);
@@ -216,7 +219,8 @@ TEST(QuorumExists, ASilentPeerLeavesTheAnswerToTheOthersAtTheDeadline) {
   EXPECT_EQ(r->present, std::vector<bool>{true});  // n2 said so; every key answered: no wait for n1
   EXPECT_EQ(r->peers_answered, 1u);
   EXPECT_LT(c.now() - began, 100ms);
-  const std::vector<std::string_view> absent = {Key(4)};
+  const std::vector<std::string> absent_owned = {Key(4)};
+  const std::vector<std::string_view> absent(absent_owned.begin(), absent_owned.end());
   const Time second = c.now();
   ASSERT_TRUE(c.node(0).BeginQuorumExists("crawl", absent, 2, second).ok());
   r = Answer(c, 0);
