@@ -153,6 +153,19 @@ inline void AddTypeCounts(const TypeCounts& counts, std::map<std::string, uint64
   }
 }
 
+// The keys of a RouteAdd or a KeyCheck (the same limits, peer_checks.h):
+// 1 to kMaxRouteKeys of them, none over kMaxRouteKeyBytes, kMaxRouteBytes in all.
+template <typename Keys>
+bool KeysWithinLimits(const Keys& keys) {
+  if (keys.empty() || static_cast<size_t>(keys.size()) > kMaxRouteKeys) return false;
+  size_t bytes = 0;
+  for (const std::string& key : keys) {
+    if (key.size() > kMaxRouteKeyBytes) return false;
+    bytes += key.size();
+  }
+  return bytes <= kMaxRouteBytes;
+}
+
 inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
   if (c.name.empty() || c.name.size() > Membership::kMaxNameBytes) return absl::InvalidArgumentError("node name must be 1 to 255 bytes");
   if (c.advertise.empty() || c.advertise.size() > Membership::kMaxAddressBytes) {

@@ -198,20 +198,12 @@ Time Node::Impl::NextCheckWakeup() const {
 
 void Node::Impl::HandleKeyCheck(const Address& from, const wire::KeyCheck& msg) {
   // Validate everything before any state changes.
-  if (msg.id() == 0 || msg.keys_size() == 0 || static_cast<size_t>(msg.keys_size()) > kMaxCheckKeys) {
+  if (msg.id() == 0 || !KeysWithinLimits(msg.keys())) {
     Reject(from, "malformed");
     return;
   }
-  size_t bytes = 0;
-  for (const std::string& key : msg.keys()) {
-    if (key.size() > kMaxCheckKeyBytes) {
-      Reject(from, "malformed");
-      return;
-    }
-    bytes += key.size();
-  }
   absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(msg.filter());
-  if (bytes > kMaxCheckBytes || !params.ok()) {
+  if (!params.ok()) {
     Reject(from, "malformed");
     return;
   }

@@ -254,21 +254,12 @@ void Node::Impl::ExpireRoutes() {
 
 void Node::Impl::HandleRouteAdd(const Address& from, const std::string& sender, const wire::RouteAdd& msg) {
   // Validate everything before any state changes.
-  if (msg.id() == 0 || msg.keys_size() == 0 || static_cast<size_t>(msg.keys_size()) > kMaxRouteKeys ||
-      sender.empty() || sender.size() > Membership::kMaxNameBytes) {
+  if (msg.id() == 0 || !KeysWithinLimits(msg.keys()) || sender.empty() || sender.size() > Membership::kMaxNameBytes) {
     Reject(from, "malformed");
     return;
   }
-  size_t bytes = 0;
-  for (const std::string& key : msg.keys()) {
-    if (key.size() > kMaxRouteKeyBytes) {
-      Reject(from, "malformed");
-      return;
-    }
-    bytes += key.size();
-  }
   absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(msg.filter());
-  if (bytes > kMaxRouteBytes || !params.ok()) {
+  if (!params.ok()) {
     Reject(from, "malformed");
     return;
   }
