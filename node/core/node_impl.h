@@ -556,6 +556,20 @@ struct Node::Impl {
   void FinishTicket(uint64_t ticket);
   void ExpireRoutes();
   Time NextRouteDeadline() const { return route_deadlines.empty() ? Time::max() : route_deadlines.front().first; }
+  // The common checks of a RouteAdd or a KeyCheck, before any state
+  // changes: an id, keys within KeysWithinLimits, valid filter parameters.
+  // Rejects the frame as malformed (nullopt) otherwise.
+  template <typename KeyRequest>
+  std::optional<crdt::FilterParams> ValidKeyRequest(const Address& from, const KeyRequest& msg) {
+    absl::StatusOr<crdt::FilterParams> params =
+        msg.id() != 0 && KeysWithinLimits(msg.keys()) ? ParamsFromWire(msg.filter())
+                                                       : absl::InvalidArgumentError("id or keys");
+    if (!params.ok()) {
+      Reject(from, "malformed");
+      return std::nullopt;
+    }
+    return *std::move(params);
+  }
   void HandleRouteAdd(const Address& from, const std::string& sender, const wire::RouteAdd& msg);
   void HandleRouteReply(const Address& from, const std::string& sender, const wire::RouteReply& msg);
 

@@ -197,16 +197,8 @@ Time Node::Impl::NextCheckWakeup() const {
 }
 
 void Node::Impl::HandleKeyCheck(const Address& from, const wire::KeyCheck& msg) {
-  // Validate everything before any state changes.
-  if (msg.id() == 0 || !KeysWithinLimits(msg.keys())) {
-    Reject(from, "malformed");
-    return;
-  }
-  absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(msg.filter());
-  if (!params.ok()) {
-    Reject(from, "malformed");
-    return;
-  }
+  std::optional<crdt::FilterParams> params = ValidKeyRequest(from, msg);  // before any state changes
+  if (!params) return;
   wire::Envelope env;
   wire::KeyCheckReply* reply = env.mutable_key_check_reply();
   reply->set_id(msg.id());

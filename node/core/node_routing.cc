@@ -254,15 +254,12 @@ void Node::Impl::ExpireRoutes() {
 
 void Node::Impl::HandleRouteAdd(const Address& from, const std::string& sender, const wire::RouteAdd& msg) {
   // Validate everything before any state changes.
-  if (msg.id() == 0 || !KeysWithinLimits(msg.keys()) || sender.empty() || sender.size() > Membership::kMaxNameBytes) {
+  if (sender.empty() || sender.size() > Membership::kMaxNameBytes) {
     Reject(from, "malformed");
     return;
   }
-  absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(msg.filter());
-  if (!params.ok()) {
-    Reject(from, "malformed");
-    return;
-  }
+  std::optional<crdt::FilterParams> params = ValidKeyRequest(from, msg);
+  if (!params) return;
   wire::Envelope env;
   wire::RouteReply* reply = env.mutable_route_reply();
   reply->set_id(msg.id());

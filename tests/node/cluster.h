@@ -266,6 +266,46 @@ inline FilterConfig SharedFilter(const std::string& name, uint64_t capacity = 10
   return f;
 }
 
+// Forged frames from an authenticated peer: each envelope is sealed and
+// handed to node `target` as a stream frame (some are over a datagram's
+// size). Returns how many it counted as malformed, and whether the newest
+// generation of `filter` kept its set bits.
+struct ForgedOutcome {
+  uint64_t malformed = 0;
+  bool bits_unchanged = false;
+};
+inline ForgedOutcome SendForged(Cluster& c, size_t target, const std::string& filter,
+                                const std::vector<wire::Envelope>& envelopes) {
+  auto set_bits = [&] {
+    auto info = c.node(target).Info(filter);
+    return info.ok() ? std::optional<uint64_t>(info->generations.back().set_bits) : std::nullopt;
+  };
+  const std::optional<uint64_t> bits_before = set_bits();
+  const uint64_t malformed_before = c.node(target).Counters().rejected_by_reason["malformed"];
+  Forger forger(TestSecret());
+  for (const wire::Envelope& env : envelopes) c.node(target).HandleStreamFrame("addr-forger", forger.Seal(env), c.now());
+  ForgedOutcome out;
+  out.malformed = c.node(target).Counters().rejected_by_reason["malformed"] - malformed_before;
+  out.bits_unchanged = bits_before.has_value() && set_bits() == bits_before;
+  return out;
+}
+
+// The four malformed shapes of a request carrying keys (RouteAdd,
+// KeyCheck): no keys, no id, one key over `max_keys`, invalid filter
+// parameters for `filter`.
+template <typename KeyRequest>
+std::vector<KeyRequest> MalformedKeyRequests(size_t max_keys, const std::string& filter) {
+  std::vector<KeyRequest> out(4);
+  out[0].set_id(1);
+  out[1].add_keys("k");
+  out[2].set_id(2);
+  for (size_t i = 0; i <= max_keys; ++i) out[2].add_keys("k" + std::to_string(i));
+  out[3].set_id(3);
+  out[3].add_keys("k");
+  out[3].mutable_filter()->set_name(filter);  // blocks 0, k 0: invalid parameters
+  return out;
+}
+
 inline size_t CountEvents(const std::vector<Event>& events, Event::Kind kind) {
   size_t n = 0;
   for (const Event& e : events) n += e.kind == kind;

@@ -250,35 +250,13 @@ TEST(Routing, AFilterThatIsNotRoutedAnswersAtOnce) {
 TEST(Routing, MalformedRequestsAreRejectedAndChangeNothing) {
   Cluster c(Options(2));
   Join(c);
-  Forger forger(TestSecret());
-  auto info = c.node(1).Info("crawl");
-  ASSERT_TRUE(info.ok());
-  const uint64_t bits_before = info->generations.back().set_bits;
-  auto send = [&](wire::RouteAdd msg) {
-    wire::Envelope env;
-    *env.mutable_route_add() = std::move(msg);
-    c.node(1).HandleStreamFrame("addr-forger", forger.Seal(env), c.now());  // a stream: too_many is over a datagram
-  };
-  const uint64_t malformed_before = c.node(1).Counters().rejected_by_reason["malformed"];
-  wire::RouteAdd no_keys;
-  no_keys.set_id(1);
-  send(no_keys);
-  wire::RouteAdd no_id;
-  no_id.add_keys("k");
-  send(no_id);
-  wire::RouteAdd too_many;
-  too_many.set_id(2);
-  for (size_t i = 0; i <= kMaxRouteKeys; ++i) too_many.add_keys("k" + std::to_string(i));
-  send(too_many);
-  wire::RouteAdd bad_filter;
-  bad_filter.set_id(3);
-  bad_filter.add_keys("k");
-  bad_filter.mutable_filter()->set_name("crawl");  // blocks 0, k 0: invalid parameters
-  send(bad_filter);
-  EXPECT_EQ(c.node(1).Counters().rejected_by_reason["malformed"], malformed_before + 4);
-  auto after = c.node(1).Info("crawl");
-  ASSERT_TRUE(after.ok());
-  EXPECT_EQ(after->generations.back().set_bits, bits_before);
+  std::vector<wire::Envelope> envelopes;
+  for (wire::RouteAdd& add : MalformedKeyRequests<wire::RouteAdd>(kMaxRouteKeys, "crawl")) {
+    *envelopes.emplace_back().mutable_route_add() = std::move(add);
+  }
+  const ForgedOutcome out = SendForged(c, 1, "crawl", envelopes);
+  EXPECT_EQ(out.malformed, 4u);
+  EXPECT_TRUE(out.bits_unchanged);
   EXPECT_EQ(c.node(1).Counters().routed_served, 0u);
 }
 
