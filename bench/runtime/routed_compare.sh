@@ -5,7 +5,11 @@
 # the duplicate-new rate and the add latencies of a routed filter, of a plain
 # (gossip-only) filter, and of RedisBloom (every crawler on the one server);
 # then WAIT's latency (numreplicas = every peer, then 2) and POLLEN.QEXISTS's
-# against a local BF.EXISTS (bench/runtime/wait_latency.py; WAITS=2000).
+# against a local BF.EXISTS (bench/runtime/wait_latency.py; WAITS=2000);
+# and, from one client in turn, a routed new-key add against a PING and a
+# local add (bench/runtime/routed_latency.py; ROUNDS=3000); and the add
+# throughput of CLIENTS=32 connections at one node (redis-benchmark).
+# EXTRA_ARGS go to every pollend (e.g. "--resp-busy-poll-us 0").
 #
 #   bash bench/runtime/routed_compare.sh            # KEYS=3000 COPIES=3 NODES=5
 set -euo pipefail
@@ -34,7 +38,7 @@ for i in $(seq 1 "$NODES"); do
   seeds=()
   [ -n "$seed" ] && seeds=(--seeds "$seed")
   "$POLLEND" --node-name "n$i" --gossip-bind "127.0.0.1:$g" --resp-bind "127.0.0.1:$r" --http-bind "127.0.0.1:$h" \
-    --log-level warn "${seeds[@]}" > "$WORK/n$i.log" 2>&1 &
+    --log-level warn ${EXTRA_ARGS:-} "${seeds[@]}" > "$WORK/n$i.log" 2>&1 &
   PIDS+=($!)
   [ -z "$seed" ] && seed="127.0.0.1:$g"
   endpoints+=("127.0.0.1:$r")
@@ -62,6 +66,19 @@ done
 echo "pollend $("$POLLEND" --version | awk '{print $2}'), $NODES processes on loopback, $(nproc) cores; $KEYS URLs, each added by $COPIES crawlers at once"
 python3 "$ROOT/bench/runtime/routed_dedup.py" routed "$KEYS" "$COPIES" "${endpoints[@]}"
 python3 "$ROOT/bench/runtime/routed_dedup.py" plain "$KEYS" "$COPIES" "${endpoints[@]}"
+python3 "$ROOT/bench/runtime/routed_latency.py" routed plain "${ROUNDS:-3000}" "${endpoints[0]}"
+# Throughput: CLIENTS connections at the first node adding random (almost
+# always new) keys; a routed add's reply waits for its owner, its RESP
+# thread does not.
+throughput() {  # label port filter
+  printf '%-10s %s clients, %s adds at one endpoint: ' "$1" "${CLIENTS:-32}" "${ADDS:-50000}"
+  redis-benchmark -p "$2" -c "${CLIENTS:-32}" -n "${ADDS:-50000}" -r 100000000 -q BF.ADD "$3" "t:__rand_int__" 2>/dev/null |
+    tr '\r' '\n' | grep "requests per second" | tail -1 | sed 's/^.*: //'
+}
+if command -v redis-benchmark >/dev/null; then
+  throughput routed "$first" routed
+  throughput plain "$first" plain
+fi
 python3 "$ROOT/bench/runtime/wait_latency.py" plain "${WAITS:-2000}" "$((NODES - 1))" "${endpoints[@]}"
 python3 "$ROOT/bench/runtime/wait_latency.py" plain "${WAITS:-2000}" 2 "${endpoints[@]}"
 if [ -f "$MODULE" ]; then
@@ -73,6 +90,7 @@ if [ -f "$MODULE" ]; then
   one=()
   for _ in $(seq 1 "$NODES"); do one+=("127.0.0.1:$rp"); done
   python3 "$ROOT/bench/runtime/routed_dedup.py" redisbloom "$KEYS" "$COPIES" "${one[@]}"
+  if command -v redis-benchmark >/dev/null; then throughput redisbloom "$rp" redisbloom; fi
 else
   echo "no $MODULE: RedisBloom not compared"
 fi

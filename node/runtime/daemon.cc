@@ -164,8 +164,10 @@ int RunDaemon(int argc, char** argv) {
   ctx->peer_check = [&driver](resp::ServerContext::PeerCheckBegin begin, resp::ServerContext::PeerCheckDone done) {
     driver.PeerCheck(std::move(begin), std::move(done));
   };
-  ctx->routed_add = [&driver](std::string_view filter, std::span<const std::string_view> keys,
-                              std::vector<bool>* full) { return driver.RoutedAdd(filter, keys, full); };
+  ctx->routed_add = [&driver](std::string filter, std::vector<std::string> keys,
+                              resp::ServerContext::RoutedAddDone done) {
+    driver.BeginRoutedAdd(std::move(filter), std::move(keys), std::move(done));
+  };
   if (persistence) {
     Persistence* p = persistence.get();
     node::Node* n = node.get();

@@ -87,10 +87,11 @@ void Driver::AfterNodeCall(node::Time now) {
     }
   }
   for (node::RoutedAddResult& r : node_.TakeRoutedAdds()) {
-    auto it = routed_waiters_.find(r.ticket);
-    if (it == routed_waiters_.end()) continue;  // its caller gave up
-    it->second->set_value(std::move(r));
-    routed_waiters_.erase(it);
+    auto it = routed_callbacks_.find(r.ticket);
+    if (it == routed_callbacks_.end()) continue;
+    std::function<void(RoutedResult)> done = std::move(it->second);
+    routed_callbacks_.erase(it);
+    done(std::move(r));
   }
   for (node::PeerCheckResult& r : node_.TakePeerChecks()) {
     auto it = check_callbacks_.find(r.ticket);
@@ -241,54 +242,45 @@ std::shared_ptr<std::promise<absl::Status>> Driver::TakePendingCall(uint64_t id)
   return p;
 }
 
-absl::StatusOr<std::vector<bool>> Driver::RoutedAdd(std::string_view filter, std::span<const std::string_view> keys,
-                                                    std::vector<bool>* full) {
-  auto waiter = std::make_shared<std::promise<node::RoutedAddResult>>();
-  std::future<node::RoutedAddResult> answer = waiter->get_future();
-  // Copies: a call that timed out may still run later.
-  auto owned_keys = std::make_shared<std::vector<std::string>>(keys.begin(), keys.end());
-  auto ticket = std::make_shared<uint64_t>(0);
-  absl::Status begun = RunOnDriver([this, waiter, owned_keys, ticket, name = std::string(filter)](node::Time now) {
-    std::vector<std::string_view> views(owned_keys->begin(), owned_keys->end());
-    absl::StatusOr<uint64_t> t = node_.BeginAdd(name, views, now);
-    if (!t.ok()) return t.status();
-    *ticket = *t;
-    routed_waiters_[*t] = waiter;  // AfterNodeCall, right after this, may fulfil it
-    return absl::OkStatus();
+bool Driver::Post(std::function<void(node::Time)> fn) {
+  std::lock_guard lock(stop_mu_);  // as in RunOnDriver: posted, or refused here
+  if (shut_down_ || !started_) return false;
+  asio::post(io_, [this, fn = std::move(fn)] {
+    const node::Time now = MonotonicNow();
+    fn(now);
+    AfterNodeCall(now);
   });
-  if (!begun.ok()) return begun;
-  if (answer.wait_for(kRunOnDriverTimeout) != std::future_status::ready) {
-    (void)RunOnDriver([this, ticket](node::Time) {
-      routed_waiters_.erase(*ticket);
-      return absl::OkStatus();
-    });
-    return absl::DeadlineExceededError("ERR routed add: no answer in time");
-  }
-  node::RoutedAddResult r = answer.get();
-  if (!r.status.ok()) return r.status;
-  *full = std::move(r.full);
-  return std::move(r.added);
+  return true;
+}
+
+void Driver::BeginRoutedAdd(std::string filter, std::vector<std::string> keys,
+                            std::function<void(RoutedResult)> done) {
+  // `done` moves into the task; it is still there when Post refuses.
+  auto pending = std::make_shared<std::function<void(RoutedResult)>>(std::move(done));
+  const bool posted = Post([this, pending, filter = std::move(filter), keys = std::move(keys)](node::Time now) {
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    absl::StatusOr<uint64_t> ticket = node_.BeginAdd(filter, views, now);
+    if (ticket.ok()) {
+      routed_callbacks_[*ticket] = std::move(*pending);  // AfterNodeCall, next, may answer it
+    } else {
+      (*pending)(ticket.status());
+    }
+  });
+  if (!posted) (*pending)(absl::UnavailableError("ERR driver unavailable"));
 }
 
 void Driver::PeerCheck(std::function<absl::StatusOr<uint64_t>(node::Time)> begin,
                        std::function<void(CheckResult)> done) {
-  {
-    std::lock_guard lock(stop_mu_);  // as in RunOnDriver: posted, or refused here
-    if (!shut_down_ && started_) {
-      asio::post(io_, [this, begin = std::move(begin), done = std::move(done)]() mutable {
-        const node::Time now = MonotonicNow();
-        absl::StatusOr<uint64_t> ticket = begin(now);
-        if (ticket.ok()) {
-          check_callbacks_[*ticket] = std::move(done);  // AfterNodeCall, next, may answer it
-        } else {
-          done(ticket.status());
-        }
-        AfterNodeCall(now);
-      });
-      return;
+  auto pending = std::make_shared<std::function<void(CheckResult)>>(std::move(done));
+  const bool posted = Post([this, pending, begin = std::move(begin)](node::Time now) {
+    absl::StatusOr<uint64_t> ticket = begin(now);
+    if (ticket.ok()) {
+      check_callbacks_[*ticket] = std::move(*pending);  // AfterNodeCall, next, may answer it
+    } else {
+      (*pending)(ticket.status());
     }
-  }
-  done(absl::UnavailableError("ERR driver unavailable"));
+  });
+  if (!posted) (*pending)(absl::UnavailableError("ERR driver unavailable"));
 }
 
 absl::StatusOr<Driver::Collected> Driver::Collect() {
@@ -373,11 +365,14 @@ void Driver::Shutdown(std::chrono::milliseconds grace) {
   }
   for (auto& [id, p] : orphans) p->set_value(absl::UnavailableError("pollend is shutting down"));
   // The thread has stopped: nobody else touches the callbacks now. (A check
-  // posted but never run is dropped with its task: its client is being
-  // disconnected anyway.)
+  // or a routed add posted but never run is dropped with its task: the RESP
+  // server, stopped before the driver, has disconnected its client.)
   std::map<uint64_t, std::function<void(CheckResult)>> checks;
   checks.swap(check_callbacks_);
   for (auto& [ticket, done] : checks) done(absl::UnavailableError("ERR pollend is shutting down"));
+  std::map<uint64_t, std::function<void(RoutedResult)>> adds;
+  adds.swap(routed_callbacks_);
+  for (auto& [ticket, done] : adds) done(absl::UnavailableError("ERR pollend is shutting down"));
 }
 
 }  // namespace pollen::runtime

@@ -76,11 +76,12 @@ class Driver {
   // soon as the thread has stopped (never left to kRunOnDriverTimeout).
   absl::Status RunOnDriver(std::function<absl::Status(node::Time)> fn);
 
-  // An owner-routed add (node::Node::BeginAdd), from any thread but the
-  // driver's: waits for the owners' answers (at most about three
-  // route-timeouts, then the local answer). `full` as in AddMany.
-  absl::StatusOr<std::vector<bool>> RoutedAdd(std::string_view filter, std::span<const std::string_view> keys,
-                                              std::vector<bool>* full);
+  // An owner-routed add (node::Node::BeginAdd) that does not wait: `done`
+  // gets the owners' answers (at most about three route-timeouts, then the
+  // local answer) on the driver thread, or BeginAdd's error, or Unavailable
+  // (any thread) when the driver is not running or stops first.
+  using RoutedResult = absl::StatusOr<node::RoutedAddResult>;
+  void BeginRoutedAdd(std::string filter, std::vector<std::string> keys, std::function<void(RoutedResult)> done);
 
   // WAIT and the quorum EXISTS (ServerContext::peer_check): runs begin(now)
   // on the driver thread without waiting for it; `done` gets the answer of
@@ -110,6 +111,9 @@ class Driver {
   void CheckReady(node::Time now);
   void LogEvent(const node::Event& e, node::Time now);
   void SnapshotLoop();
+  // Runs fn(now), then AfterNodeCall, on the driver thread, without waiting
+  // for it. False (nothing posted) when the driver is not running.
+  bool Post(std::function<void(node::Time)> fn);
   // Removes and returns a pending RunOnDriver promise (nullptr if gone).
   std::shared_ptr<std::promise<absl::Status>> TakePendingCall(uint64_t id);
 
@@ -142,9 +146,10 @@ class Driver {
   // number of threads that can be waiting in RunOnDriver.
   uint64_t next_call_ = 0;
   std::map<uint64_t, std::shared_ptr<std::promise<absl::Status>>> pending_calls_;
-  // RoutedAdd tickets waiting for their answers (driver thread only),
-  // fulfilled by AfterNodeCall; bounded by the threads waiting in RoutedAdd.
-  std::map<uint64_t, std::shared_ptr<std::promise<node::RoutedAddResult>>> routed_waiters_;
+  // BeginRoutedAdd callbacks by ticket (driver thread only until the thread
+  // has stopped; then Shutdown fails the rest), answered by AfterNodeCall;
+  // bounded by the RESP connections (each awaits at most one reply).
+  std::map<uint64_t, std::function<void(RoutedResult)>> routed_callbacks_;
   // PeerCheck callbacks by ticket (driver thread only until the thread has
   // stopped; then Shutdown fails the rest); bounded by node::kMaxCheckTickets.
   std::map<uint64_t, std::function<void(CheckResult)>> check_callbacks_;

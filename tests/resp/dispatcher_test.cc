@@ -604,6 +604,73 @@ TEST_F(DispatcherTest, WaitDefersItsReplyAndCoversTheConnectionsAdds) {
   EXPECT_EQ(later, "*2\r\n:1\r\n:0\r\n");
 }
 
+// A routed add whose keys are not all present defers its reply until the
+// owners answer (ServerContext::routed_add; answered here by the lone node
+// itself, which owns every key); inside EXEC it waits for them instead.
+TEST_F(DispatcherTest, RoutedAddDefersItsReplyUntilTheOwnersAnswer) {
+  std::vector<std::function<void()>> held;  // owners' answers not given yet
+  bool hold = true;
+  f_.ctx.routed_add = [&](std::string filter, std::vector<std::string> keys, ServerContext::RoutedAddDone done) {
+    auto answer = [this, filter, keys, done] {
+      absl::StatusOr<node::RoutedAddResult> result = absl::UnknownError("not answered");
+      EXPECT_TRUE(f_.ctx.run_on_driver([&](node::Time now) {
+        std::vector<std::string_view> views(keys.begin(), keys.end());
+        absl::StatusOr<uint64_t> ticket = f_.node->BeginAdd(filter, views, now);
+        if (!ticket.ok()) {
+          result = ticket.status();
+          return absl::OkStatus();
+        }
+        for (node::RoutedAddResult& r : f_.node->TakeRoutedAdds()) result = std::move(r);  // decided here: at once
+        return absl::OkStatus();
+      }).ok());
+      done(std::move(result));
+    };
+    if (hold) {
+      held.push_back(answer);
+    } else {
+      answer();
+    }
+  };
+  std::string later;
+  session_.defer = [&]() -> DeferredReply {
+    session_.deferred = true;
+    return [&](ReplyWriter write) {
+      session_.deferred = false;
+      write(session_, &later);
+    };
+  };
+  EXPECT_EQ(Run({"BF.RESERVE", "r", "0.01", "1000", "ROUTED"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "r", "a"}), "");  // deferred: nothing now
+  EXPECT_TRUE(session_.deferred);
+  EXPECT_EQ(Run({"BF.EXISTS", "r", "a"}), ":0\r\n");  // the owner has not decided yet
+  EXPECT_EQ(session_.wait_record.count, 0u);
+  ASSERT_EQ(held.size(), 1u);
+  held[0]();
+  EXPECT_EQ(later, ":1\r\n");
+  EXPECT_EQ(session_.wait_record.count, 1u);  // recorded for WAIT once taken
+  EXPECT_EQ(f_.ctx.counters.keys_added.load(), 1u);
+  // Present here: answered at once, no owner asked.
+  EXPECT_EQ(Run({"BF.ADD", "r", "a"}), ":0\r\n");
+  EXPECT_EQ(held.size(), 1u);
+  // Inside EXEC (no defer): the RESP thread waits for the owners.
+  auto defer = std::move(session_.defer);
+  session_.defer = nullptr;
+  hold = false;
+  EXPECT_EQ(Run({"BF.MADD", "r", "a", "b"}), "*2\r\n:0\r\n:1\r\n");
+  // The filter deleted while its owners were asked: the add creates it
+  // again (as BF.ADD on a missing filter does) and lands there.
+  session_.defer = std::move(defer);
+  hold = true;
+  later.clear();
+  EXPECT_EQ(Run({"BF.ADD", "r", "c"}), "");
+  EXPECT_EQ(Run({"DEL", "r"}), ":1\r\n");
+  ASSERT_EQ(held.size(), 2u);
+  held[1]();
+  EXPECT_EQ(later, ":1\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "r", "c"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "r", "a"}), ":0\r\n");  // deleted with the old filter
+}
+
 TEST(WaitRecord, OverflowForgetsTheKeysAndTheNextWaitAnswersZero) {
   WaitRecord record;
   std::vector<std::string_view> keys(WaitRecord::kMaxKeys, "k");

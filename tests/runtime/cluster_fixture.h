@@ -52,11 +52,12 @@ class ClusterTest : public ::testing::Test {
   }
 
   // Starts a seed node, then two that join through it, and waits until all
-  // three are ready; they are nodes_[0..2]. Use under ASSERT_NO_FATAL_FAILURE.
-  void StartThree() {
-    StartAndWaitReady(AddNode(-1));
-    Pollend& n2 = AddNode(0);
-    Pollend& n3 = AddNode(0);
+  // three are ready; they are nodes_[0..2], each given the `extra` flags.
+  // Use under ASSERT_NO_FATAL_FAILURE.
+  void StartThree(const std::vector<std::string>& extra = {}) {
+    StartAndWaitReady(AddNode(-1, extra));
+    Pollend& n2 = AddNode(0, extra);
+    Pollend& n3 = AddNode(0, extra);
     ASSERT_TRUE(n2.Start());
     ASSERT_TRUE(n3.Start());
     ASSERT_TRUE(n2.WaitReady(kReadyTimeout));

@@ -1,6 +1,10 @@
 // Multi-process: owner-routed adds (docs/routing.md). Three pollend
 // processes on loopback; crawlers at every node add the same URLs at the
-// same time, and each URL is answered "new" exactly once across the cluster.
+// same time, and each URL is answered "new" exactly once across the cluster;
+// an add waiting for its owner blocks only its own client.
+#include <signal.h>
+
+#include <atomic>
 #include <thread>
 
 #include "tests/runtime/cluster_fixture.h"
@@ -92,6 +96,56 @@ TEST_F(ClusterTest, RoutedAddsOfTheSameKeysAtEveryNodeAnswerNewOnce) {
   EXPECT_GT(served, 0);
   EXPECT_EQ(fallbacks, 0);
   for (Pollend* n : nodes) EXPECT_TRUE(WaitFor([&] { return AllPresent(*n, "urls", keys); }, kConvergeTimeout));
+}
+
+TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
+  // A long route timeout: the add below waits seconds for its silent owner.
+  ASSERT_NO_FATAL_FAILURE(StartThree({"--route-timeout", "2s"}));
+  for (auto& n : nodes_) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
+          return v && *v == 3;
+        },
+        kConvergeTimeout));
+  }
+  {
+    RespClient c = nodes_[0]->Client();
+    ASSERT_EQ(c.Command({"BF.RESERVE", "urls", "0.001", "100000", "ROUTED"}).str, "OK");
+  }
+  for (auto& n : nodes_) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          RespClient c = n->Client();
+          return c.connected() && c.Command({"BF.INFO", "urls"}).type == RespReply::kArray;
+        },
+        kConvergeTimeout));
+  }
+  nodes_[2]->Kill(SIGSTOP);  // n3 owns about a third of the keys and answers nothing
+  const auto keys = Keys("silent-owner", 60);
+  std::atomic<bool> done{false};
+  RespReply added;
+  std::thread adder([&] {
+    RespClient c = nodes_[0]->Client();
+    std::vector<std::string> args = {"BF.MADD", "urls"};
+    args.insert(args.end(), keys.begin(), keys.end());
+    added = c.Command(args);
+    done = true;
+  });
+  // Another client of the same node (the same RESP thread) is served while
+  // the add waits for n3 (CLIENT LIST shows the adder's last command).
+  RespClient other = nodes_[0]->Client();
+  ASSERT_TRUE(WaitFor([&] { return other.Command({"CLIENT", "LIST"}).str.find("cmd=bf.madd") != std::string::npos; },
+                      kConvergeTimeout));
+  EXPECT_EQ(other.Command({"PING"}).str, "PONG");
+  EXPECT_EQ(other.Command({"BF.EXISTS", "urls", keys[0]}).type, RespReply::kInteger);
+  EXPECT_FALSE(done.load());  // still waiting for the silent owner
+  adder.join();               // n3's keys fall back to the local answer
+  nodes_[2]->Kill(SIGCONT);
+  ASSERT_EQ(added.type, RespReply::kArray) << added.str;
+  ASSERT_EQ(added.elements.size(), keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(added.elements[k].integer, 1) << keys[k];
+  EXPECT_GT(MetricValue(nodes_[0]->Metrics(), "pollen_routed_keys_total", "outcome=\"fallback\"").value_or(0), 0);
 }
 
 }  // namespace

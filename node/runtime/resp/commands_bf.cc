@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <future>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -106,48 +108,73 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
   });
 }
 
-// The add itself. A routed filter's keys that are all present here answer at
-// once (no owner needed, no driver hop); the others wait for their owners'
-// answers (ServerContext::routed_add).
-absl::StatusOr<std::vector<bool>> Add(ServerContext& ctx, std::string_view filter,
-                                      std::span<const std::string_view> items, std::vector<bool>* full) {
-  if (!ctx.routed_add || !ctx.node->IsRouted(filter)) return ctx.node->AddMany(filter, items, full);
-  if (absl::StatusOr<bool> present = ctx.node->AnswerIfAllPresent(filter, items); present.ok() && *present) {
-    full->assign(items.size(), false);
-    return std::vector<bool>(items.size(), false);
-  }
-  return ctx.routed_add(filter, items, full);
+// How an add is answered. kLocal: a filter that is not routed (or no
+// routing here), added to at once. kPresent: a routed filter whose keys are
+// all present here, answered 0 each at once (Node::AnswerIfAllPresent counted
+// them). kOwners: the keys' owners decide (ServerContext::routed_add).
+enum class AddPath { kLocal, kPresent, kOwners };
+
+AddPath ChoosePath(ServerContext& ctx, std::string_view filter, std::span<const std::string_view> items) {
+  if (!ctx.routed_add || !ctx.node->IsRouted(filter)) return AddPath::kLocal;
+  absl::StatusOr<bool> present = ctx.node->AnswerIfAllPresent(filter, items);
+  return present.ok() && *present ? AddPath::kPresent : AddPath::kOwners;
 }
 
-// Adds items, creating the filter with create() when it is missing (nullopt:
-// NOCREATE). create() runs only then, so the common path (the filter exists)
-// builds no FilterConfig. Replies with an integer (multi == false) or an array.
-void AddItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items,
-              absl::FunctionRef<std::optional<node::FilterConfig>()> create, bool multi) {
-  ServerContext& ctx = call.ctx;
-  std::vector<bool> full;
-  absl::StatusOr<std::vector<bool>> added = Add(ctx, filter, items, &full);
-  std::optional<node::FilterConfig> config;
-  if (absl::IsNotFound(added.status()) && (config = create()).has_value()) {
-    absl::Status created = CreateFilter(ctx, *config);
-    if (!created.ok() && !absl::IsAlreadyExists(created)) {
-      ReplyStatus(call.out, created);
-      return;
-    }
-    added = Add(ctx, filter, items, &full);
+absl::StatusOr<std::vector<bool>> Unpack(absl::StatusOr<node::RoutedAddResult> result, std::vector<bool>* full) {
+  if (!result.ok()) return result.status();
+  if (!result->status.ok()) return result->status;
+  *full = std::move(result->full);
+  return std::move(result->added);
+}
+
+// The owners' answers, waited for on this thread: for an add that cannot
+// defer its reply (inside EXEC) and for the first add of a filter created
+// by it. The node answers within about three route-timeouts (then the local
+// answer), so the wait is a backstop.
+absl::StatusOr<std::vector<bool>> WaitForOwners(ServerContext& ctx, std::string_view filter,
+                                                std::span<const std::string_view> items, std::vector<bool>* full) {
+  constexpr std::chrono::seconds kBackstop{30};
+  auto answer = std::make_shared<std::promise<absl::StatusOr<node::RoutedAddResult>>>();
+  std::future<absl::StatusOr<node::RoutedAddResult>> future = answer->get_future();
+  ctx.routed_add(std::string(filter), std::vector<std::string>(items.begin(), items.end()),
+                 [answer](absl::StatusOr<node::RoutedAddResult> r) { answer->set_value(std::move(r)); });
+  if (future.wait_for(kBackstop) != std::future_status::ready) {
+    return absl::DeadlineExceededError("ERR routed add: no answer in time");
   }
-  if (!added.ok()) {
-    ReplyStatus(call.out, added.status());
-    return;
+  return Unpack(future.get(), full);
+}
+
+// The add, answered now (`path` from ChoosePath).
+absl::StatusOr<std::vector<bool>> AddNow(ServerContext& ctx, AddPath path, std::string_view filter,
+                                         std::span<const std::string_view> items, std::vector<bool>* full) {
+  switch (path) {
+    case AddPath::kLocal: return ctx.node->AddMany(filter, items, full);
+    case AddPath::kPresent: full->assign(items.size(), false); return std::vector<bool>(items.size(), false);
+    case AddPath::kOwners: return WaitForOwners(ctx, filter, items, full);
   }
+  return absl::InternalError("unreachable");
+}
+
+// After an add answered NotFound: creates the filter (or finds it created
+// concurrently) and adds again.
+absl::StatusOr<std::vector<bool>> CreateThenAdd(ServerContext& ctx, const node::FilterConfig& config,
+                                                std::span<const std::string_view> items, std::vector<bool>* full) {
+  absl::Status created = CreateFilter(ctx, config);
+  if (!created.ok() && !absl::IsAlreadyExists(created)) return created;
+  return AddNow(ctx, ChoosePath(ctx, config.name, items), config.name, items, full);
+}
+
+// Replies to an add whose keys the filter has taken (or the error): counts
+// them, logs them (persistence), records them for WAIT.
+void ReplyAdded(ServerContext& ctx, Session& session, std::string* out, std::string_view filter,
+                std::span<const std::string_view> items, const absl::StatusOr<std::vector<bool>>& added,
+                const std::vector<bool>& full, bool multi) {
+  if (!added.ok()) return ReplyStatus(out, added.status());
   ctx.counters.keys_added.fetch_add(items.size(), std::memory_order_relaxed);
   ctx.touches.Touch(filter);
   if (ctx.log_adds) {
     absl::Status logged = ctx.log_adds(filter, items);
-    if (!logged.ok()) {
-      AppendError(call.out, Cat("ERR persistence: ", ToStd(logged.message())));
-      return;
-    }
+    if (!logged.ok()) return AppendError(out, Cat("ERR persistence: ", ToStd(logged.message())));
   }
   // As RedisBloom, the reply stops at the first refused key (a full
   // NONSCALING filter): [results before it..., the error]. The keys after it
@@ -161,15 +188,61 @@ void AddItems(CommandCall& call, std::string_view filter, std::span<const std::s
   }
   // WAIT covers the keys the filter took (not the refused one, nor those after it).
   const bool refused = replies > 0 && replies <= full.size() && full[replies - 1];
-  call.session.wait_record.Add(filter, items.first(refused ? replies - 1 : replies));
-  if (multi) AppendArrayHeader(call.out, replies);
+  session.wait_record.Add(filter, items.first(refused ? replies - 1 : replies));
+  if (multi) AppendArrayHeader(out, replies);
   for (size_t i = 0; i < replies; ++i) {
     if (full[i]) {
-      AppendError(call.out, node::kFilterFullError);
+      AppendError(out, node::kFilterFullError);
     } else {
-      AppendInteger(call.out, (*added)[i] ? 1 : 0);
+      AppendInteger(out, (*added)[i] ? 1 : 0);
     }
   }
+}
+
+// A routed add whose owners decide: the reply is deferred (Session::defer),
+// so the RESP thread serves its other clients during the owners' round
+// trip. `config` creates the filter again if it was deleted meanwhile
+// (nullopt: NOCREATE).
+void DeferToOwners(CommandCall& call, std::string_view filter, std::span<const std::string_view> items,
+                   std::optional<node::FilterConfig> config, bool multi) {
+  struct Pending {
+    std::string filter;
+    std::vector<std::string> keys;
+    std::optional<node::FilterConfig> config;
+  };
+  auto pending = std::make_shared<Pending>(
+      Pending{std::string(filter), std::vector<std::string>(items.begin(), items.end()), std::move(config)});
+  ServerContext* ctx = &call.ctx;  // outlives the server's connections
+  DeferredReply reply = call.session.defer();
+  ctx->routed_add(pending->filter, pending->keys, [reply, ctx, pending, multi](absl::StatusOr<node::RoutedAddResult> r) {
+    reply([ctx, pending, multi, r = std::move(r)](Session& session, std::string* out) mutable {
+      std::vector<std::string_view> views(pending->keys.begin(), pending->keys.end());
+      std::vector<bool> full;
+      absl::StatusOr<std::vector<bool>> added = Unpack(std::move(r), &full);
+      if (absl::IsNotFound(added.status()) && pending->config.has_value()) {
+        added = CreateThenAdd(*ctx, *pending->config, views, &full);
+      }
+      ReplyAdded(*ctx, session, out, pending->filter, views, added, full, multi);
+    });
+  });
+}
+
+// Adds items, creating the filter with create() when it is missing (nullopt:
+// NOCREATE). create() runs only then (or when the reply is deferred), so the
+// common path (the filter exists) builds no FilterConfig. Replies with an
+// integer (multi == false) or an array.
+void AddItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items,
+              absl::FunctionRef<std::optional<node::FilterConfig>()> create, bool multi) {
+  ServerContext& ctx = call.ctx;
+  const AddPath path = ChoosePath(ctx, filter, items);
+  if (path == AddPath::kOwners && call.session.defer) return DeferToOwners(call, filter, items, create(), multi);
+  std::vector<bool> full;
+  absl::StatusOr<std::vector<bool>> added = AddNow(ctx, path, filter, items, &full);
+  std::optional<node::FilterConfig> config;
+  if (absl::IsNotFound(added.status()) && (config = create()).has_value()) {
+    added = CreateThenAdd(ctx, *config, items, &full);
+  }
+  ReplyAdded(ctx, call.session, call.out, filter, items, added, full, multi);
 }
 
 void CheckItems(CommandCall& call, std::string_view filter, std::span<const std::string_view> items, bool multi) {

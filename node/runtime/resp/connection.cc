@@ -176,7 +176,13 @@ void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
   awaiting_reply_ = false;
   session_.deferred = false;
   const size_t before = out_.size();
-  write(session_, &out_);
+  {
+    // The writer may finish a command (a routed add logs its keys, and may
+    // create a filter deleted meanwhile): like a batch, it runs inside the
+    // gate's shared side, never during another thread's EXEC.
+    ExecGate::SharedScope writing(ctx_.exec_gate, loop_index_);
+    write(session_, &out_);
+  }
   assert(out_.size() > before);
   if (out_.size() > before && out_[before] == '-') ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
   last_activity_ = loop_->now();
@@ -235,12 +241,7 @@ void Connection::Process() {
   pending_input_ = false;
   // The whole batch runs inside the gate's shared side, so an EXEC on another
   // thread never interleaves with it (exec_gate.h).
-  ctx_.exec_gate.EnterShared(loop_index_);
-  struct GateExit {
-    ExecGate& gate;
-    size_t stripe;
-    ~GateExit() { gate.ExitShared(stripe); }
-  } gate_exit{ctx_.exec_gate, loop_index_};
+  ExecGate::SharedScope batch(ctx_.exec_gate, loop_index_);
   while (!closing_) {
     if (out_.size() - out_pos_ >= kHighWaterBytes || executed >= ctx_.limits.max_batch_replies) {
       pending_input_ = start < in_len_;  // resume once the replies are sent

@@ -47,7 +47,8 @@ struct Transaction {
 
 struct Session;
 
-// A reply that comes later (WAIT, POLLEN.QEXISTS): see Session::defer.
+// A reply that comes later (WAIT, POLLEN.QEXISTS, a routed add its owners
+// decide): see Session::defer.
 using ReplyWriter = std::function<void(Session& session, std::string* out)>;
 using DeferredReply = std::function<void(ReplyWriter)>;
 

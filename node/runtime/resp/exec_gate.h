@@ -45,6 +45,19 @@ class ExecGate {
     assert(was > 0);
   }
 
+  // The shared side for the life of a scope.
+  class SharedScope {
+   public:
+    SharedScope(ExecGate& gate, size_t stripe) : gate_(gate), stripe_(stripe) { gate_.EnterShared(stripe_); }
+    ~SharedScope() { gate_.ExitShared(stripe_); }
+    SharedScope(const SharedScope&) = delete;
+    SharedScope& operator=(const SharedScope&) = delete;
+
+   private:
+    ExecGate& gate_;
+    size_t stripe_;
+  };
+
   // Runs fn with no other thread inside a batch. Called from inside the shared
   // side of `stripe` (the EXEC's own batch), or with stripe < 0 from a caller
   // that holds no shared side (tests, tools). One EXEC at a time.

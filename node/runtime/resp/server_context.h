@@ -79,11 +79,11 @@ struct ServerContext {
   std::function<absl::Status(std::function<absl::Status(node::Time now)>)> run_on_driver;
 
   // Owner-routed adds (node::Node::BeginAdd): adds `keys` to a routed filter
-  // and waits for their owners' answers; per key `full` as in AddMany. Empty:
-  // routed filters are added to like any other (each node decides alone).
-  std::function<absl::StatusOr<std::vector<bool>>(std::string_view filter, std::span<const std::string_view> keys,
-                                                  std::vector<bool>* full)>
-      routed_add;
+  // without waiting; `done` gets the owners' answers on the driver thread, or
+  // an error (from any thread) if the add could not start. Empty: routed
+  // filters are added to like any other (each node decides alone).
+  using RoutedAddDone = std::function<void(absl::StatusOr<node::RoutedAddResult>)>;
+  std::function<void(std::string filter, std::vector<std::string> keys, RoutedAddDone done)> routed_add;
 
   // WAIT and POLLEN.QEXISTS: runs begin(now) on the driver thread (a
   // Node::BeginWait or BeginQuorumExists) without waiting for it; `done`
