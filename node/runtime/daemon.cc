@@ -178,6 +178,9 @@ int RunDaemon(int argc, char** argv) {
         absl::Status s = driver.RunOnDriver([p, n, name = std::string(filter)](node::Time) {
           return p->NeedsCreateRecord(name) ? p->LogCreate(*n, name, false) : absl::OkStatus();
         });
+        // Deleted since the add (a routed add's reply comes later): its
+        // keys went with it, nothing to log.
+        if (absl::IsNotFound(s)) return absl::OkStatus();
         if (!s.ok()) return s;
       }
       return p->LogAdds(filter, keys);

@@ -109,12 +109,22 @@ void Connection::Start() {
     assert(!session_.deferred);
     session_.deferred = true;
     return [weak = std::weak_ptr<ConnectionRegistry>(registry_), loop = loop_index_, id = session_.id,
-            seq = ++defer_seq_](ReplyWriter write) {
+            seq = ++defer_seq_, gate = &ctx_.exec_gate](ReplyWriter write) {
       std::shared_ptr<ConnectionRegistry> reg = weak.lock();
       if (reg == nullptr) return;  // the server is gone
-      reg->loops[loop]->Post([reg, loop, id, seq, write = std::move(write)] {
+      reg->loops[loop]->Post([reg, loop, id, seq, gate, write = std::move(write)] {
         auto& conns = reg->by_loop[loop];
-        if (auto it = conns.find(id); it != conns.end()) it->second->OnDeferredReply(seq, write);
+        if (auto it = conns.find(id); it != conns.end()) {
+          it->second->OnDeferredReply(seq, write);
+          return;
+        }
+        // The client has gone: the writer still runs, on a scratch session,
+        // so the command finishes its side effects (a routed add logs its
+        // keys, which the node has taken); the reply goes nowhere.
+        ExecGate::SharedScope writing(*gate, loop);
+        Session scratch;
+        std::string discarded;
+        write(scratch, &discarded);
       });
     };
   };

@@ -88,7 +88,8 @@ struct Session {
   // EXEC, in unit tests and in fuzzers. A command that calls it appends no
   // reply now and gets a DeferredReply: the connection executes nothing more
   // for this client until that is called (once, from any thread) with a
-  // writer of the reply, which then runs on the connection's thread.
+  // writer of the reply, which then runs on the connection's thread (on a
+  // scratch session, its output discarded, if the client has gone).
   std::function<DeferredReply()> defer;
   bool deferred = false;  // set by defer(); cleared when the reply is written
   // This connection's entry in ServerContext::clients (null when the session

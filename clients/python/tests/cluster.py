@@ -1,0 +1,81 @@
+"""A pollend cluster on loopback for the client tests: real processes, free
+ports, one shared secret. POLLEND names the binary (ctest sets it)."""
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self, nodes=3):
+        self.binary = os.environ.get("POLLEND")
+        if not self.binary or not os.access(self.binary, os.X_OK):
+            raise RuntimeError("set POLLEND to the pollend binary")
+        self.dir = tempfile.mkdtemp(prefix="pollen-client-test-")
+        env = dict(os.environ, POLLEN_SECRET=secrets.token_hex(32))
+        self.procs, self.resp_ports, self.http_ports = [], [], []
+        seed = None
+        for i in range(nodes):
+            gossip, resp, http = free_port(), free_port(), free_port()
+            args = [self.binary, "--node-name", "n%d" % (i + 1), "--gossip-bind", "127.0.0.1:%d" % gossip,
+                    "--resp-bind", "127.0.0.1:%d" % resp, "--http-bind", "127.0.0.1:%d" % http,
+                    "--log-level", "warn"]
+            if seed:
+                args += ["--seeds", seed]
+            seed = seed or "127.0.0.1:%d" % gossip
+            with open(os.path.join(self.dir, "n%d.log" % (i + 1)), "w") as log:
+                self.procs.append(subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT))
+            self.resp_ports.append(resp)
+            self.http_ports.append(http)
+        for i in range(nodes):
+            self._wait(lambda: self.alive_members(i) == nodes, "node %d to see %d alive members" % (i + 1, nodes))
+
+    @property
+    def urls(self):
+        return ["redis://127.0.0.1:%d" % p for p in self.resp_ports]
+
+    def alive_members(self, i):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.http_ports[i], timeout=2) as r:
+                for line in r.read().decode().splitlines():
+                    if line.startswith('pollen_members{state="alive"}'):
+                        return int(float(line.split()[1]))
+        except OSError:
+            return 0
+        return 0
+
+    def kill(self, i):
+        self.procs[i].send_signal(signal.SIGKILL)
+        self.procs[i].wait()
+
+    def stop(self, keep_logs=False):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+        if not keep_logs:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log(self, i):
+        with open(os.path.join(self.dir, "n%d.log" % (i + 1))) as f:
+            return f.read()
+
+    @staticmethod
+    def _wait(ready, what, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            time.sleep(0.1)
+        raise RuntimeError("timed out waiting for " + what)
