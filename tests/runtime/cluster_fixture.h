@@ -64,6 +64,37 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(n3.WaitReady(kReadyTimeout));
   }
 
+  // StartThree, then waits until every node lists three alive members (so
+  // all rank the same owners) and holds filter "urls", reserved at the first
+  // node with `reserve` (the words after BF.RESERVE urls). Use under
+  // ASSERT_NO_FATAL_FAILURE.
+  void StartThreeWithFilter(const std::vector<std::string>& reserve, const std::vector<std::string>& extra = {}) {
+    ASSERT_NO_FATAL_FAILURE(StartThree(extra));
+    for (auto& n : nodes_) {
+      ASSERT_TRUE(WaitFor(
+          [&] {
+            auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
+            return v && *v == 3;
+          },
+          kConvergeTimeout));
+    }
+    {
+      RespClient c = nodes_[0]->Client();
+      ASSERT_TRUE(c.connected());
+      std::vector<std::string> args = {"BF.RESERVE", "urls"};
+      args.insert(args.end(), reserve.begin(), reserve.end());
+      ASSERT_EQ(c.Command(args).str, "OK");
+    }
+    for (auto& n : nodes_) {
+      ASSERT_TRUE(WaitFor(
+          [&] {
+            RespClient c = n->Client();
+            return c.connected() && c.Command({"BF.INFO", "urls"}).type == RespReply::kArray;
+          },
+          kConvergeTimeout));
+    }
+  }
+
   // True when every key reads present at `n`.
   static bool AllPresent(Pollend& n, const std::string& filter, const std::vector<std::string>& keys) {
     RespClient c = n.Client();

@@ -13,34 +13,12 @@ namespace pollen::testing {
 namespace {
 
 TEST_F(ClusterTest, RoutedAddsOfTheSameKeysAtEveryNodeAnswerNewOnce) {
-  ASSERT_NO_FATAL_FAILURE(StartThree());
-  Pollend& n1 = *nodes_[0];
+  ASSERT_NO_FATAL_FAILURE(StartThreeWithFilter({"0.001", "100000", "ROUTED"}));
   std::vector<Pollend*> nodes = {nodes_[0].get(), nodes_[1].get(), nodes_[2].get()};
-  // Every node lists three alive members, so every node ranks the same owners.
-  for (Pollend* n : nodes) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
-          return v && *v == 3;
-        },
-        kConvergeTimeout));
-  }
   {
-    RespClient c = n1.Client();
-    ASSERT_TRUE(c.connected());
-    RespReply r = c.Command({"BF.RESERVE", "urls", "0.001", "100000", "ROUTED"});
-    ASSERT_EQ(r.str, "OK");
+    RespClient c = nodes_[0]->Client();
     RespReply bad = c.Command({"BF.RESERVE", "urls2", "0.001", "100000", "EXPANSION", "2", "NONSCALING", "ROUTED", "x"});
     EXPECT_EQ(bad.type, RespReply::kError);  // arity: ROUTED adds one word, no more
-  }
-  // The filter (and its routed flag) reaches every node before the crawl.
-  for (Pollend* n : nodes) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          RespClient c = n->Client();
-          return c.connected() && c.Command({"BF.INFO", "urls"}).type == RespReply::kArray;
-        },
-        kConvergeTimeout));
   }
 
   const auto keys = Keys("routed", 300);
@@ -100,27 +78,7 @@ TEST_F(ClusterTest, RoutedAddsOfTheSameKeysAtEveryNodeAnswerNewOnce) {
 
 TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
   // A long route timeout: the add below waits seconds for its silent owner.
-  ASSERT_NO_FATAL_FAILURE(StartThree({"--route-timeout", "2s"}));
-  for (auto& n : nodes_) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
-          return v && *v == 3;
-        },
-        kConvergeTimeout));
-  }
-  {
-    RespClient c = nodes_[0]->Client();
-    ASSERT_EQ(c.Command({"BF.RESERVE", "urls", "0.001", "100000", "ROUTED"}).str, "OK");
-  }
-  for (auto& n : nodes_) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          RespClient c = n->Client();
-          return c.connected() && c.Command({"BF.INFO", "urls"}).type == RespReply::kArray;
-        },
-        kConvergeTimeout));
-  }
+  ASSERT_NO_FATAL_FAILURE(StartThreeWithFilter({"0.001", "100000", "ROUTED"}, {"--route-timeout", "2s"}));
   nodes_[2]->Kill(SIGSTOP);  // n3 owns about a third of the keys and answers nothing
   const auto keys = Keys("silent-owner", 60);
   std::atomic<bool> done{false};

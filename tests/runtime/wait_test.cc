@@ -15,28 +15,7 @@ namespace {
 class WaitTest : public ClusterTest {
  protected:
   // Three nodes that all list three alive members and hold filter "urls".
-  void StartWithFilter() {
-    ASSERT_NO_FATAL_FAILURE(StartThree());
-    for (auto& n : nodes_) {
-      ASSERT_TRUE(WaitFor(
-          [&] {
-            auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
-            return v && *v == 3;
-          },
-          kConvergeTimeout));
-    }
-    RespClient c = nodes_[0]->Client();
-    ASSERT_TRUE(c.connected());
-    ASSERT_EQ(c.Command({"BF.RESERVE", "urls", "0.001", "100000"}).str, "OK");
-    for (auto& n : nodes_) {
-      ASSERT_TRUE(WaitFor(
-          [&] {
-            RespClient q = n->Client();
-            return q.connected() && q.Command({"BF.INFO", "urls"}).type == RespReply::kArray;
-          },
-          kConvergeTimeout));
-    }
-  }
+  void StartWithFilter() { StartThreeWithFilter({"0.001", "100000"}); }
 
   static std::vector<std::string> Args(std::vector<std::string> head, const std::vector<std::string>& keys) {
     head.insert(head.end(), keys.begin(), keys.end());
