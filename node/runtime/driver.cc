@@ -86,20 +86,8 @@ void Driver::AfterNodeCall(node::Time now) {
       udp_.Send(out.to, std::move(out.bytes));
     }
   }
-  for (node::RoutedAddResult& r : node_.TakeRoutedAdds()) {
-    auto it = routed_callbacks_.find(r.ticket);
-    if (it == routed_callbacks_.end()) continue;
-    std::function<void(RoutedResult)> done = std::move(it->second);
-    routed_callbacks_.erase(it);
-    done(std::move(r));
-  }
-  for (node::PeerCheckResult& r : node_.TakePeerChecks()) {
-    auto it = check_callbacks_.find(r.ticket);
-    if (it == check_callbacks_.end()) continue;
-    std::function<void(CheckResult)> done = std::move(it->second);
-    check_callbacks_.erase(it);
-    done(std::move(r));
-  }
+  AnswerTickets(node_.TakeRoutedAdds(), routed_callbacks_);
+  AnswerTickets(node_.TakePeerChecks(), check_callbacks_);
   for (const node::Event& e : node_.TakeEvents()) {
     LogEvent(e, now);
     // A filter appeared or its entry was replaced: put the entry in the add
@@ -253,15 +241,15 @@ bool Driver::Post(std::function<void(node::Time)> fn) {
   return true;
 }
 
-void Driver::BeginRoutedAdd(std::string filter, std::vector<std::string> keys,
-                            std::function<void(RoutedResult)> done) {
+template <typename Result>
+void Driver::BeginTicket(std::function<absl::StatusOr<uint64_t>(node::Time)> begin,
+                         std::function<void(absl::StatusOr<Result>)> done, TicketCallbacks<Result>& callbacks) {
   // `done` moves into the task; it is still there when Post refuses.
-  auto pending = std::make_shared<std::function<void(RoutedResult)>>(std::move(done));
-  const bool posted = Post([this, pending, filter = std::move(filter), keys = std::move(keys)](node::Time now) {
-    std::vector<std::string_view> views(keys.begin(), keys.end());
-    absl::StatusOr<uint64_t> ticket = node_.BeginAdd(filter, views, now);
+  auto pending = std::make_shared<std::function<void(absl::StatusOr<Result>)>>(std::move(done));
+  const bool posted = Post([pending, begin = std::move(begin), &callbacks](node::Time now) {
+    absl::StatusOr<uint64_t> ticket = begin(now);
     if (ticket.ok()) {
-      routed_callbacks_[*ticket] = std::move(*pending);  // AfterNodeCall, next, may answer it
+      callbacks[*ticket] = std::move(*pending);  // AfterNodeCall, next, may answer it
     } else {
       (*pending)(ticket.status());
     }
@@ -269,18 +257,37 @@ void Driver::BeginRoutedAdd(std::string filter, std::vector<std::string> keys,
   if (!posted) (*pending)(absl::UnavailableError("ERR driver unavailable"));
 }
 
+template <typename Result>
+void Driver::AnswerTickets(std::vector<Result> results, TicketCallbacks<Result>& callbacks) {
+  for (Result& r : results) {
+    auto it = callbacks.find(r.ticket);
+    if (it == callbacks.end()) continue;
+    std::function<void(absl::StatusOr<Result>)> done = std::move(it->second);
+    callbacks.erase(it);
+    done(std::move(r));
+  }
+}
+
+template <typename Result>
+void Driver::FailTickets(TicketCallbacks<Result>& callbacks) {
+  TicketCallbacks<Result> left;
+  left.swap(callbacks);
+  for (auto& [ticket, done] : left) done(absl::UnavailableError("ERR pollend is shutting down"));
+}
+
+void Driver::BeginRoutedAdd(std::string filter, std::vector<std::string> keys,
+                            std::function<void(RoutedResult)> done) {
+  BeginTicket<node::RoutedAddResult>(
+      [this, filter = std::move(filter), keys = std::move(keys)](node::Time now) {
+        std::vector<std::string_view> views(keys.begin(), keys.end());
+        return node_.BeginAdd(filter, views, now);
+      },
+      std::move(done), routed_callbacks_);
+}
+
 void Driver::PeerCheck(std::function<absl::StatusOr<uint64_t>(node::Time)> begin,
                        std::function<void(CheckResult)> done) {
-  auto pending = std::make_shared<std::function<void(CheckResult)>>(std::move(done));
-  const bool posted = Post([this, pending, begin = std::move(begin)](node::Time now) {
-    absl::StatusOr<uint64_t> ticket = begin(now);
-    if (ticket.ok()) {
-      check_callbacks_[*ticket] = std::move(*pending);  // AfterNodeCall, next, may answer it
-    } else {
-      (*pending)(ticket.status());
-    }
-  });
-  if (!posted) (*pending)(absl::UnavailableError("ERR driver unavailable"));
+  BeginTicket<node::PeerCheckResult>(std::move(begin), std::move(done), check_callbacks_);
 }
 
 absl::StatusOr<Driver::Collected> Driver::Collect() {
@@ -367,12 +374,8 @@ void Driver::Shutdown(std::chrono::milliseconds grace) {
   // The thread has stopped: nobody else touches the callbacks now. (A check
   // or a routed add posted but never run is dropped with its task: the RESP
   // server, stopped before the driver, has disconnected its client.)
-  std::map<uint64_t, std::function<void(CheckResult)>> checks;
-  checks.swap(check_callbacks_);
-  for (auto& [ticket, done] : checks) done(absl::UnavailableError("ERR pollend is shutting down"));
-  std::map<uint64_t, std::function<void(RoutedResult)>> adds;
-  adds.swap(routed_callbacks_);
-  for (auto& [ticket, done] : adds) done(absl::UnavailableError("ERR pollend is shutting down"));
+  FailTickets(check_callbacks_);
+  FailTickets(routed_callbacks_);
 }
 
 }  // namespace pollen::runtime

@@ -114,6 +114,19 @@ class Driver {
   // Runs fn(now), then AfterNodeCall, on the driver thread, without waiting
   // for it. False (nothing posted) when the driver is not running.
   bool Post(std::function<void(node::Time)> fn);
+  // Callbacks of node calls answered later by ticket (BeginAdd and
+  // TakeRoutedAdds, BeginWait/BeginQuorumExists and TakePeerChecks).
+  template <typename Result>
+  using TicketCallbacks = std::map<uint64_t, std::function<void(absl::StatusOr<Result>)>>;
+  // Posts begin(now); its ticket's answer reaches `done` through `callbacks`
+  // (AnswerTickets), or begin's error, or Unavailable when not posted.
+  template <typename Result>
+  void BeginTicket(std::function<absl::StatusOr<uint64_t>(node::Time)> begin,
+                   std::function<void(absl::StatusOr<Result>)> done, TicketCallbacks<Result>& callbacks);
+  template <typename Result>
+  static void AnswerTickets(std::vector<Result> results, TicketCallbacks<Result>& callbacks);
+  template <typename Result>
+  static void FailTickets(TicketCallbacks<Result>& callbacks);  // Unavailable to each, after the thread stopped
   // Removes and returns a pending RunOnDriver promise (nullptr if gone).
   std::shared_ptr<std::promise<absl::Status>> TakePendingCall(uint64_t id);
 
@@ -149,10 +162,10 @@ class Driver {
   // BeginRoutedAdd callbacks by ticket (driver thread only until the thread
   // has stopped; then Shutdown fails the rest), answered by AfterNodeCall;
   // bounded by the RESP connections (each awaits at most one reply).
-  std::map<uint64_t, std::function<void(RoutedResult)>> routed_callbacks_;
+  TicketCallbacks<node::RoutedAddResult> routed_callbacks_;
   // PeerCheck callbacks by ticket (driver thread only until the thread has
   // stopped; then Shutdown fails the rest); bounded by node::kMaxCheckTickets.
-  std::map<uint64_t, std::function<void(CheckResult)>> check_callbacks_;
+  TicketCallbacks<node::PeerCheckResult> check_callbacks_;
 };
 
 }  // namespace pollen::runtime
