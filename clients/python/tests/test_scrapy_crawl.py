@@ -129,6 +129,7 @@ class ScrapyCrawlTest(unittest.TestCase):
         def kill_at(page):
             # Mid-crawl, while Scrapy waits for this page (one request at a
             # time, so no dupefilter request is in flight): its node dies.
+            # WAIT 2: the node the crawl moves to holds every fingerprint.
             if page == PAGES // 3 and not killed.is_set():
                 killed.set()
                 self.cluster.kill(0)
@@ -137,12 +138,13 @@ class ScrapyCrawlTest(unittest.TestCase):
         self.reserve_everywhere()
         try:
             stats = self.crawl(site, {"REDIS_URL": self.cluster.urls[0], "POLLEN_URLS": self.cluster.urls[1:],
-                                      "POLLEN_WAIT_REPLICAS": 1, "CONCURRENT_REQUESTS": 1})
+                                      "POLLEN_WAIT_REPLICAS": 2, "CONCURRENT_REQUESTS": 1})
             self.assertTrue(killed.is_set())
             self.assert_every_page_once(site)
             self.assertEqual(stats.get("pollen/failovers"), 1)
             self.assertEqual(stats.get("pollen/unvouched_keys"), 0)
-            self.assertEqual(stats.get("pollen/short_waits"), 0)
+            # Every WAIT 2 after the kill is short: one peer is left.
+            self.assertGreater(stats.get("pollen/short_waits"), 0)
         finally:
             site.stop()
 
