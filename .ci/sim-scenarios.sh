@@ -59,7 +59,7 @@ run_swarm "$SWARM_SEEDS" "$SWARM_ARGS"  # the default dissemination: tree
 run_swarm $(( (SWARM_SEEDS + 1) / 2 )) "$SWARM_ARGS --dissemination=flood"
 
 # Fixed scenarios, two at a time.
-scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition grow churn pause)
+scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition grow churn pause fresh-filters)
 run_scenario() {
   local duration=$SCENARIO_DURATION nodes=$SCENARIO_NODES
   # grow: 150 virtual seconds take a scaling filter from 100 to 100,000+ keys (1000x).

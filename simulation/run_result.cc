@@ -70,6 +70,10 @@ std::string FormatSummary(const RunResult& r) {
   absl::StrAppendFormat(&out, "  sample keys: %d, %d reached 99.9%% of live nodes; median %s, max %s; 100%% median %s\n",
                         r.samples, r.samples_reached, Seconds(r.p999_median), Seconds(r.p999_max),
                         Seconds(r.p100_median));
+  if (r.fresh_samples > 0) {
+    absl::StrAppendFormat(&out, "  fresh filters: %d, first key at every live node in %d; median %s, max %s\n",
+                          r.fresh_samples, r.fresh_reached, Seconds(r.fresh_p100_median), Seconds(r.fresh_p100_max));
+  }
   absl::StrAppendFormat(&out, "  adds %d (new %d, acknowledged %d, lost with wiped nodes %d), keys checked live %d\n",
                         r.adds, r.new_keys, r.acked, r.volatile_acks, r.keys_checked_live);
   if (r.contended_keys > 0) {
@@ -157,7 +161,9 @@ std::string FormatJson(const RunResult& r) {
       ",\"converged\":", r.converged ? "true" : "false", ",\"convergence_seconds\":", r.convergence_seconds,
       ",\"members_complete_seconds\":", r.members_complete_seconds,
       ",\"liveness_bound_seconds\":", r.liveness_bound_seconds, ",\"last_divergence\":", JsonString(r.last_divergence), ",\"samples\":", r.samples,
-      ",\"samples_reached_999\":", r.samples_reached, ",\"p999_median_seconds\":", r.p999_median,
+      ",\"samples_reached_999\":", r.samples_reached, ",\"fresh_samples\":", r.fresh_samples,
+      ",\"fresh_reached\":", r.fresh_reached, ",\"fresh_p100_median_seconds\":", r.fresh_p100_median,
+      ",\"fresh_p100_max_seconds\":", r.fresh_p100_max, ",\"p999_median_seconds\":", r.p999_median,
       ",\"p999_max_seconds\":", r.p999_max, ",\"p100_median_seconds\":", r.p100_median, ",\"adds\":", r.adds,
       ",\"new_keys\":", r.new_keys, ",\"acked\":", r.acked, ",\"volatile_acks\":", r.volatile_acks,
       ",\"keys_checked_live\":", r.keys_checked_live, ",\"contended_keys\":", r.contended_keys,

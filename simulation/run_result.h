@@ -36,6 +36,10 @@ struct RunResult {
   // live nodes read it (samples that never got there are counted apart).
   uint32_t samples = 0, samples_reached = 0;
   double p999_median = -1, p999_max = -1, p100_median = -1;
+  // The first keys of fresh filters (--fresh-filter-every): samples, those
+  // that reached every live node, and seconds until they did (-1: none).
+  uint32_t fresh_samples = 0, fresh_reached = 0;
+  double fresh_p100_median = -1, fresh_p100_max = -1;
 
   uint64_t adds = 0, new_keys = 0, acked = 0, volatile_acks = 0, keys_checked_live = 0;
   // Contended keys (--contended-rate): keys drawn, adds made of them, keys

@@ -89,6 +89,9 @@ inline void AddCounters(node::NodeCounters& into, const node::NodeCounters& c) {
   into.delta_overflows += c.delta_overflows;
   into.stale_deltas += c.stale_deltas;
   into.unknown_filter += c.unknown_filter;
+  into.held_deltas += c.held_deltas;
+  into.held_deltas_released += c.held_deltas_released;
+  into.held_deltas_dropped += c.held_deltas_dropped;
   into.tree_parent_changes += c.tree_parent_changes;
   into.tree_resends += c.tree_resends;
   for (const auto& [k, v] : c.rejected_by_reason) into.rejected_by_reason[k] += v;
@@ -101,7 +104,7 @@ struct Ev {
     kTick, kDeliver, kStart, kRestart, kHeal, kScripted, kRandomPartition, kRandomCrash,
     kCrawlAdd, kDigestAdd, kDigestRotate, kOperatorRotate, kSample, kPoll, kCheck, kFaultsEnd,
     kConvergePoll, kWindowStart, kMembersPoll, kRandomPause, kResume,
-    kContendedKey, kContendedAdd, kWait,
+    kContendedKey, kContendedAdd, kWait, kFreshFilter,
   };
   Kind kind = Kind::kTick;
   uint32_t node = 0;
@@ -136,7 +139,9 @@ struct SimNode {
 };
 
 struct Sample {
+  std::string filter;
   std::string key;
+  bool fresh = false;  // the first key of a fresh filter (--fresh-filter-every)
   Time added{0};
   std::vector<bool> seen;
   Duration t999{-1}, t100{-1};
@@ -192,7 +197,7 @@ struct Simulator::Impl {
   uint32_t last_diff_node = 0;
   Time next_progress{0};
   std::vector<std::string> crawl_history;
-  uint64_t url_counter = 0, object_counter = 0;
+  uint64_t url_counter = 0, object_counter = 0, fresh_filters = 0;
   // Per contended key: the adds made and the adds that answered new.
   struct Contended {
     uint32_t adds = 0;
@@ -280,6 +285,9 @@ struct Simulator::Impl {
   void DigestRotate(uint32_t owner);
   void OperatorRotate();
   void AddSample();
+  // A fresh filter at a random up node, and its first key as a sample.
+  void FreshFilter();
+  void TrackSample(Sample s);
   // A contended key: schedules its adds at distinct nodes (ContendedAdd).
   void ContendedKey();
   void ContendedAdd(uint32_t i, uint64_t key);

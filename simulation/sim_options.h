@@ -93,6 +93,13 @@ struct WorkloadOptions {
   node::Duration wait_every{0};
   uint32_t wait_replicas = 2;
   node::Duration wait_timeout{milliseconds(1000)};
+  // Fresh filters (a new filter's first keys race its catalog entry;
+  // node/core/held_deltas.h): this often a random up node creates a new
+  // filter and at once adds a tracked sample key to it (0: never). With
+  // fresh_bound > 0, a fresh key that has not reached every live node that
+  // long after its add fails the run.
+  node::Duration fresh_filter_every{0};
+  node::Duration fresh_bound{0};
 };
 
 struct SimOptions {
@@ -135,7 +142,7 @@ struct SimOptions {
 };
 
 // Names of the fixed scenarios: none, loss30, partition-heal, one-way,
-// crash-restart, rotate-in-partition, grow, churn, pause.
+// crash-restart, rotate-in-partition, grow, churn, pause, fresh-filters.
 const std::vector<std::string>& ScenarioNames();
 
 // Applies a fixed scenario to `options`. InvalidArgument for an unknown name.

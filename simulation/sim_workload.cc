@@ -159,23 +159,50 @@ void Simulator::Impl::OperatorRotate() {
   At(now + Exponential(work_rng, o.workload.operator_rotate_every), Ev::Kind::kOperatorRotate);
 }
 
+void Simulator::Impl::TrackSample(Sample s) {
+  s.added = now;
+  s.seen.assign(o.nodes, false);
+  samples.push_back(std::move(s));
+  if (!poll_pending) {
+    poll_pending = true;
+    At(now, Ev::Kind::kPoll);
+  }
+}
+
 void Simulator::Impl::AddSample() {
   if (!workload_on) return;
   const int i = RandomUp(work_rng);
   if (i >= 0) {
     Sample s;
+    s.filter = kCrawlFilter;
     s.key = absl::StrCat("sample-key-", samples.size());
-    s.added = now;
-    s.seen.assign(o.nodes, false);
-    if (ClientAdd(static_cast<uint32_t>(i), kCrawlFilter, s.key)) {
-      samples.push_back(std::move(s));
-      if (!poll_pending) {
-        poll_pending = true;
-        At(now, Ev::Kind::kPoll);
-      }
-    }
+    if (ClientAdd(static_cast<uint32_t>(i), kCrawlFilter, s.key)) TrackSample(std::move(s));
   }
   At(now + o.workload.sample_every, Ev::Kind::kSample);
+}
+
+void Simulator::Impl::FreshFilter() {
+  if (!workload_on) return;
+  const int i = RandomUp(work_rng);
+  if (i >= 0) {
+    node::FilterConfig f;
+    f.name = absl::StrCat("fresh:", fresh_filters++);
+    f.capacity = 1000;
+    f.fpr = o.fpr;
+    trace.Mix(0xf7e5);
+    trace.Mix(static_cast<uint64_t>(i));
+    trace.Mix(f.name);
+    if (absl::Status st = nodes[static_cast<uint32_t>(i)].node->Reserve(f, Local(static_cast<uint32_t>(i))); !st.ok()) {
+      checker.Fail(absl::StrFormat("reserve failed: node %d filter %s: %s", i, f.name, st.ToString()));
+    } else {
+      Sample s;
+      s.filter = f.name;
+      s.key = absl::StrCat("fresh-key-", fresh_filters);
+      s.fresh = true;
+      if (ClientAdd(static_cast<uint32_t>(i), f.name, s.key)) TrackSample(std::move(s));
+    }
+  }
+  At(now + o.workload.fresh_filter_every, Ev::Kind::kFreshFilter);
 }
 
 void Simulator::Impl::Poll() {
@@ -192,7 +219,7 @@ void Simulator::Impl::Poll() {
       // what it held then (reading all N every 10 ms per sample was 13% of
       // pollen-sim's CPU at N=1000; perf).
       if (!s.seen[i] && (!s.polled || nodes[i].changed_since_poll)) {
-        auto present = nodes[i].node->Exists(kCrawlFilter, s.key);
+        auto present = nodes[i].node->Exists(s.filter, s.key);
         s.seen[i] = present.ok() && *present;
       }
       seen_live += s.seen[i] ? 1 : 0;

@@ -60,6 +60,7 @@ void Node::Impl::ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch) {
     }
     Install(*std::move(state), false);
     Emit(Event::Kind::kFilterCreated, name, e.creator);
+    ReleaseHeld(name);
     return;
   }
   const bool same_descriptor = Descriptor(e) == Descriptor(local->entry);
@@ -77,6 +78,7 @@ void Node::Impl::ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch) {
         return;
       }
       Replace(*local, *std::move(state), absl::StrCat("lost to the entry created by '", e.creator, "'"));
+      ReleaseHeld(name);
       return;  // a new incarnation, at the winner's epoch
     }
   } else if (!same_descriptor && e.params != local->entry.params) {

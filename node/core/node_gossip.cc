@@ -5,6 +5,9 @@ namespace pollen::node {
 
 void Node::Impl::GossipRound() {
   DrainPending();
+  if (const size_t expired = held.Expire(now - config.anti_entropy_interval); expired > 0) {
+    Stats([&](NodeCounters& s) { s.held_deltas_dropped += expired; });
+  }
   if (tree != nullptr) TreeRound();  // takes `deltas`: `inflight` stays empty
   const uint32_t rounds = RetransmitRounds();
   for (auto& [key, bits] : deltas.Take()) {
@@ -88,7 +91,7 @@ uint64_t Node::Impl::PackWords(const DeltaBuffer::Key& key, uint64_t filter_uid,
 
 void Node::Impl::Announce(uint32_t rounds, GossipPacker& packer) {
   for (const std::string& name : announce_epochs) epoch_rounds[name] = rounds;
-  for (const std::string& name : announce_catalog) catalog_rounds[name] = rounds;
+  for (const std::string& name : announce_catalog) catalog_rounds[name] = CatalogRounds();
   for (const std::string& name : announce_tombstones) tombstone_rounds[name] = rounds;
   announce_epochs.clear();
   announce_catalog.clear();

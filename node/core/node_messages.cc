@@ -40,6 +40,14 @@ bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDe
 void Node::Impl::ApplyDelta(const DecodedDelta& d) {
   const bool unchanged = d.state != nullptr && d.filters_version == filters_version;
   assert(!unchanged || (DriverLookup(d.params.name) == d.state && d.state->entry.params == d.params));
+  if (!unchanged && !d.words.empty() && DriverLookup(d.params.name) == nullptr) {
+    const bool kept = held.Hold(HeldDeltas::Delta{d.params, d.slot, d.words, now});
+    Stats([&](NodeCounters& s) {
+      ++s.unknown_filter;
+      ++(kept ? s.held_deltas : s.held_deltas_dropped);
+    });
+    return;
+  }
   std::shared_ptr<const FilterState> state = unchanged ? d.state : MatchFilter(d.params);
   if (state == nullptr) return;
   assert(d.bits == crdt::CountBits(d.words));
@@ -54,6 +62,29 @@ void Node::Impl::ApplyDelta(const DecodedDelta& d) {
     return;
   }
   MergeWords(*state, d.slot, d.words);
+}
+
+void Node::Impl::ReleaseHeld(const std::string& name) {
+  std::vector<HeldDeltas::Delta> taken = held.Take(name);
+  if (taken.empty()) return;
+  uint64_t released = 0;
+  for (HeldDeltas::Delta& h : taken) {
+    // Bits of another incarnation of the name (it lost the catalog race, or
+    // was deleted): not ours to merge, and no peer to refuse either.
+    std::shared_ptr<const FilterState> state = DriverLookup(name);
+    if (state == nullptr || !(h.params == state->entry.params)) continue;
+    DecodedDelta d;
+    d.params = std::move(h.params);
+    d.slot = h.slot;
+    d.words = std::move(h.words);
+    d.bits = crdt::CountBits(d.words);
+    ApplyDelta(d);  // known now: merged, never held again
+    ++released;
+  }
+  Stats([&](NodeCounters& s) {
+    s.held_deltas_released += released;
+    s.held_deltas_dropped += taken.size() - released;
+  });
 }
 
 void Node::Impl::HandleDelta(const Address& from, const wire::Delta& delta) {

@@ -198,6 +198,14 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_stale_deltas_total", "counter", "Deltas for epochs outside the window, dropped.", c.stale_deltas);
   w.One("pollen_unknown_filter_messages_total", "counter", "Deltas or epochs for filters not (yet) in the catalog.",
         c.unknown_filter);
+  w.Family("pollen_held_deltas_total", "counter",
+           "Deltas that arrived before their filter's catalog entry, by fate: held (kept for it), released (merged "
+           "when it came), dropped (no room, held an anti-entropy interval, or another incarnation's).");
+  for (const auto& [fate, value] : {std::pair<const char*, uint64_t>{"held", c.held_deltas},
+                                    {"released", c.held_deltas_released},
+                                    {"dropped", c.held_deltas_dropped}}) {
+    w.Sample("pollen_held_deltas_total", L("fate", fate), value);
+  }
   w.One("pollen_tree_parent_changes_total", "counter",
         "Tree dissemination: times this node took another parent in the spanning tree (or became its root).",
         c.tree_parent_changes);

@@ -264,6 +264,52 @@ TEST_F(Frames, TreeFrameIsValidatedWholeBeforeAnyPartApplies) {
   EXPECT_NE(Observe(*cluster_, 0), before);  // merged
 }
 
+// A new filter's bits can outrun its catalog entry (another frame, another
+// path): they are held, and merged when the entry comes; bits of another
+// incarnation of the name, or held longer than an anti-entropy interval,
+// are dropped, never merged and never refused as a peer's fault.
+TEST_F(Frames, DeltasThatOutrunTheirCatalogEntryAreHeldUntilItComes) {
+  auto fresh = MakeCatalogEntry(SharedFilter("fresh"), TestSecret(), 5, "n9");
+  ASSERT_TRUE(fresh.ok());
+  auto catalog_frame = [&](const CatalogEntry& e) {
+    wire::Envelope env;
+    ToWire(e, 0, env.mutable_catalog()->add_entries());
+    return forger_.Seal(env);
+  };
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(fresh->params, 0)), cluster_->now());
+  EXPECT_FALSE(node().Info("fresh").ok());
+  EXPECT_EQ(node().Counters().held_deltas, 1u);
+  EXPECT_EQ(node().Counters().unknown_filter, 1u);
+  node().HandleDatagram("addr-x", catalog_frame(*fresh), cluster_->now());
+  auto info = node().Info("fresh");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->generations.back().set_bits, 9u);  // 0xff and 1
+  EXPECT_EQ(node().Counters().held_deltas_released, 1u);
+
+  // Held for the name, but under another entry's parameters: dropped.
+  auto loser = MakeCatalogEntry(SharedFilter("twice", 50'000), TestSecret(), 7, "n8");
+  auto winner = MakeCatalogEntry(SharedFilter("twice"), TestSecret(), 6, "n7");
+  ASSERT_TRUE(loser.ok() && winner.ok());
+  ASSERT_FALSE(loser->params == winner->params);
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(loser->params, 0)), cluster_->now());
+  node().HandleDatagram("addr-x", catalog_frame(*winner), cluster_->now());
+  EXPECT_EQ(node().Info("twice")->generations.back().set_bits, 0u);
+  EXPECT_EQ(node().Counters().held_deltas_dropped, 1u);
+  EXPECT_EQ(Count("params"), 0u);
+
+  // Held past an anti-entropy interval (2 s here): expired, then not merged.
+  auto late = MakeCatalogEntry(SharedFilter("late"), TestSecret(), 8, "n9");
+  ASSERT_TRUE(late.ok());
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(late->params, 0)), cluster_->now());
+  EXPECT_EQ(node().Counters().held_deltas, 3u);
+  cluster_->RunFor(3s);
+  EXPECT_EQ(node().Counters().held_deltas_dropped, 2u);
+  node().HandleDatagram("addr-x", catalog_frame(*late), cluster_->now());
+  EXPECT_EQ(node().Info("late")->generations.back().set_bits, 0u);
+  EXPECT_EQ(node().Counters().held_deltas_released, 1u);
+  EXPECT_TRUE(node().Counters().rejected_by_reason.empty());
+}
+
 TEST_F(Frames, GossipFrameAppliesCatalogThenEpochsThenDeltas) {
   const Observed before = Observe(*cluster_, 0);
   wire::Envelope env;

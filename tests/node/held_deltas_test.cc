@@ -1,0 +1,68 @@
+// HeldDeltas: bounded in words, taken by name in arrival order, expired
+// oldest first.
+#include "node/core/held_deltas.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace pollen::node {
+namespace {
+
+HeldDeltas::Delta Make(const std::string& name, size_t words, int64_t at_ms) {
+  HeldDeltas::Delta d;
+  d.params.name = name;
+  for (size_t i = 0; i < words; ++i) d.words.push_back({i, 1});
+  d.arrived = std::chrono::milliseconds(at_ms);
+  return d;
+}
+
+TEST(HeldDeltas, RefusesWhatWouldPassTheBoundAndKeepsTheRest) {
+  HeldDeltas held(10);
+  EXPECT_TRUE(held.Hold(Make("a", 6, 0)));
+  EXPECT_FALSE(held.Hold(Make("b", 5, 1)));  // 11 > 10: nothing changed
+  EXPECT_EQ(held.words(), 6u);
+  EXPECT_EQ(held.size(), 1u);
+  EXPECT_TRUE(held.Hold(Make("b", 4, 2)));  // exactly the bound
+  EXPECT_EQ(held.words(), 10u);
+  EXPECT_FALSE(held.Hold(Make("c", 1, 3)));
+}
+
+TEST(HeldDeltas, TakeReturnsOneNamesDeltasOldestFirst) {
+  HeldDeltas held(100);
+  ASSERT_TRUE(held.Hold(Make("a", 1, 0)));
+  ASSERT_TRUE(held.Hold(Make("b", 2, 1)));
+  ASSERT_TRUE(held.Hold(Make("a", 3, 2)));
+  std::vector<HeldDeltas::Delta> a = held.Take("a");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].words.size(), 1u);
+  EXPECT_EQ(a[1].words.size(), 3u);
+  EXPECT_EQ(held.words(), 2u);
+  EXPECT_TRUE(held.Take("a").empty());
+  EXPECT_TRUE(held.Take("nobody").empty());
+  EXPECT_EQ(held.Take("b").size(), 1u);
+  EXPECT_EQ(held.words(), 0u);
+  EXPECT_EQ(held.size(), 0u);
+}
+
+TEST(HeldDeltas, ExpireDropsThoseAtOrBeforeTheCutoff) {
+  HeldDeltas held(100);
+  ASSERT_TRUE(held.Hold(Make("a", 1, 10)));
+  ASSERT_TRUE(held.Hold(Make("b", 2, 20)));
+  ASSERT_TRUE(held.Hold(Make("c", 3, 30)));
+  EXPECT_EQ(held.Expire(std::chrono::milliseconds(9)), 0u);
+  EXPECT_EQ(held.Expire(std::chrono::milliseconds(20)), 2u);
+  EXPECT_EQ(held.words(), 3u);
+  EXPECT_EQ(held.Take("c").size(), 1u);
+}
+
+TEST(HeldDeltas, AnEarlierArrivalIsQueuedAtTheLatestTimeSoExpiryStaysInOrder) {
+  HeldDeltas held(100);
+  ASSERT_TRUE(held.Hold(Make("a", 1, 50)));
+  ASSERT_TRUE(held.Hold(Make("b", 1, 10)));  // a clock step back
+  EXPECT_EQ(held.Expire(std::chrono::milliseconds(49)), 0u);
+  EXPECT_EQ(held.Expire(std::chrono::milliseconds(50)), 2u);
+}
+
+}  // namespace
+}  // namespace pollen::node
