@@ -10,7 +10,7 @@ PACKAGES=(
   libsodium-dev libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools python3 python3-redis python3-scrapy libhiredis-dev
-  prometheus curl procps iproute2
+  prometheus curl procps iproute2 chromium
 )
 
 missing=()

@@ -174,7 +174,7 @@ const std::vector<Option>& Options() {
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.resp_max_clients, v, 1, 1000000); }},
       {"resp-idle-timeout", "300s", "Close RESP connections idle this long (0 = never)", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetDur(&c.resp_idle_timeout, v, Dur(0), hours(24 * 7)); }},
-      {"http-bind", "127.0.0.1:9464", "HTTP address for /metrics, /healthz, /readyz (empty = off)",
+      {"http-bind", "127.0.0.1:9464", "HTTP address for the status page (/) and /metrics, /healthz, /readyz (empty = off)",
        Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetHostPort(&c.http_bind, v, true); }},
       {"data-dir", "", "Directory for snapshots and the add log (empty = no persistence)", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) {

@@ -23,6 +23,8 @@
 #include "node/runtime/driver.h"
 #include "node/runtime/http_server.h"
 #include "node/runtime/metrics.h"
+#include "node/runtime/recent_rates.h"
+#include "node/runtime/status_page.h"
 #include "node/runtime/net_address.h"
 #include "node/runtime/persistence.h"
 #include "node/runtime/resp/io_pool.h"
@@ -225,10 +227,15 @@ int RunDaemon(int argc, char** argv) {
   // From the first shutdown signal on, /readyz and /metrics answer 503 at once
   // (no driver call that shutdown would have to wait for).
   std::atomic<bool> shutting_down{false};
+  RecentRates rates;  // HTTP thread only: sampled by every / and /metrics request
+  auto sample_rates = [&rates](const Driver::Collected& n) {
+    const node::NodeCounters& c = n.counters;
+    rates.Sample(n.now, RecentRates::Counters{c.adds, c.queries, c.hits, c.bytes_in, c.bytes_out});
+  };
   if (!config.http_bind.empty()) {
     http = std::make_unique<HttpServer>(http_io, [&](const std::string& path) {
       HttpResponse r;
-      if (shutting_down.load() && (path == "/readyz" || path == "/metrics")) {
+      if (shutting_down.load() && (path == "/readyz" || path == "/metrics" || path == "/")) {
         r.status = 503;
         r.body = "shutting down\n";
       } else if (path == "/healthz") {
@@ -237,11 +244,23 @@ int RunDaemon(int argc, char** argv) {
         const bool ready = driver.ready();
         r.status = ready ? 200 : 503;
         r.body = ready ? "ready\n" : "not ready\n";
-      } else if (path == "/metrics") {
+      } else if (path == "/metrics" || path == "/") {
         auto collected = driver.Collect();
         if (!collected.ok()) {
           r.status = 503;
           r.body = Cat(collected.status().message(), "\n");
+          return r;
+        }
+        sample_rates(*collected);
+        if (path == "/") {
+          StatusInput status;
+          status.node = &*collected;
+          status.rates = &rates;
+          status.ready = driver.ready();
+          status.version = kPollenVersion;
+          status.node_name = config.node_name;
+          r.content_type = "text/html; charset=utf-8";
+          r.body = RenderStatusPage(status);
           return r;
         }
         MetricsInput in;
@@ -256,7 +275,7 @@ int RunDaemon(int argc, char** argv) {
         r.body = RenderMetrics(in);
       } else {
         r.status = 404;
-        r.body = "not found: try /metrics, /healthz or /readyz\n";
+        r.body = "not found: try /, /metrics, /healthz or /readyz\n";
       }
       return r;
     });

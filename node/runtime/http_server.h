@@ -1,5 +1,5 @@
-// HttpServer: a small HTTP/1.1 server (Boost.Beast) for /metrics, /healthz and
-// /readyz. GET and HEAD only; requests are limited to 8 KiB and 10 s; at most
+// HttpServer: a small HTTP/1.1 server (Boost.Beast) for the status page (/),
+// /metrics, /healthz and /readyz. GET and HEAD only; requests are limited to 8 KiB and 10 s; at most
 // kMaxConnections at once. The handler runs on the server's io_context thread
 // and may block (the metrics handler waits for the driver).
 #pragma once
