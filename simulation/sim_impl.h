@@ -90,6 +90,7 @@ inline void AddCounters(node::NodeCounters& into, const node::NodeCounters& c) {
   into.stale_deltas += c.stale_deltas;
   into.unknown_filter += c.unknown_filter;
   into.held_deltas += c.held_deltas;
+  into.held_deltas_refused += c.held_deltas_refused;
   into.held_deltas_released += c.held_deltas_released;
   into.held_deltas_dropped += c.held_deltas_dropped;
   into.tree_parent_changes += c.tree_parent_changes;

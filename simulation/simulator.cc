@@ -480,6 +480,7 @@ void Simulator::Impl::Finish() {
                      {"stale_deltas", total.stale_deltas},
                      {"unknown_filter", total.unknown_filter},
                      {"held_deltas", total.held_deltas},
+                     {"held_deltas_refused", total.held_deltas_refused},
                      {"held_deltas_released", total.held_deltas_released},
                      {"held_deltas_dropped", total.held_deltas_dropped},
                      {"tree_parent_changes", total.tree_parent_changes},

@@ -151,6 +151,7 @@ absl::Status Node::Reserve(const FilterConfig& filter, Time now) {
   if (!state.ok()) return state.status();
   impl.Install(*std::move(state), false);
   impl.Emit(Event::Kind::kFilterCreated, filter.name, impl.config.name);
+  impl.ReleaseHeld(filter.name);  // a peer's first bits under the same name and parameters
   return absl::OkStatus();
 }
 
@@ -439,11 +440,13 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
     state->uid = impl.next_uid++;
     state->entry = *entry;
     state->set = std::shared_ptr<crdt::GenerationSet>(std::move(*set));
+    const std::string name = entry->config.name;
     if (local == nullptr) {
       impl.Install(std::move(state), true);
     } else {
       impl.Replace(*local, std::move(state), "replaced by snapshot");
     }
+    impl.ReleaseHeld(name);
     return absl::OkStatus();
   }
   if (!(local->entry.params == entry->params)) {

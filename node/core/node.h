@@ -201,10 +201,10 @@ struct NodeCounters {
   uint64_t delta_overflows = 0;  // dissemination buffers dropped (anti-entropy repairs)
   uint64_t stale_deltas = 0;     // deltas for epochs that left the window: dropped
   uint64_t unknown_filter = 0;   // deltas/epochs for filters not (yet) in the catalog
-  // Deltas for filters not in the catalog yet (HeldDeltas): held; merged
-  // when the catalog entry came; dropped (no room, held one anti-entropy
-  // interval, or another incarnation's).
-  uint64_t held_deltas = 0, held_deltas_released = 0, held_deltas_dropped = 0;
+  // Deltas for filters not in the catalog yet (HeldDeltas): held; refused
+  // (no room); merged when the catalog entry came; dropped (held one
+  // anti-entropy interval, or the name was deleted meanwhile).
+  uint64_t held_deltas = 0, held_deltas_refused = 0, held_deltas_released = 0, held_deltas_dropped = 0;
   uint64_t tree_parent_changes = 0;  // kTree: times this node took another parent (or became root)
   uint64_t tree_resends = 0;         // kTree: pushes sent again because a tree link NACKed them
   // Lifeguard (Membership): the local health score (0 = healthy; the probe

@@ -43,7 +43,7 @@ namespace node_internal {
 constexpr size_t kMaxPendingWords = size_t{1} << 20;   // client adds not yet drained
 constexpr size_t kMaxBufferedWords = size_t{1} << 20;  // bits waiting for the next gossip round
 constexpr size_t kMaxInFlightWords = size_t{4} << 20;  // all batches being repeated
-constexpr size_t kMaxHeldWords = size_t{1} << 18;      // deltas for filters not yet in the catalog (HeldDeltas)
+constexpr size_t kMaxHeldCost = size_t{1} << 18;       // HeldDeltas, in words (4 MiB): deltas for names not yet in the catalog
 constexpr size_t kMaxDeltaWords = size_t{1} << 15;     // per Delta message
 constexpr size_t kMaxFramePositions = size_t{1} << 23; // decoded bit positions per frame
 constexpr size_t kMaxGossipDeltas = kMaxFilters * crdt::kMaxGenerations;  // Delta parts per Gossip frame
@@ -217,7 +217,7 @@ using namespace node_internal;  // private header: node/core sources only
 struct Node::Impl {
   explicit Impl(NodeConfig c)
       : config(std::move(c)), rng(config.rng_seed), codec(config.secret, config.cluster_label, rng),
-        pending(kMaxPendingWords), deltas(kMaxBufferedWords), held(kMaxHeldWords) {}
+        pending(kMaxPendingWords), deltas(kMaxBufferedWords), held(kMaxHeldCost) {}
   ~Impl() { delete published.load(); }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -796,9 +796,13 @@ struct Node::Impl {
   // left for this frame) shrinks by what it decodes. False if malformed.
   bool DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDelta* out) const;
 
-  // Merges `d`; a delta for a name not in the catalog yet is held (HeldDeltas)
-  // and merged by ReleaseHeld when the entry is installed.
+  // Merges `d`; a delta for a name not in the catalog yet (and not deleted)
+  // is held (HeldDeltas) until ReleaseHeld.
   void ApplyDelta(const DecodedDelta& d);
+  // After `name` was installed (from a peer's entry, Reserve or a snapshot):
+  // merges the deltas held for it that match its parameters, as this node's
+  // own new bits; holds the others again (another incarnation's entry may
+  // still win).
   void ReleaseHeld(const std::string& name);
 
   void HandleDelta(const Address& from, const wire::Delta& delta);

@@ -40,11 +40,13 @@ bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDe
 void Node::Impl::ApplyDelta(const DecodedDelta& d) {
   const bool unchanged = d.state != nullptr && d.filters_version == filters_version;
   assert(!unchanged || (DriverLookup(d.params.name) == d.state && d.state->entry.params == d.params));
-  if (!unchanged && !d.words.empty() && DriverLookup(d.params.name) == nullptr) {
+  // A deleted name's bits are not held: they may be the deleted filter's,
+  // still on their way, and a re-created one has the same parameters.
+  if (!unchanged && !d.words.empty() && DriverLookup(d.params.name) == nullptr && !tombstones.contains(d.params.name)) {
     const bool kept = held.Hold(HeldDeltas::Delta{d.params, d.slot, d.words, now});
     Stats([&](NodeCounters& s) {
       ++s.unknown_filter;
-      ++(kept ? s.held_deltas : s.held_deltas_dropped);
+      ++(kept ? s.held_deltas : s.held_deltas_refused);
     });
     return;
   }
@@ -67,12 +69,17 @@ void Node::Impl::ApplyDelta(const DecodedDelta& d) {
 void Node::Impl::ReleaseHeld(const std::string& name) {
   std::vector<HeldDeltas::Delta> taken = held.Take(name);
   if (taken.empty()) return;
-  uint64_t released = 0;
+  // Released bits are this node's own news for every link, including the
+  // one whose tree push brought the entry: outside any capture.
+  DeltaBuffer* const saved_capture = capture;
+  capture = nullptr;
+  uint64_t released = 0, dropped = 0;
   for (HeldDeltas::Delta& h : taken) {
-    // Bits of another incarnation of the name (it lost the catalog race, or
-    // was deleted): not ours to merge, and no peer to refuse either.
     std::shared_ptr<const FilterState> state = DriverLookup(name);
-    if (state == nullptr || !(h.params == state->entry.params)) continue;
+    if (state == nullptr || !(h.params == state->entry.params)) {
+      if (!held.Hold(std::move(h))) ++dropped;
+      continue;
+    }
     DecodedDelta d;
     d.params = std::move(h.params);
     d.slot = h.slot;
@@ -81,9 +88,10 @@ void Node::Impl::ReleaseHeld(const std::string& name) {
     ApplyDelta(d);  // known now: merged, never held again
     ++released;
   }
+  capture = saved_capture;
   Stats([&](NodeCounters& s) {
     s.held_deltas_released += released;
-    s.held_deltas_dropped += taken.size() - released;
+    s.held_deltas_dropped += dropped;
   });
 }
 

@@ -48,6 +48,9 @@ bool Node::Impl::ApplyTombstone(const Tombstone& t) {
   }
   tombstones[t.name] = t.deleted_through;
   announce_tombstones.insert(t.name);
+  if (const size_t purged = held.Take(t.name).size(); purged > 0) {
+    Stats([&](NodeCounters& s) { s.held_deltas_dropped += purged; });  // possibly the deleted filter's bits
+  }
   std::shared_ptr<const FilterState> local = DriverLookup(t.name);
   if (local != nullptr && Covers(t, local->entry)) {
     RemoveFilter(t.name, t.deleted_through);

@@ -199,9 +199,10 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_unknown_filter_messages_total", "counter", "Deltas or epochs for filters not (yet) in the catalog.",
         c.unknown_filter);
   w.Family("pollen_held_deltas_total", "counter",
-           "Deltas that arrived before their filter's catalog entry, by fate: held (kept for it), released (merged "
-           "when it came), dropped (no room, held an anti-entropy interval, or another incarnation's).");
+           "Deltas that arrived before their filter's catalog entry, by fate: held (kept for it), refused (no room), "
+           "released (merged when it came), dropped (held an anti-entropy interval, or the name was deleted).");
   for (const auto& [fate, value] : {std::pair<const char*, uint64_t>{"held", c.held_deltas},
+                                    {"refused", c.held_deltas_refused},
                                     {"released", c.held_deltas_released},
                                     {"dropped", c.held_deltas_dropped}}) {
     w.Sample("pollen_held_deltas_total", L("fate", fate), value);

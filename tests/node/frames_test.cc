@@ -265,49 +265,90 @@ TEST_F(Frames, TreeFrameIsValidatedWholeBeforeAnyPartApplies) {
 }
 
 // A new filter's bits can outrun its catalog entry (another frame, another
-// path): they are held, and merged when the entry comes; bits of another
-// incarnation of the name, or held longer than an anti-entropy interval,
-// are dropped, never merged and never refused as a peer's fault.
-TEST_F(Frames, DeltasThatOutrunTheirCatalogEntryAreHeldUntilItComes) {
-  auto fresh = MakeCatalogEntry(SharedFilter("fresh"), TestSecret(), 5, "n9");
-  ASSERT_TRUE(fresh.ok());
-  auto catalog_frame = [&](const CatalogEntry& e) {
+// path): they are held, and merged when the filter is installed, from a
+// peer's entry or by a local Reserve. Bits under other parameters wait for
+// their own entry; bits held longer than an anti-entropy interval, or for a
+// name deleted meanwhile, are dropped. Nothing of it is a peer's fault.
+class HeldDeltasFrames : public Frames {
+ protected:
+  std::string CatalogFrame(const CatalogEntry& e) {
     wire::Envelope env;
     ToWire(e, 0, env.mutable_catalog()->add_entries());
     return forger_.Seal(env);
-  };
-  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(fresh->params, 0)), cluster_->now());
+  }
+  void Deliver(const std::string& frame) { node().HandleDatagram("addr-x", frame, cluster_->now()); }
+  uint64_t SetBits(const std::string& name) { return node().Info(name)->generations.back().set_bits; }
+  CatalogEntry Entry(const FilterConfig& f, uint64_t stamp, const std::string& creator) {
+    auto e = MakeCatalogEntry(f, TestSecret(), stamp, creator);
+    EXPECT_TRUE(e.ok());
+    return *e;
+  }
+};
+
+TEST_F(HeldDeltasFrames, MergedWhenThePeersEntryComes) {
+  const CatalogEntry fresh = Entry(SharedFilter("fresh"), 5, "n9");
+  Deliver(forger_.Seal(DeltaEnvelope(fresh.params, 0)));
   EXPECT_FALSE(node().Info("fresh").ok());
   EXPECT_EQ(node().Counters().held_deltas, 1u);
   EXPECT_EQ(node().Counters().unknown_filter, 1u);
-  node().HandleDatagram("addr-x", catalog_frame(*fresh), cluster_->now());
-  auto info = node().Info("fresh");
-  ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->generations.back().set_bits, 9u);  // 0xff and 1
-  EXPECT_EQ(node().Counters().held_deltas_released, 1u);
-
-  // Held for the name, but under another entry's parameters: dropped.
-  auto loser = MakeCatalogEntry(SharedFilter("twice", 50'000), TestSecret(), 7, "n8");
-  auto winner = MakeCatalogEntry(SharedFilter("twice"), TestSecret(), 6, "n7");
-  ASSERT_TRUE(loser.ok() && winner.ok());
-  ASSERT_FALSE(loser->params == winner->params);
-  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(loser->params, 0)), cluster_->now());
-  node().HandleDatagram("addr-x", catalog_frame(*winner), cluster_->now());
-  EXPECT_EQ(node().Info("twice")->generations.back().set_bits, 0u);
-  EXPECT_EQ(node().Counters().held_deltas_dropped, 1u);
-  EXPECT_EQ(Count("params"), 0u);
-
-  // Held past an anti-entropy interval (2 s here): expired, then not merged.
-  auto late = MakeCatalogEntry(SharedFilter("late"), TestSecret(), 8, "n9");
-  ASSERT_TRUE(late.ok());
-  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(late->params, 0)), cluster_->now());
-  EXPECT_EQ(node().Counters().held_deltas, 3u);
-  cluster_->RunFor(3s);
-  EXPECT_EQ(node().Counters().held_deltas_dropped, 2u);
-  node().HandleDatagram("addr-x", catalog_frame(*late), cluster_->now());
-  EXPECT_EQ(node().Info("late")->generations.back().set_bits, 0u);
+  Deliver(CatalogFrame(fresh));
+  EXPECT_EQ(SetBits("fresh"), 9u);  // 0xff and 1
   EXPECT_EQ(node().Counters().held_deltas_released, 1u);
   EXPECT_TRUE(node().Counters().rejected_by_reason.empty());
+}
+
+TEST_F(HeldDeltasFrames, MergedWhenAClientHereCreatesTheSameFilter) {
+  const CatalogEntry theirs = Entry(SharedFilter("both"), 5, "n9");
+  Deliver(forger_.Seal(DeltaEnvelope(theirs.params, 0)));
+  ASSERT_TRUE(node().Reserve(SharedFilter("both"), cluster_->now()).ok());
+  EXPECT_EQ(SetBits("both"), 9u);
+  EXPECT_EQ(node().Counters().held_deltas_released, 1u);
+}
+
+TEST_F(HeldDeltasFrames, BitsUnderOtherParametersWaitForTheirOwnEntry) {
+  const CatalogEntry small = Entry(SharedFilter("twice", 50'000), 7, "n8");
+  const CatalogEntry large = Entry(SharedFilter("twice"), 6, "n7");  // earlier stamp: wins
+  ASSERT_FALSE(small.params == large.params);
+  Deliver(forger_.Seal(DeltaEnvelope(large.params, 0)));
+  Deliver(CatalogFrame(small));  // the loser first: the winner's bits stay held
+  EXPECT_EQ(SetBits("twice"), 0u);
+  EXPECT_EQ(node().Counters().held_deltas_released, 0u);
+  EXPECT_EQ(node().Counters().held_deltas_dropped, 0u);
+  Deliver(CatalogFrame(large));  // replaces the loser, then takes its bits
+  EXPECT_EQ(node().Info("twice")->config.capacity, 10'000u);
+  EXPECT_EQ(SetBits("twice"), 9u);
+  EXPECT_EQ(node().Counters().held_deltas_released, 1u);
+  EXPECT_EQ(Count("params"), 0u);
+}
+
+TEST_F(HeldDeltasFrames, DroppedAfterAnAntiEntropyInterval) {
+  const CatalogEntry late = Entry(SharedFilter("late"), 8, "n9");
+  Deliver(forger_.Seal(DeltaEnvelope(late.params, 0)));
+  cluster_->RunFor(3s);  // the test cluster's anti-entropy interval is 2 s
+  EXPECT_EQ(node().Counters().held_deltas_dropped, 1u);
+  Deliver(CatalogFrame(late));
+  EXPECT_EQ(SetBits("late"), 0u);
+  EXPECT_EQ(node().Counters().held_deltas_released, 0u);
+}
+
+// Bits of a deleted filter still on their way must not come back in a
+// re-created one with the same parameters: a deletion drops what was held
+// for the name, and nothing is held for a deleted name.
+TEST_F(HeldDeltasFrames, NeverHeldForADeletedNameAndDroppedByADeletion) {
+  const CatalogEntry old_entry = Entry(SharedFilter("gone"), 5, "n9");
+  Deliver(forger_.Seal(DeltaEnvelope(old_entry.params, 0)));
+  ASSERT_EQ(node().Counters().held_deltas, 1u);
+  wire::Envelope del;
+  ToWire(Tombstone{"gone", 5}, del.mutable_catalog()->add_tombstones());
+  Deliver(forger_.Seal(del));
+  EXPECT_EQ(node().Counters().held_deltas_dropped, 1u);
+  Deliver(forger_.Seal(DeltaEnvelope(old_entry.params, 0)));  // more of the deleted filter's bits
+  EXPECT_EQ(node().Counters().held_deltas, 1u);
+  const CatalogEntry again = Entry(SharedFilter("gone"), 6, "n9");  // re-created: same parameters
+  ASSERT_TRUE(again.params == old_entry.params);
+  Deliver(CatalogFrame(again));
+  EXPECT_EQ(SetBits("gone"), 0u);
+  EXPECT_EQ(node().Counters().held_deltas_released, 0u);
 }
 
 TEST_F(Frames, GossipFrameAppliesCatalogThenEpochsThenDeltas) {

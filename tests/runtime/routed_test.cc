@@ -79,35 +79,59 @@ TEST_F(ClusterTest, RoutedAddsOfTheSameKeysAtEveryNodeAnswerNewOnce) {
 TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
   // A long route timeout: the add below waits seconds for its silent owner.
   ASSERT_NO_FATAL_FAILURE(StartThreeWithFilter({"0.001", "100000", "ROUTED"}, {"--route-timeout", "2s"}));
-  nodes_[2]->Kill(SIGSTOP);  // n3 owns about a third of the keys and answers nothing
-  const auto keys = Keys("silent-owner", 60);
-  std::atomic<bool> done{false};
-  RespReply added;
-  std::thread adder([&] {
-    RespClient c = nodes_[0]->Client();
-    std::vector<std::string> args = {"BF.MADD", "urls"};
-    args.insert(args.end(), keys.begin(), keys.end());
-    added = c.Command(args);
-    done = true;
-  });
-  // Another client of the same node (the same RESP thread) is served while
-  // the add waits for n3 (CLIENT LIST shows the adder's last command).
-  RespClient other = nodes_[0]->Client();
-  const bool adding = WaitFor(
-      [&] { return other.Command({"CLIENT", "LIST"}).str.find("cmd=bf.madd") != std::string::npos; },
-      kConvergeTimeout);
-  EXPECT_TRUE(adding);
-  if (adding) {
-    EXPECT_EQ(other.Command({"PING"}).str, "PONG");
-    EXPECT_EQ(other.Command({"BF.EXISTS", "urls", keys[0]}).type, RespReply::kInteger);
-    EXPECT_FALSE(done.load());  // still waiting for the silent owner
+  auto fallbacks = [&] {
+    return MetricValue(nodes_[0]->Metrics(), "pollen_routed_keys_total", "outcome=\"fallback\"").value_or(0);
+  };
+  // Under CPU contention n1 may briefly suspect n3 just as the add begins;
+  // then n3 owns none of its keys and the add does not wait (no fallback):
+  // the setup did not happen, so it is tried again (at most 3 times).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto v = MetricValue(nodes_[0]->Metrics(), "pollen_members", "state=\"alive\"");
+          return v && *v == 3;
+        },
+        kConvergeTimeout));
+    const double fallbacks_before = fallbacks();
+    nodes_[2]->Kill(SIGSTOP);  // n3 owns about a third of the keys and answers nothing
+    const auto keys = Keys("silent-owner-" + std::to_string(attempt), 60);
+    std::atomic<bool> done{false};
+    RespReply added;
+    std::thread adder([&] {
+      RespClient c = nodes_[0]->Client();
+      std::vector<std::string> args = {"BF.MADD", "urls"};
+      args.insert(args.end(), keys.begin(), keys.end());
+      added = c.Command(args);
+      done = true;
+    });
+    // Another client of the same node (the same RESP thread) is served while
+    // the add waits for n3 (CLIENT LIST shows the adder's last command).
+    RespClient other = nodes_[0]->Client();
+    bool adding = false;
+    WaitFor(
+        [&] {
+          adding = other.Command({"CLIENT", "LIST"}).str.find("cmd=bf.madd") != std::string::npos && !done.load();
+          return adding || done.load();
+        },
+        kConvergeTimeout);
+    bool served_meanwhile = false, still_waiting = false;
+    if (adding) {
+      served_meanwhile = other.Command({"PING"}).str == "PONG" &&
+                         other.Command({"BF.EXISTS", "urls", keys[0]}).type == RespReply::kInteger;
+      still_waiting = !done.load();
+    }
+    adder.join();  // n3's keys fall back to the local answer
+    nodes_[2]->Kill(SIGCONT);
+    ASSERT_EQ(added.type, RespReply::kArray) << added.str;
+    ASSERT_EQ(added.elements.size(), keys.size());
+    for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(added.elements[k].integer, 1) << keys[k];
+    if (fallbacks() == fallbacks_before) continue;  // n3 owned none of them: try again
+    EXPECT_TRUE(adding) << "the add fell back without being seen waiting";
+    EXPECT_TRUE(served_meanwhile);
+    EXPECT_TRUE(still_waiting);
+    return;
   }
-  adder.join();  // n3's keys fall back to the local answer
-  nodes_[2]->Kill(SIGCONT);
-  ASSERT_EQ(added.type, RespReply::kArray) << added.str;
-  ASSERT_EQ(added.elements.size(), keys.size());
-  for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(added.elements[k].integer, 1) << keys[k];
-  EXPECT_GT(MetricValue(nodes_[0]->Metrics(), "pollen_routed_keys_total", "outcome=\"fallback\"").value_or(0), 0);
+  ADD_FAILURE() << "in 3 attempts n1 never routed a key to n3 (it suspected n3 each time)";
 }
 
 }  // namespace

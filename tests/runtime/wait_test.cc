@@ -56,31 +56,58 @@ TEST_F(WaitTest, WaitReturnsOnceThePeersHoldTheKeys) {
 
 TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
   ASSERT_NO_FATAL_FAILURE(StartWithFilter());
-  nodes_[2]->Kill(SIGSTOP);  // n3 hears nothing and answers nothing
-  std::atomic<bool> done{false};
-  RespReply waited;
-  std::thread waiter([&] {
-    RespClient c = nodes_[0]->Client();
-    c.Command({"BF.ADD", "urls", "silent-peer"});
-    waited = c.Command({"WAIT", "2", "60000"});
-    done = true;
-  });
-  // Another client of the same node (the same RESP thread) is served while
-  // the first waits (CLIENT LIST shows its last command: wait).
-  RespClient other = nodes_[0]->Client();
-  const bool waiting = WaitFor(
-      [&] { return other.Command({"CLIENT", "LIST"}).str.find("cmd=wait") != std::string::npos; }, kConvergeTimeout);
-  EXPECT_TRUE(waiting);  // (not ASSERT: the waiter thread must be joined below)
-  if (waiting) {
-    EXPECT_EQ(other.Command({"PING"}).str, "PONG");
-    EXPECT_EQ(other.Command({"BF.EXISTS", "urls", "silent-peer"}).integer, 1);
-    EXPECT_FALSE(done.load());  // one of two peers answered: still waiting
+  // Under CPU contention n1 may briefly suspect n3 just as WAIT begins; then
+  // WAIT does not wait for it and answers at once: the setup did not happen,
+  // so it is tried again (at most 3 times).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto v = MetricValue(nodes_[0]->Metrics(), "pollen_members", "state=\"alive\"");
+          return v && *v == 3;
+        },
+        kConvergeTimeout));
+    nodes_[2]->Kill(SIGSTOP);  // n3 hears nothing and answers nothing
+    std::atomic<bool> done{false};
+    RespReply waited;
+    const std::string key = "silent-peer-" + std::to_string(attempt);
+    std::thread waiter([&] {
+      RespClient c = nodes_[0]->Client();
+      c.Command({"BF.ADD", "urls", key});
+      waited = c.Command({"WAIT", "2", "60000"});
+      done = true;
+    });
+    // Another client of the same node (the same RESP thread) is served while
+    // the first waits (CLIENT LIST shows its last command: wait).
+    RespClient other = nodes_[0]->Client();
+    bool waiting = false;
+    WaitFor(
+        [&] {
+          waiting = other.Command({"CLIENT", "LIST"}).str.find("cmd=wait") != std::string::npos && !done.load();
+          return waiting || done.load();
+        },
+        kConvergeTimeout);
+    bool served_meanwhile = false, still_waiting = false;
+    if (waiting) {
+      served_meanwhile = other.Command({"PING"}).str == "PONG" &&
+                         other.Command({"BF.EXISTS", "urls", key}).integer == 1;
+      still_waiting = !done.load();  // one of two peers answered: still waiting
+    }
+    nodes_[2]->Kill(SIGCONT);  // n3 answers a resend (or is declared dead first)
+    waiter.join();
+    ASSERT_EQ(waited.type, RespReply::kInteger) << waited.str;
+    EXPECT_GE(waited.integer, 1);
+    EXPECT_LE(waited.integer, 2);
+    if (!waiting) {
+      // Answered before anyone saw it wait, all while n3 was stopped: n3 was
+      // not counted, and must not have been counted as holding the key.
+      EXPECT_EQ(waited.integer, 1);
+      continue;
+    }
+    EXPECT_TRUE(served_meanwhile);
+    EXPECT_TRUE(still_waiting);
+    return;
   }
-  nodes_[2]->Kill(SIGCONT);   // n3 answers a resend (or is declared dead first)
-  waiter.join();
-  ASSERT_EQ(waited.type, RespReply::kInteger) << waited.str;
-  EXPECT_GE(waited.integer, 1);
-  EXPECT_LE(waited.integer, 2);
+  ADD_FAILURE() << "in 3 attempts WAIT never waited for n3 (n1 suspected it each time)";
 }
 
 TEST_F(WaitTest, QuorumExistsFindsKeysOnlyAPeerHas) {
