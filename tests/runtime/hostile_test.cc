@@ -207,21 +207,21 @@ TEST_F(ClusterTest, MetricsPassPromtoolAndHealthEndpointsAnswer) {
   }
   EXPECT_EQ(MetricValue(metrics, "pollen_adds_total").value_or(0), 10);
   EXPECT_TRUE(MetricValue(metrics, "pollen_filter_fill_ratio", "filter=\"crawl:seen\",generation=\"0\",layer=\"0\"").has_value());
-  // Every metric the shipped alert rules use exists (a rename would silently
-  // disable an alert).
-  std::ifstream rules_file(std::string(POLLEN_SOURCE_DIR) + "/ops/prometheus/pollen-alerts.yml");
-  ASSERT_TRUE(rules_file.good());
-  const std::string rules((std::istreambuf_iterator<char>(rules_file)), std::istreambuf_iterator<char>());
-  const std::regex metric_name("pollen_[a-z_]+");
+  // Every metric the shipped alert rules and the Grafana dashboard use exists
+  // (a rename would silently disable an alert or empty a panel).
   size_t named = 0;
-  for (auto it = std::sregex_iterator(rules.begin(), rules.end(), metric_name); it != std::sregex_iterator(); ++it) {
-    const std::string name = it->str();
-    if (name == "pollen_filters") continue;  // the rule group's name
-    EXPECT_NE(metrics.find("\n" + name + "{filter=\"crawl:seen\""), std::string::npos)
-        << name << " (ops/prometheus/pollen-alerts.yml)";
-    ++named;
+  for (const char* shipped : {"/ops/prometheus/pollen-alerts.yml", "/ops/grafana/pollen.json"}) {
+    std::ifstream file(std::string(POLLEN_SOURCE_DIR) + shipped);
+    ASSERT_TRUE(file.good()) << shipped;
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::regex metric_name("pollen_[a-z_]+");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), metric_name); it != std::sregex_iterator(); ++it) {
+      const std::string name = it->str();
+      EXPECT_NE(metrics.find("\n# TYPE " + name + " "), std::string::npos) << name << " (" << shipped << ")";
+      ++named;
+    }
   }
-  EXPECT_GE(named, 5u);
+  EXPECT_GE(named, 30u);
   const std::string path = dir_ + "/metrics.txt";
   std::ofstream(path) << metrics;
   const std::string cmd = "promtool check metrics < '" + path + "' > '" + dir_ + "/promtool.out' 2>&1";
