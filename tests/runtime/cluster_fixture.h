@@ -64,6 +64,17 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(n3.WaitReady(kReadyTimeout));
   }
 
+  // True once `n` lists `count` alive members, itself included (bounded by
+  // kConvergeTimeout).
+  static bool WaitAlive(Pollend& n, int count) {
+    return WaitFor(
+        [&] {
+          auto v = MetricValue(n.Metrics(), "pollen_members", "state=\"alive\"");
+          return v && *v == count;
+        },
+        kConvergeTimeout);
+  }
+
   // StartThree, then waits until every node lists three alive members (so
   // all rank the same owners) and holds filter "urls", reserved at the first
   // node with `reserve` (the words after BF.RESERVE urls). Use under
@@ -71,12 +82,7 @@ class ClusterTest : public ::testing::Test {
   void StartThreeWithFilter(const std::vector<std::string>& reserve, const std::vector<std::string>& extra = {}) {
     ASSERT_NO_FATAL_FAILURE(StartThree(extra));
     for (auto& n : nodes_) {
-      ASSERT_TRUE(WaitFor(
-          [&] {
-            auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
-            return v && *v == 3;
-          },
-          kConvergeTimeout));
+      ASSERT_TRUE(WaitAlive(*n, 3));
     }
     {
       RespClient c = nodes_[0]->Client();

@@ -39,12 +39,7 @@ TEST_F(ClusterTest, AddsAtOneNodeReadPresentAtEveryOtherAndLateJoinerConverges) 
   EXPECT_TRUE(WaitFor([&] { return AllPresent(n4, "crawl:seen", keys) && AllPresent(n4, "crawl:seen", more); },
                       kConvergeTimeout));
   // And every node sees four alive members.
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        auto v = MetricValue(n1.Metrics(), "pollen_members", "state=\"alive\"");
-        return v && *v == 4;
-      },
-      kConvergeTimeout));
+  EXPECT_TRUE(WaitAlive(n1, 4));
 }
 
 // A filter created and filled at once: its first keys race its catalog
@@ -54,12 +49,7 @@ TEST_F(ClusterTest, AddsAtOneNodeReadPresentAtEveryOtherAndLateJoinerConverges) 
 TEST_F(ClusterTest, AFilterFilledAsSoonAsCreatedReachesEveryNodeWithoutAntiEntropy) {
   ASSERT_NO_FATAL_FAILURE(StartThree({"--anti-entropy-interval", "600s"}));
   for (auto& n : nodes_) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
-          return v && *v == 3;
-        },
-        kConvergeTimeout));
+    ASSERT_TRUE(WaitAlive(*n, 3));
   }
   for (int f = 0; f < 10; ++f) {
     const std::string filter = "fresh" + std::to_string(f);
@@ -100,12 +90,7 @@ TEST_F(ClusterTest, Ipv6GossipReplicates) {
   const auto keys = Keys("v6", 50);
   AddAll(n2, "crawl:seen", keys);
   EXPECT_TRUE(WaitFor([&] { return AllPresent(n1, "crawl:seen", keys); }, kConvergeTimeout));
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        auto v = MetricValue(n1.Metrics(), "pollen_members", "state=\"alive\"");
-        return v && *v == 2;
-      },
-      kConvergeTimeout));
+  EXPECT_TRUE(WaitAlive(n1, 2));
 }
 
 }  // namespace

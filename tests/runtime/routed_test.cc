@@ -86,12 +86,7 @@ TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
   // then n3 owns none of its keys and the add does not wait (no fallback):
   // the setup did not happen, so it is tried again (at most 3 times).
   for (int attempt = 0; attempt < 3; ++attempt) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto v = MetricValue(nodes_[0]->Metrics(), "pollen_members", "state=\"alive\"");
-          return v && *v == 3;
-        },
-        kConvergeTimeout));
+    ASSERT_TRUE(WaitAlive(*nodes_[0], 3));
     const double fallbacks_before = fallbacks();
     nodes_[2]->Kill(SIGSTOP);  // n3 owns about a third of the keys and answers nothing
     const auto keys = Keys("silent-owner-" + std::to_string(attempt), 60);

@@ -38,12 +38,7 @@ TEST_F(StatusPageTest, HeadlessChromiumRendersMembersFiltersAndRates) {
   ASSERT_NO_FATAL_FAILURE(StartThree());
   Pollend& n1 = *nodes_[0];
   for (auto& n : nodes_) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto v = MetricValue(n->Metrics(), "pollen_members", "state=\"alive\"");
-          return v && *v == 3;
-        },
-        kConvergeTimeout));
+    ASSERT_TRUE(WaitAlive(*n, 3));
   }
   // Probes answered both ways: every peer has a round trip at n1.
   ASSERT_TRUE(WaitFor(

@@ -60,12 +60,7 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
   // WAIT does not wait for it and answers at once: the setup did not happen,
   // so it is tried again (at most 3 times).
   for (int attempt = 0; attempt < 3; ++attempt) {
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto v = MetricValue(nodes_[0]->Metrics(), "pollen_members", "state=\"alive\"");
-          return v && *v == 3;
-        },
-        kConvergeTimeout));
+    ASSERT_TRUE(WaitAlive(*nodes_[0], 3));
     nodes_[2]->Kill(SIGSTOP);  // n3 hears nothing and answers nothing
     std::atomic<bool> done{false};
     RespReply waited;
