@@ -3,6 +3,7 @@
 // a late join is quick; generous waits because CI machines are slow).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +74,20 @@ class ClusterTest : public ::testing::Test {
           return v && *v == count;
         },
         kConvergeTimeout);
+  }
+
+  // Polls CLIENT LIST through `other` until some client's last command is
+  // `cmd` while `done` is still false (returns true: seen running), or until
+  // `done` turns true first (false). Bounded by kConvergeTimeout.
+  static bool SeenRunning(RespClient& other, const std::string& cmd, const std::atomic<bool>& done) {
+    bool running = false;
+    WaitFor(
+        [&] {
+          running = other.Command({"CLIENT", "LIST"}).str.find("cmd=" + cmd) != std::string::npos && !done.load();
+          return running || done.load();
+        },
+        kConvergeTimeout);
+    return running;
   }
 
   // StartThree, then waits until every node lists three alive members (so

@@ -102,13 +102,7 @@ TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
     // Another client of the same node (the same RESP thread) is served while
     // the add waits for n3 (CLIENT LIST shows the adder's last command).
     RespClient other = nodes_[0]->Client();
-    bool adding = false;
-    WaitFor(
-        [&] {
-          adding = other.Command({"CLIENT", "LIST"}).str.find("cmd=bf.madd") != std::string::npos && !done.load();
-          return adding || done.load();
-        },
-        kConvergeTimeout);
+    const bool adding = SeenRunning(other, "bf.madd", done);
     bool served_meanwhile = false, still_waiting = false;
     if (adding) {
       served_meanwhile = other.Command({"PING"}).str == "PONG" &&

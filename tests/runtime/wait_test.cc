@@ -74,13 +74,7 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
     // Another client of the same node (the same RESP thread) is served while
     // the first waits (CLIENT LIST shows its last command: wait).
     RespClient other = nodes_[0]->Client();
-    bool waiting = false;
-    WaitFor(
-        [&] {
-          waiting = other.Command({"CLIENT", "LIST"}).str.find("cmd=wait") != std::string::npos && !done.load();
-          return waiting || done.load();
-        },
-        kConvergeTimeout);
+    const bool waiting = SeenRunning(other, "wait", done);
     bool served_meanwhile = false, still_waiting = false;
     if (waiting) {
       served_meanwhile = other.Command({"PING"}).str == "PONG" &&
