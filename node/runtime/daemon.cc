@@ -267,6 +267,7 @@ int RunDaemon(int argc, char** argv) {
         in.node = &*collected;
         in.transport = &driver.counters();
         in.resp = &ctx->counters;
+        in.command_stats = &ctx->command_stats;
         in.persistence = persistence.get();
         in.ready = driver.ready();
         in.version = kPollenVersion;

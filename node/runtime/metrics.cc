@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "node/core/printable_name.h"
+#include "node/runtime/resp/dispatcher.h"
 #include "node/runtime/sv.h"
 
 namespace pollen::runtime {
@@ -75,6 +76,41 @@ std::string EscapeLabel(std::string_view value) {
   }
   return out;
 }
+
+namespace {
+
+// pollen_resp_command_duration_seconds (a histogram per command) and
+// pollen_resp_command_errors_total, for the commands that have run.
+void RenderCommandStats(Writer& w, const resp::CommandStats& stats) {
+  using resp::CommandStats;
+  std::vector<std::pair<std::string_view, CommandStats::Totals>> seen;
+  for (size_t slot = 0; slot < CommandStats::kMaxCommands; ++slot) {
+    const std::string_view name = resp::CommandSlotName(slot);
+    if (name.empty()) continue;
+    CommandStats::Totals t = stats.Read(slot);
+    if (t.calls > 0) seen.emplace_back(name, t);
+  }
+  w.Family("pollen_resp_command_duration_seconds", "histogram",
+           "Time a RESP command took to parse and execute (a deferred reply: until it was written), by command.");
+  for (const auto& [name, t] : seen) {
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < CommandStats::kBuckets; ++b) {
+      cumulative += t.buckets[b];
+      const std::string le = b < CommandStats::kBoundsNs.size() ? Cat(CommandStats::kBoundsNs[b] * 1e-9) : "+Inf";
+      w.Sample("pollen_resp_command_duration_seconds_bucket", L2("command", name, "le", le), cumulative);
+    }
+    w.Sample("pollen_resp_command_duration_seconds_sum", L("command", name), static_cast<double>(t.nanos) * 1e-9);
+    w.Sample("pollen_resp_command_duration_seconds_count", L("command", name), t.calls);
+  }
+  w.Family("pollen_resp_command_errors_total", "counter",
+           "RESP commands answered with an error, by command and kind: failed (it ran) or rejected (arity, NOAUTH).");
+  for (const auto& [name, t] : seen) {
+    w.Sample("pollen_resp_command_errors_total", L2("command", name, "kind", "failed"), t.failed);
+    w.Sample("pollen_resp_command_errors_total", L2("command", name, "kind", "rejected"), t.rejected);
+  }
+}
+
+}  // namespace
 
 std::string RenderMetrics(const MetricsInput& in) {
   Writer w;
@@ -314,6 +350,7 @@ std::string RenderMetrics(const MetricsInput& in) {
     w.One("pollen_resp_keys_added_total", "counter", "Keys in BF.ADD/MADD/INSERT commands.", Get(r.keys_added));
     w.One("pollen_resp_keys_queried_total", "counter", "Keys in BF.EXISTS/MEXISTS commands.", Get(r.keys_queried));
   }
+  if (in.command_stats != nullptr) RenderCommandStats(w, *in.command_stats);
   if (in.persistence != nullptr) {
     const Persistence& p = *in.persistence;
     w.One("pollen_snapshots_total", "counter", "Snapshots written.", p.snapshots_written());

@@ -18,6 +18,7 @@ struct MetricsInput {
   const Driver::Collected* node = nullptr;        // required
   const RuntimeCounters* transport = nullptr;     // required
   const resp::ServerCounters* resp = nullptr;     // optional
+  const resp::CommandStats* command_stats = nullptr;  // optional
   const Persistence* persistence = nullptr;       // optional
   bool ready = false;
   std::string version;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -91,6 +92,8 @@ constexpr CommandSpec kCommands[] = {
 };
 
 }  // namespace
+
+static_assert(std::size(kCommands) <= CommandStats::kMaxCommands, "CommandStats needs a slot per command");
 
 std::span<const CommandSpec> AllCommands() { return kCommands; }
 

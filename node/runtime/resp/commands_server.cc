@@ -400,31 +400,58 @@ void CmdConfig(CommandCall& call) {
   AppendError(call.out, Cat("ERR unknown subcommand '", call.args[1].substr(0, 128), "'. Try CONFIG HELP."));
 }
 
-// Redis 7's sections: "default" (and no argument) is every section but
-// commandstats/latencystats (which Pollen does not have), "all"/"everything"
-// adds nothing more here; "pollen" is Pollen's own. Sections are separated
-// by an empty line; a RESP3 client gets the text as a verbatim string.
+// Redis' "# Commandstats": a cmdstat_<name> line per command that has run.
+// As Redis, `calls` counts the calls that ran (not the rejected ones).
+std::string CommandstatsSection(const CommandStats& stats) {
+  std::string text = "# Commandstats\r\n";
+  for (size_t slot = 0; slot < CommandStats::kMaxCommands; ++slot) {
+    const std::string_view name = CommandSlotName(slot);
+    if (name.empty()) continue;
+    const CommandStats::Totals t = stats.Read(slot);
+    if (t.calls == 0) continue;
+    const uint64_t calls = t.calls - t.rejected;
+    const uint64_t usec = t.nanos / 1000;
+    char per_call[32];
+    std::snprintf(per_call, sizeof(per_call), "%.2f",
+                  calls > 0 ? static_cast<double>(usec) / static_cast<double>(calls) : 0.0);
+    CatAppend(&text, "cmdstat_", name, ":calls=", calls, ",usec=", usec, ",usec_per_call=", per_call,
+              ",rejected_calls=", t.rejected, ",failed_calls=", t.failed, "\r\n");
+  }
+  return text;
+}
+
+// Redis 7's sections: "default" (and no argument) is every section below but
+// commandstats; "all" and "everything" add commandstats (latencystats and
+// errorstats Pollen does not have); "pollen" is Pollen's own. Sections are
+// separated by an empty line; a RESP3 client gets the text as a verbatim
+// string.
 void CmdInfo(CommandCall& call) {
   static constexpr std::string_view kSections[] = {"server",      "clients", "memory",  "persistence", "stats",
-                                                    "replication", "cpu",     "modules", "keyspace",    "pollen"};
+                                                    "replication", "cpu",     "modules", "keyspace",    "pollen",
+                                                    "commandstats"};
   std::vector<std::string> wanted;
-  bool all = call.args.size() == 1;
+  bool by_default = call.args.size() == 1;
+  bool all = false;
   for (size_t i = 1; i < call.args.size(); ++i) {
     const std::string s = Lower(call.args[i]);
-    if (s == "all" || s == "everything" || s == "default") {
+    if (s == "all" || s == "everything") {
       all = true;
+    } else if (s == "default") {
+      by_default = true;
     } else {
       wanted.push_back(s);
     }
   }
-  auto want = [&](std::string_view s) { return all || std::find(wanted.begin(), wanted.end(), s) != wanted.end(); };
+  auto want = [&](std::string_view s) {
+    return all || (by_default && s != "commandstats") || std::find(wanted.begin(), wanted.end(), s) != wanted.end();
+  };
   absl::StatusOr<NodeView> view = absl::UnavailableError("not collected");
   if (want("pollen") || want("replication")) view = CollectNodeView(call.ctx);
   std::string text;
   for (std::string_view section : kSections) {
     if (want(section)) {
       if (!text.empty()) text += "\r\n";
-      text += InfoSection(call, section, view);
+      text += section == "commandstats" ? CommandstatsSection(call.ctx.command_stats) : InfoSection(call, section, view);
     }
   }
   AppendVerbatim(call.out, text, call.session.proto);

@@ -15,6 +15,13 @@
 namespace pollen::resp {
 
 namespace {
+
+// steady_clock in nanoseconds: a vDSO clock_gettime, about 20 ns here.
+uint64_t MonotonicNanos() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 ParserLimits ToParserLimits(const ServerLimits& l) {
   ParserLimits p;
   p.max_args = l.max_args;
@@ -194,7 +201,13 @@ void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
     write(session_, &out_);
   }
   assert(out_.size() > before);
-  if (out_.size() > before && out_[before] == '-') ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
+  const bool error = out_.size() > before && out_[before] == '-';
+  if (error) ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
+  if (session_.stats_slot >= 0) {
+    ctx_.command_stats.Record(loop_index_, static_cast<size_t>(session_.stats_slot),
+                              MonotonicNanos() - deferred_started_,
+                              error ? CommandStats::Outcome::kFailed : CommandStats::Outcome::kOk);
+  }
   last_activity_ = loop_->now();
   Process();  // the requests that came after it
   if (!closed_) Flush();
@@ -252,6 +265,8 @@ void Connection::Process() {
   // The whole batch runs inside the gate's shared side, so an EXEC on another
   // thread never interleaves with it (exec_gate.h).
   ExecGate::SharedScope batch(ctx_.exec_gate, loop_index_);
+  // One clock read per command: each command's end is the next one's start.
+  uint64_t started = MonotonicNanos();
   while (!closing_) {
     if (out_.size() - out_pos_ >= kHighWaterBytes || executed >= ctx_.limits.max_batch_replies) {
       pending_input_ = start < in_len_;  // resume once the replies are sent
@@ -271,12 +286,23 @@ void Connection::Process() {
         start += parser_.error().skip;
       }
       parser_.Reset();
+      started = MonotonicNanos();
       continue;
     }
     if (!parser_.args().empty()) {
       Dispatch(ctx_, session_, parser_.args(), &out_);
       ++executed;
       if (session_.close_after_reply) closing_ = true;
+      if (session_.deferred) {
+        deferred_started_ = started;  // timed until its reply is written
+      } else {
+        const uint64_t ended = MonotonicNanos();
+        if (session_.stats_slot >= 0) {
+          ctx_.command_stats.Record(loop_index_, static_cast<size_t>(session_.stats_slot), ended - started,
+                                    session_.stats_outcome);
+        }
+        started = ended;
+      }
     }
     start += parser_.consumed();
     parser_.Reset();

@@ -69,6 +69,8 @@ void Dispatch(ServerContext& context, Session& session, std::span<const std::str
   context.counters.commands_processed.fetch_add(1, std::memory_order_relaxed);
   const size_t before = out->size();
   const CommandSpec* spec = FindCommand(args[0]);
+  int slot = spec == nullptr ? -1 : static_cast<int>(spec - AllCommands().data());
+  CommandStats::Outcome outcome = CommandStats::Outcome::kRejected;
   if (spec == nullptr) {
     Reject(session, spec, UnknownCommandMessage(args), out);
   } else if (!context.password.empty() && !session.authenticated && !spec->no_auth) {
@@ -77,15 +79,25 @@ void Dispatch(ServerContext& context, Session& session, std::span<const std::str
     Reject(session, spec, WrongArityMessage(args[0]), out);
   } else if (session.txn.active && !RunsInsideMulti(*spec)) {
     Queue(session, args, out);
+    slot = -1;  // counted when EXEC runs it (as part of EXEC)
   } else {
     if (session.record != nullptr) session.record->set_last_command(spec->name.data());
     CommandCall call{context, session, args, out};
     spec->handler(call);
+    outcome = CommandStats::Outcome::kOk;
   }
   assert(out->size() > before || session.deferred);
-  if (out->size() > before && (*out)[before] == '-') {
-    context.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
-  }
+  const bool error = out->size() > before && (*out)[before] == '-';
+  if (error) context.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
+  if (error && outcome == CommandStats::Outcome::kOk) outcome = CommandStats::Outcome::kFailed;
+  // Set last: EXEC dispatches the commands it runs, which set these too.
+  session.stats_slot = slot;
+  session.stats_outcome = outcome;
+}
+
+std::string_view CommandSlotName(size_t slot) {
+  const auto all = AllCommands();
+  return slot < all.size() ? all[slot].name : std::string_view();
 }
 
 }  // namespace pollen::resp

@@ -96,12 +96,23 @@ struct Session {
   // is not registered, e.g. in unit tests); Dispatch records the last command
   // and CLIENT SETNAME the name there. Owned by the connection.
   ClientRecord* record = nullptr;
+  // What the last Dispatch ran, for CommandStats: the command's slot (its
+  // index in the command table), or -1 when it is not counted (an unknown
+  // command, one MULTI queued); and how it ended (a deferred command's
+  // outcome is its reply's).
+  int stats_slot = -1;
+  CommandStats::Outcome stats_outcome = CommandStats::Outcome::kOk;
 };
 
 // Executes args (args[0] is the command; must be non-empty) and appends
-// exactly one reply to *out, or none if the command deferred it (Session::defer). Counts commands and error replies in
-// context.counters.
+// exactly one reply to *out, or none if the command deferred it
+// (Session::defer). Counts commands and error replies in context.counters and
+// sets session.stats_slot / stats_outcome (the caller times the command).
 void Dispatch(ServerContext& context, Session& session, std::span<const std::string_view> args,
               std::string* out);
+
+// The name (lower case) of the command in CommandStats slot `slot`, or ""
+// when no command has that slot.
+std::string_view CommandSlotName(size_t slot);
 
 }  // namespace pollen::resp

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "node/core/node.h"
 #include "node/runtime/resp/client_table.h"
+#include "node/runtime/resp/command_stats.h"
 #include "node/runtime/resp/exec_gate.h"
 #include "node/runtime/resp/watch.h"
 #include "node/core/types.h"
@@ -128,6 +129,9 @@ struct ServerContext {
   std::chrono::system_clock::time_point start_wall_time = std::chrono::system_clock::now();  // LASTSAVE before any
 
   ServerCounters counters;
+  // Calls, outcomes and durations by command (command_stats.h), recorded by
+  // the connections.
+  CommandStats command_stats;
 
   // EXEC's atomicity across RESP threads (exec_gate.h), and the writes WATCH
   // sees (watch.h).
