@@ -43,9 +43,10 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
-# CPU time (user + system, clock ticks) a process has used so far.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-TICK_US=$(( 1000000 / $(getconf CLK_TCK) ))
+# CPU time (ns) a process's threads have used so far: schedstat's first
+# field, in nanoseconds (clock ticks in /proc/PID/stat are 10 ms, too coarse
+# for a 1% difference over a short cell).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
 
 rps() {  # port, pipeline, clients, command...
   local port=$1 p=$2 c=$3; shift 3
@@ -59,10 +60,10 @@ rps() {  # port, pipeline, clients, command...
 run() {
   local name=$1 pid=$2 port=$3 p=$4 c=$5; shift 5
   local before after
-  before=$(cpu_ticks "$pid")
+  before=$(cpu_ns "$pid")
   printf -v "${name}_rps" '%s' "$(rps "$port" "$p" "$c" "$@")"
-  after=$(cpu_ticks "$pid")
-  printf -v "${name}_cpu" '%s' "$(( (after - before) * TICK_US * 1000 / N ))"
+  after=$(cpu_ns "$pid")
+  printf -v "${name}_cpu" '%s' "$(( (after - before) / N ))"
 }
 
 echo "new $NEW vs old $OLD; n=$N, resp-threads=$RESP_THREADS, $(nproc) cores, $ROUNDS round(s)"

@@ -45,7 +45,7 @@ TEST(CommandStatsServer, CountsEachPipelinedCommandOnce) {
 
 TEST(CommandStatsServer, ADeferredReplyIsTimedUntilItIsWritten) {
   constexpr auto kPeerDelay = std::chrono::milliseconds(300);
-  std::vector<std::thread> answerers;
+  std::vector<std::jthread> answerers;  // joined even if an ASSERT returns early
   ServerFixture s([&](ServerContext& ctx) {
     // A peer check that answers after kPeerDelay, from another thread (as
     // the driver would).
@@ -65,7 +65,7 @@ TEST(CommandStatsServer, ADeferredReplyIsTimedUntilItIsWritten) {
   ASSERT_TRUE(wait.has_value());
   EXPECT_EQ(wait->integer, 1);
   ASSERT_TRUE(c.Read().has_value());
-  for (auto& t : answerers) t.join();
+  for (auto& t : answerers) t.join();  // the recording happened before the reply was sent
   const CommandStats::Totals t = s.f.ctx.command_stats.Read(SlotOf("wait"));
   ASSERT_EQ(t.calls, 1u);
   // At least the peers' delay: it landed in a bucket above 250 ms.

@@ -9,25 +9,25 @@
 // the socket nor the time its reply takes to send (as Redis' commandstats).
 // A deferred reply (WAIT, POLLEN.QEXISTS, a BF.ADD its owners decide) is
 // timed until its reply is written, so it includes the wait for the peers.
-// Commands inside MULTI ... EXEC count once, as EXEC; unknown commands and
-// commands queued by MULTI are not counted (as Redis).
+// As Redis: a command EXEC runs counts under its own name and EXEC counts
+// the whole; unknown commands, and commands MULTI queues, are not counted; a
+// rejected call (arity, NOAUTH) counts as rejected, without a duration.
 //
-// Cost: the connection reads the clock once per command (in a pipelined
-// batch one command's end is the next one's start) and Record() is two
-// relaxed fetch_adds on its thread's shard. bench/runtime/pollend_ab.sh
-// measured the whole against a build without it (docs/metrics.md).
+// Cost: the connection reads FastNanos() once per command (in a pipelined
+// batch one command's end is the next one's start) and Record() adds to
+// counters only its thread writes. bench/runtime/pollend_ab.sh measured
+// the whole against a build without it (figures in docs/metrics.md).
 //
-// Threading: Record from any thread (a shard per RESP thread keeps their
-// cache lines apart; threads beyond kShards share, which stays correct).
-// Read from any thread: a concurrent Record may be seen in one counter and
-// not yet in another.
+// Threading: a shard per RESP thread, written only by that thread (relaxed
+// loads and stores, no read-modify-write: two fetch_adds cost 9.5 ns on the
+// CI machine, a load and store 0.5 ns). Read from any thread: a concurrent
+// Record may be seen in one counter and not yet in another.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 namespace pollen::resp {
 
@@ -36,7 +36,8 @@ class CommandStats {
   // Command slots: the index of a command in the command table
   // (AllCommands(); command_table.cc asserts it fits).
   static constexpr size_t kMaxCommands = 96;
-  static constexpr size_t kShards = 16;
+  // One per RESP thread (resp-threads is at most 64).
+  static constexpr size_t kShards = 64;
   // Upper bounds of the histogram's buckets, nanoseconds; a last bucket
   // (+Inf) takes the rest. From 250 ns (a BF.EXISTS parses and runs in
   // well under 1 us) to 10 s (a WAIT's or a snapshot's worst).
@@ -52,17 +53,23 @@ class CommandStats {
     kRejected,  // refused before executing: arity, NOAUTH (rejected_calls)
   };
 
-  CommandStats();
+  CommandStats() = default;
+  ~CommandStats();
+  CommandStats(const CommandStats&) = delete;
+  CommandStats& operator=(const CommandStats&) = delete;
 
-  // Counts one call of command `slot` (< kMaxCommands) that took `nanos`.
+  // Counts one call of command `slot` (< kMaxCommands) that took `nanos`
+  // (a rejected call counts only as rejected: it did not run, as Redis').
+  // Shard `shard` (< kShards) must be written by one thread only (the
+  // connection passes its event loop's index).
   void Record(size_t shard, size_t slot, uint64_t nanos, Outcome outcome);
 
   struct Totals {
     std::array<uint64_t, kBuckets> buckets{};  // per bucket, not cumulative
-    uint64_t calls = 0;                        // sum of buckets
-    uint64_t nanos = 0;
-    uint64_t failed = 0;
-    uint64_t rejected = 0;
+    uint64_t calls = 0;                        // calls that ran: sum of buckets
+    uint64_t nanos = 0;     // of the calls that ran
+    uint64_t failed = 0;    // of the calls that ran
+    uint64_t rejected = 0;  // not in calls
   };
   // Sums the shards for command `slot`.
   Totals Read(size_t slot) const;
@@ -80,7 +87,8 @@ class CommandStats {
   struct alignas(64) Shard {
     std::array<Counters, kMaxCommands> commands;
   };
-  std::unique_ptr<Shard[]> shards_;  // kShards; on the heap (about 330 KiB)
+  // Allocated by the shard's first Record (20 KiB each), freed with this.
+  std::array<std::atomic<Shard*>, kShards> shards_{};
 };
 
 }  // namespace pollen::resp

@@ -401,15 +401,15 @@ void CmdConfig(CommandCall& call) {
 }
 
 // Redis' "# Commandstats": a cmdstat_<name> line per command that has run.
-// As Redis, `calls` counts the calls that ran (not the rejected ones).
+// As Redis, `calls` and `usec` count the calls that ran (not the rejected).
 std::string CommandstatsSection(const CommandStats& stats) {
   std::string text = "# Commandstats\r\n";
   for (size_t slot = 0; slot < CommandStats::kMaxCommands; ++slot) {
     const std::string_view name = CommandSlotName(slot);
     if (name.empty()) continue;
     const CommandStats::Totals t = stats.Read(slot);
-    if (t.calls == 0) continue;
-    const uint64_t calls = t.calls - t.rejected;
+    if (t.calls + t.rejected == 0) continue;
+    const uint64_t calls = t.calls;
     const uint64_t usec = t.nanos / 1000;
     char per_call[32];
     std::snprintf(per_call, sizeof(per_call), "%.2f",

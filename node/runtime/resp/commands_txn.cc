@@ -12,6 +12,7 @@
 //   - EXEC and DISCARD forget the WATCHes.
 // A write command counts as a change even when it sets no bit (watch.h).
 #include "node/runtime/resp/commands.h"
+#include "node/runtime/resp/fast_clock.h"
 #include "node/runtime/resp/reply_writer.h"
 
 namespace pollen::resp {
@@ -52,7 +53,11 @@ void CmdExec(CommandCall& call) {
     std::vector<std::string_view> args;
     for (const std::vector<std::string>& command : txn.queued) {
       args.assign(command.begin(), command.end());
+      // Each counts in commandstats under its own name, as Redis' (and
+      // EXEC then counts the whole).
+      const uint64_t started = FastNanos();
       Dispatch(call.ctx, session, args, call.out);
+      CountCommand(call.ctx, session, FastNanos() - started);
     }
   });
   session.defer = std::move(defer);

@@ -10,18 +10,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "node/runtime/resp/fast_clock.h"
 #include "node/runtime/resp/reply_writer.h"
 
 namespace pollen::resp {
 
 namespace {
 
-// steady_clock in nanoseconds: a vDSO clock_gettime, about 20 ns here.
-uint64_t MonotonicNanos() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 ParserLimits ToParserLimits(const ServerLimits& l) {
   ParserLimits p;
   p.max_args = l.max_args;
@@ -91,6 +86,8 @@ Connection::Connection(int fd, uint64_t id, size_t loop, std::shared_ptr<Connect
   session_.id = id;
   session_.peer = PeerAddress(fd_);
   session_.gate_stripe = static_cast<int>(loop % ExecGate::kStripes);
+  assert(loop < CommandStats::kShards);
+  session_.stats_shard = static_cast<int>(loop);
   record_ = std::make_shared<ClientRecord>(id, session_.peer, LocalAddress(fd_), static_cast<int64_t>(fd_),
                                            loop_->now());
   session_.record = record_.get();
@@ -193,6 +190,7 @@ void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
   awaiting_reply_ = false;
   session_.deferred = false;
   const size_t before = out_.size();
+  const int slot = session_.stats_slot;  // what the writer does cannot change what is counted
   {
     // The writer may finish a command (a routed add logs its keys, and may
     // create a filter deleted meanwhile): like a batch, it runs inside the
@@ -203,11 +201,9 @@ void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
   assert(out_.size() > before);
   const bool error = out_.size() > before && out_[before] == '-';
   if (error) ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
-  if (session_.stats_slot >= 0) {
-    ctx_.command_stats.Record(loop_index_, static_cast<size_t>(session_.stats_slot),
-                              MonotonicNanos() - deferred_started_,
-                              error ? CommandStats::Outcome::kFailed : CommandStats::Outcome::kOk);
-  }
+  session_.stats_slot = slot;
+  session_.stats_outcome = error ? CommandStats::Outcome::kFailed : CommandStats::Outcome::kOk;
+  CountCommand(ctx_, session_, FastNanos() - deferred_started_);
   last_activity_ = loop_->now();
   Process();  // the requests that came after it
   if (!closed_) Flush();
@@ -266,7 +262,7 @@ void Connection::Process() {
   // thread never interleaves with it (exec_gate.h).
   ExecGate::SharedScope batch(ctx_.exec_gate, loop_index_);
   // One clock read per command: each command's end is the next one's start.
-  uint64_t started = MonotonicNanos();
+  uint64_t started = FastNanos();
   while (!closing_) {
     if (out_.size() - out_pos_ >= kHighWaterBytes || executed >= ctx_.limits.max_batch_replies) {
       pending_input_ = start < in_len_;  // resume once the replies are sent
@@ -286,7 +282,7 @@ void Connection::Process() {
         start += parser_.error().skip;
       }
       parser_.Reset();
-      started = MonotonicNanos();
+      started = FastNanos();
       continue;
     }
     if (!parser_.args().empty()) {
@@ -296,11 +292,8 @@ void Connection::Process() {
       if (session_.deferred) {
         deferred_started_ = started;  // timed until its reply is written
       } else {
-        const uint64_t ended = MonotonicNanos();
-        if (session_.stats_slot >= 0) {
-          ctx_.command_stats.Record(loop_index_, static_cast<size_t>(session_.stats_slot), ended - started,
-                                    session_.stats_outcome);
-        }
+        const uint64_t ended = FastNanos();
+        CountCommand(ctx_, session_, ended - started);
         started = ended;
       }
     }

@@ -107,7 +107,7 @@ class Connection final : public IoHandler {
   bool pending_input_ = false;  // complete requests left unexecuted (paused)
   bool awaiting_reply_ = false; // a deferred reply is outstanding: execute and read nothing
   uint64_t defer_seq_ = 0;      // numbers deferred requests
-  uint64_t deferred_started_ = 0;  // MonotonicNanos() when the deferred request began
+  uint64_t deferred_started_ = 0;  // FastNanos() when the deferred request began
   bool closing_ = false;        // close once out_ is sent
   bool closed_ = false;
   bool left_ = false;

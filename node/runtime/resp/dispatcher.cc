@@ -95,6 +95,12 @@ void Dispatch(ServerContext& context, Session& session, std::span<const std::str
   session.stats_outcome = outcome;
 }
 
+void CountCommand(ServerContext& context, const Session& session, uint64_t nanos) {
+  if (session.stats_slot < 0 || session.stats_shard < 0) return;
+  context.command_stats.Record(static_cast<size_t>(session.stats_shard), static_cast<size_t>(session.stats_slot),
+                               nanos, session.stats_outcome);
+}
+
 std::string_view CommandSlotName(size_t slot) {
   const auto all = AllCommands();
   return slot < all.size() ? all[slot].name : std::string_view();

@@ -102,6 +102,9 @@ struct Session {
   // outcome is its reply's).
   int stats_slot = -1;
   CommandStats::Outcome stats_outcome = CommandStats::Outcome::kOk;
+  // The CommandStats shard this session counts its commands in (its RESP
+  // thread's loop index), or -1 when nothing is counted (unit tests, fuzzers).
+  int stats_shard = -1;
 };
 
 // Executes args (args[0] is the command; must be non-empty) and appends
@@ -110,6 +113,11 @@ struct Session {
 // sets session.stats_slot / stats_outcome (the caller times the command).
 void Dispatch(ServerContext& context, Session& session, std::span<const std::string_view> args,
               std::string* out);
+
+// Counts what the last Dispatch ran (session.stats_slot, stats_outcome) as
+// taking `nanos`, in context.command_stats on session.stats_shard; nothing
+// when either is -1. Rejected calls count as errors, not in the durations.
+void CountCommand(ServerContext& context, const Session& session, uint64_t nanos);
 
 // The name (lower case) of the command in CommandStats slot `slot`, or ""
 // when no command has that slot.

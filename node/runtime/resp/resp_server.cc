@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cassert>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "node/runtime/resp/acceptor.h"
 #include "node/runtime/resp/connection.h"
+#include "node/runtime/resp/fast_clock.h"
 #include "node/runtime/resp/unique_fd.h"
 
 namespace pollen::resp {
@@ -90,6 +92,8 @@ RespServer::~RespServer() { Stop(); }
 absl::Status RespServer::Start() {
   if (impl_->ctx.node == nullptr) return absl::FailedPreconditionError("RESP server needs a node");
   if (impl_->started.exchange(true)) return absl::FailedPreconditionError("RESP server already started");
+  assert(impl_->registry->loops.size() <= CommandStats::kShards);  // a CommandStats shard per loop
+  CalibrateFastClock();  // here, not in the first command's time
   const auto& ep = impl_->endpoint;
   const std::string where = absl::StrCat(ep.address().to_string(), ":", ep.port());
   absl::StatusOr<int> fd = Acceptor::Listen(ep.data(), static_cast<socklen_t>(ep.size()), where);
