@@ -7,7 +7,8 @@
 
 namespace pollen::runtime {
 
-inline constexpr char kPollenVersion[] = "0.1.0";
+// The project's version (CMakeLists.txt's project(VERSION)), as the package's.
+inline constexpr char kPollenVersion[] = POLLEN_VERSION;
 
 int RunDaemon(int argc, char** argv);
 

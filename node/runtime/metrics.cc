@@ -88,7 +88,7 @@ void RenderCommandStats(Writer& w, const resp::CommandStats& stats) {
     const std::string_view name = resp::CommandSlotName(slot);
     if (name.empty()) continue;
     CommandStats::Totals t = stats.Read(slot);
-    if (t.calls > 0) seen.emplace_back(name, t);
+    if (t.calls + t.rejected > 0) seen.emplace_back(name, t);
   }
   w.Family("pollen_resp_command_duration_seconds", "histogram",
            "Time a RESP command took to parse and execute (a deferred reply: until it was written), by command.");
@@ -96,14 +96,14 @@ void RenderCommandStats(Writer& w, const resp::CommandStats& stats) {
     uint64_t cumulative = 0;
     for (size_t b = 0; b < CommandStats::kBuckets; ++b) {
       cumulative += t.buckets[b];
-      const std::string le = b < CommandStats::kBoundsNs.size() ? Cat(CommandStats::kBoundsNs[b] * 1e-9) : "+Inf";
+      const std::string le = b < CommandStats::kBoundsNs.size() ? Cat(static_cast<double>(CommandStats::kBoundsNs[b]) / 1e9) : "+Inf";
       w.Sample("pollen_resp_command_duration_seconds_bucket", L2("command", name, "le", le), cumulative);
     }
-    w.Sample("pollen_resp_command_duration_seconds_sum", L("command", name), static_cast<double>(t.nanos) * 1e-9);
+    w.Sample("pollen_resp_command_duration_seconds_sum", L("command", name), static_cast<double>(t.nanos) / 1e9);
     w.Sample("pollen_resp_command_duration_seconds_count", L("command", name), t.calls);
   }
   w.Family("pollen_resp_command_errors_total", "counter",
-           "RESP commands answered with an error, by command and kind: failed (it ran) or rejected (arity, NOAUTH).");
+           "RESP commands answered with an error, by command and kind: failed (it ran; also in the duration histogram) or rejected (arity, NOAUTH; not in it).");
   for (const auto& [name, t] : seen) {
     w.Sample("pollen_resp_command_errors_total", L2("command", name, "kind", "failed"), t.failed);
     w.Sample("pollen_resp_command_errors_total", L2("command", name, "kind", "rejected"), t.rejected);
