@@ -15,9 +15,12 @@
 set(_deb_stage ${CMAKE_BINARY_DIR}/deb)
 
 # The unit in ops/systemd runs /usr/local/bin/pollend (a hand install); the
-# package's runs /usr/bin/pollend.
-file(READ ${CMAKE_SOURCE_DIR}/ops/systemd/pollend.service _unit)
+# package's runs /usr/bin/pollend, without the hand-install comment.
+set(_unit_src ${CMAKE_SOURCE_DIR}/ops/systemd/pollend.service)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_unit_src})
+file(READ ${_unit_src} _unit)
 string(REPLACE "/usr/local/bin/pollend" "/usr/bin/pollend" _unit "${_unit}")
+string(REGEX REPLACE "# Install:[^\n]*\n(#  [^\n]*\n)*" "" _unit "${_unit}")
 file(WRITE ${_deb_stage}/pollend.service "${_unit}")
 
 install(FILES ${_deb_stage}/pollend.service

@@ -57,7 +57,8 @@ void CmdExec(CommandCall& call) {
       // EXEC then counts the whole).
       const uint64_t started = FastNanos();
       Dispatch(call.ctx, session, args, call.out);
-      CountCommand(call.ctx, session, FastNanos() - started);
+      const uint64_t ended = FastNanos();
+      CountCommand(call.ctx, session, ended > started ? ended - started : 0);
     }
   });
   session.defer = std::move(defer);

@@ -203,7 +203,8 @@ void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
   if (error) ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
   session_.stats_slot = slot;
   session_.stats_outcome = error ? CommandStats::Outcome::kFailed : CommandStats::Outcome::kOk;
-  CountCommand(ctx_, session_, FastNanos() - deferred_started_);
+  const uint64_t ended = FastNanos();
+  CountCommand(ctx_, session_, ended > deferred_started_ ? ended - deferred_started_ : 0);
   last_activity_ = loop_->now();
   Process();  // the requests that came after it
   if (!closed_) Flush();
@@ -293,7 +294,7 @@ void Connection::Process() {
         deferred_started_ = started;  // timed until its reply is written
       } else {
         const uint64_t ended = FastNanos();
-        CountCommand(ctx_, session_, ended - started);
+        CountCommand(ctx_, session_, ended > started ? ended - started : 0);
         started = ended;
       }
     }

@@ -2,6 +2,8 @@
 
 #include <cassert>
 #include <chrono>
+#include <fstream>
+#include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -10,8 +12,6 @@
 
 namespace pollen::resp {
 namespace {
-
-__extension__ typedef unsigned __int128 Uint128;  // GCC and clang; -Wpedantic knows it as an extension
 
 uint64_t SteadyNanos() {
   return static_cast<uint64_t>(
@@ -29,6 +29,17 @@ struct TscRate {
 };
 
 #if defined(__x86_64__)
+__extension__ typedef unsigned __int128 Uint128;  // GCC and clang; -Wpedantic knows it as an extension
+
+// The kernel picks the TSC as its clocksource only once it has checked that
+// every core's TSC agrees; without that, a thread that moves between cores
+// could read time going backwards.
+bool KernelUsesTsc() {
+  std::ifstream f("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  std::string source;
+  return f >> source && source == "tsc";
+}
+
 bool HasInvariantTsc() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(0x80000000, &a, &b, &c, &d) == 0 || a < 0x80000007) return false;
@@ -54,7 +65,7 @@ bool ReadPair(uint64_t* ticks, uint64_t* ns) {
 
 TscRate Measure() {
   TscRate r;
-  if (!HasInvariantTsc()) return r;
+  if (!HasInvariantTsc() || !KernelUsesTsc()) return r;
   uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
   if (!ReadPair(&t0, &n0)) return r;
   // 5 ms: the pairs' 2 us uncertainty is then under 0.1% of the rate.

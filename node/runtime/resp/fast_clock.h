@@ -6,11 +6,11 @@
 // 700 ns of CPU: a clock_gettime per command is 3% of it, rdtsc 1.3%.
 //
 // On x86-64 with an invariant TSC (CPUID 0x80000007 EDX bit 8: a constant
-// rate that does not stop in idle states) FastNanos() is the TSC scaled by a
-// rate measured against steady_clock once per process; anywhere else it is
-// steady_clock. Either way it never goes backwards on one thread; across
-// threads it is as good as the TSC's synchronisation (the kernel checks it
-// before it picks the TSC as its own clocksource).
+// rate that does not stop in idle states) that the kernel uses as its own
+// clocksource (it checks that the cores' TSCs agree before it does),
+// FastNanos() is the TSC scaled by a rate measured against steady_clock once
+// per process; anywhere else it is steady_clock. Callers still clamp a
+// negative difference to 0.
 #pragma once
 
 #include <cstdint>

@@ -89,10 +89,18 @@ RespServer::RespServer(IoPool& pool, const boost::asio::ip::tcp::endpoint& endpo
 
 RespServer::~RespServer() { Stop(); }
 
+// A CommandStats shard per event loop (Start checks it too, for a pool
+// built some other way).
+static_assert(IoPool::kMaxThreads <= CommandStats::kShards);
+
 absl::Status RespServer::Start() {
   if (impl_->ctx.node == nullptr) return absl::FailedPreconditionError("RESP server needs a node");
   if (impl_->started.exchange(true)) return absl::FailedPreconditionError("RESP server already started");
-  assert(impl_->registry->loops.size() <= CommandStats::kShards);  // a CommandStats shard per loop
+  if (impl_->registry->loops.size() > CommandStats::kShards) {  // a CommandStats shard per loop
+    std::lock_guard<std::mutex> lock(impl_->registry->mu);
+    impl_->registry->stopped = true;
+    return absl::InvalidArgumentError(absl::StrCat("RESP server: at most ", CommandStats::kShards, " threads"));
+  }
   CalibrateFastClock();  // here, not in the first command's time
   const auto& ep = impl_->endpoint;
   const std::string where = absl::StrCat(ep.address().to_string(), ":", ep.port());
