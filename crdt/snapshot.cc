@@ -95,8 +95,11 @@ namespace {
 
 // The format above (v2), with `write_subs(out)` appending sub_count
 // sub-filters (epoch u64, layer u32, then the words).
+// Appends the snapshot to `out` (which may hold a caller's prefix: the
+// checksum covers only the snapshot) and returns it.
 template <typename WriteSubs>
-std::string Encode(const FilterParams& p, size_t sub_count, uint64_t total_words, WriteSubs&& write_subs) {
+std::string Encode(const FilterParams& p, size_t sub_count, uint64_t total_words, std::string out,
+                   WriteSubs&& write_subs) {
   EnsureSodiumInitialized();
   std::string header;
   // name_len is a u16; a name of 0xFFFF bytes or more (binary-safe names go
@@ -115,19 +118,20 @@ std::string Encode(const FilterParams& p, size_t sub_count, uint64_t total_words
   PutU64(header, std::bit_cast<uint64_t>(p.fpr));
   PutU32(header, static_cast<uint32_t>(sub_count));
 
-  std::string out(kMagic, sizeof kMagic);
+  const size_t start = out.size();
+  out.reserve(start + sizeof kMagic + 8 + header.size() + sub_count * 12 + total_words * 8 + kChecksumBytes);
+  out.append(kMagic, sizeof kMagic);
   PutU32(out, kSnapshotVersion);
   PutU32(out, static_cast<uint32_t>(header.size()));
   out += header;
-  out.reserve(out.size() + sub_count * 12 + total_words * 8 + kChecksumBytes);
   write_subs(out);
-  out += Checksum(out);
+  out += Checksum(std::string_view(out).substr(start));
   return out;
 }
 
 }  // namespace
 
-std::string EncodeSnapshot(const GenerationSet& set) {
+std::string EncodeSnapshot(const GenerationSet& set, std::string prefix) {
   std::vector<std::shared_ptr<const SubFilter>> subs;
   uint64_t total_words = 0;
   for (uint64_t slot : set.slots()) {
@@ -136,7 +140,7 @@ std::string EncodeSnapshot(const GenerationSet& set) {
       subs.push_back(std::move(sub));
     }
   }
-  return Encode(set.params(), subs.size(), total_words, [&](std::string& out) {
+  return Encode(set.params(), subs.size(), total_words, std::move(prefix), [&](std::string& out) {
     for (const auto& sub : subs) {
       PutU64(out, sub->epoch);
       PutU32(out, sub->layer);
@@ -149,7 +153,7 @@ std::string EncodeSnapshotWords(const FilterParams& p,
                                 std::span<const std::pair<uint64_t, std::span<const uint64_t>>> subs) {
   uint64_t total_words = 0;
   for (const auto& [slot, words] : subs) total_words += words.size();
-  return Encode(p, subs.size(), total_words, [&](std::string& out) {
+  return Encode(p, subs.size(), total_words, std::string(), [&](std::string& out) {
     for (const auto& [slot, words] : subs) {
       assert(LayerShape(p, LayerOfSlot(slot)).ok() &&
              words.size() == LayerShape(p, LayerOfSlot(slot))->blocks * kWordsPerBlock);

@@ -33,7 +33,12 @@ namespace pollen::crdt {
 inline constexpr uint32_t kSnapshotVersion = 2;
 
 // Serializes to bytes / parses bytes (the file functions wrap these).
-std::string EncodeSnapshot(const GenerationSet& set);
+// EncodeSnapshot returns `prefix` followed by the snapshot, built in one
+// buffer: a caller that frames the snapshot (Node::ExportSnapshots) holds one
+// copy of the filter, not two. Measured with tests/soak/soak.sh (a 50M-key
+// filter, 112 MiB resident): snapshot peaks of 300 MiB with a separate
+// concatenation, 208 MiB without.
+std::string EncodeSnapshot(const GenerationSet& set, std::string prefix = {});
 
 // The same bytes from raw contents: `subs` are (slot, words) in ascending
 // slot order, each with its layer's LayerShape(...).blocks * kWordsPerBlock

@@ -360,7 +360,7 @@ std::map<std::string, std::string> Node::ExportSnapshots() const {
   for (const auto& [name, state] : impl_->filters) {
     wire::CatalogEntry entry;
     ToWire(state->entry, state->set->epoch(), &entry);
-    out[name] = SnapshotValue(entry.SerializeAsString(), crdt::EncodeSnapshot(*state->set));
+    out[name] = crdt::EncodeSnapshot(*state->set, SnapshotValue(entry.SerializeAsString(), {}));
   }
   return out;
 }
