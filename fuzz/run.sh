@@ -1,35 +1,63 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of every fuzz target under libFuzzer, built with clang
-# and ASan+UBSan. The long campaign; CI runs the same targets as bounded
-# standalone corpus runners (ctest label "fuzz") instead.
+# Coverage-guided fuzzing with libFuzzer, built with clang and ASan+UBSan.
 #
-#   bash fuzz/libfuzzer.sh [SECONDS_PER_TARGET] [TARGET ...]   # default 600 s, every target
+#   bash fuzz/run.sh TARGET SECONDS        # one target, e.g. fuzz_node_frames 600
+#   bash fuzz/run.sh all SECONDS           # every target, JOBS at a time (the long campaign)
+#   bash fuzz/run.sh list                  # the target names
 #
-# Environment: BUILD_DIR (build-fuzz), CORPUS_DIR (build-fuzz/corpus, kept
-# between runs), JOBS (targets fuzzed at once; default the core count).
-# Prints one line per target (executions, coverage edges, corpus size, crashes) and exits 1 if
-# any target crashed; each crash input is kept as CORPUS_DIR/<target>/crash-*
-# and replays alone: `BUILD_DIR/fuzz/<dir>/<target> CRASH_FILE`. Every harness
-# builds its state from the input, so no earlier input is needed.
+# Each target starts from its committed, minimized corpus (fuzz/corpus/TARGET,
+# read only) and its working corpus (CORPUS_DIR/TARGET, kept between runs), with
+# its protocol's dictionary (fuzz/dict/) where it has one. `bash fuzz/minimize.sh`
+# folds the working corpora back into fuzz/corpus.
+#
+# Prints one line per target (executions, coverage edges, corpus size, crashes)
+# and exits 1 if any target crashed. A crash input is kept as
+# CORPUS_DIR/TARGET/crash-* and replays alone (every harness builds its state
+# from the input): `BUILD_DIR/fuzz/<dir>/TARGET CRASH_FILE`. Turn it into a
+# regression test by copying it to fuzz/regressions/TARGET/ (ctest replays
+# that directory on every run).
+#
+# Environment: BUILD_DIR (build-fuzz), CORPUS_DIR (BUILD_DIR/corpus), JOBS
+# (targets fuzzed at once; default the core count), FUZZ_ARGS (more libFuzzer
+# flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECONDS_PER_TARGET=${1:-600}
-shift || true
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || usage
+case "$1" in -h|--help) usage ;; esac
+
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 CORPUS_DIR=${CORPUS_DIR:-$BUILD_DIR/corpus}
 JOBS=${JOBS:-$(nproc)}
+
+mapfile -t all_targets < <(grep -rho --include=CMakeLists.txt 'pollen_add_fuzz_target(fuzz_[a-z_0-9]*' fuzz |
+  sed 's/pollen_add_fuzz_target(//' | sort)
+if [ "$1" = list ]; then printf '%s\n' "${all_targets[@]}"; exit 0; fi
+[ $# -eq 2 ] || usage
+if [ "$1" = all ]; then
+  targets=("${all_targets[@]}")
+else
+  printf '%s\n' "${all_targets[@]}" | grep -qx "$1" || { echo "unknown target $1 (bash fuzz/run.sh list)" >&2; exit 2; }
+  targets=("$1")
+fi
+SECONDS_PER_TARGET=$2
+[[ "$SECONDS_PER_TARGET" =~ ^[0-9]+$ ]] && [ "$SECONDS_PER_TARGET" -gt 0 ] || { echo "SECONDS must be a positive integer" >&2; exit 2; }
+
+# The dictionary a target's input format calls for (none: binary, structure-aware harnesses).
+dictionary_of() {
+  case "$1" in
+    fuzz_resp_request_parser|fuzz_resp_dispatcher) echo fuzz/dict/resp_request.dict ;;
+    fuzz_resp_reply_reader) echo fuzz/dict/resp_reply.dict ;;
+    fuzz_runtime_config_parse) echo fuzz/dict/config.dict ;;
+  esac
+}
 
 bash .ci/deps.sh
 if ! command -v clang++ >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "ok installed"; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
-fi
-
-targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  mapfile -t targets < <(grep -rho --include=CMakeLists.txt 'pollen_add_fuzz_target(fuzz_[a-z_]*' fuzz | sed 's/pollen_add_fuzz_target(//' | sort)
 fi
 
 CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -40,25 +68,34 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 fuzz_one() {
-  local target=$1 binary corpus log
+  local target=$1 binary work seeds log dict
   binary=$(find "$BUILD_DIR/fuzz" -type f -name "$target" -perm -u+x | head -n 1)
-  corpus="$CORPUS_DIR/$target"
+  work="$CORPUS_DIR/$target"
+  seeds="fuzz/corpus/$target"
   log="$CORPUS_DIR/$target.log"
-  mkdir -p "$corpus"
+  mkdir -p "$work"
+  local args=(-max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=25 -rss_limit_mb=4096
+              -artifact_prefix="$work/")
+  dict=$(dictionary_of "$target")
+  [ -n "$dict" ] && args+=(-dict="$dict")
+  local dirs=("$work")
+  [ -d "$seeds" ] && dirs+=("$seeds")
   local before
-  before=$(find "$corpus" -maxdepth 1 -name 'crash-*' | wc -l)
-  "$binary" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=25 -rss_limit_mb=4096 \
-    -artifact_prefix="$corpus/" "$corpus" >"$log" 2>&1 || true
+  before=$(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
+  # shellcheck disable=SC2086
+  "$binary" "${args[@]}" ${FUZZ_ARGS:-} "${dirs[@]}" >"$log" 2>&1 || true
   local execs edges size crashes
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   edges=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
-  size=$(find "$corpus" -maxdepth 1 -type f ! -name 'crash-*' ! -name 'timeout-*' ! -name 'oom-*' | wc -l)
-  crashes=$(( $(find "$corpus" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l) - before ))
+  size=$(find "$work" -maxdepth 1 -type f ! -name 'crash-*' ! -name 'timeout-*' ! -name 'oom-*' ! -name 'leak-*' | wc -l)
+  crashes=$(( $(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l) - before ))
+  # A run that ended without final stats died outside an input (e.g. at start-up): a failure too.
+  if [ -z "$execs" ] && [ "$crashes" -eq 0 ]; then crashes=1; fi
   printf '%-36s %12s execs %6s edges %7s corpus %3s crashes\n' "$target" "${execs:-?}" "${edges:-?}" "$size" "$crashes"
-  [ "$crashes" -eq 0 ]
+  [ "$crashes" -eq 0 ] || { echo "  $target: see $log"; return 1; }
 }
 
-echo "libFuzzer: ${#targets[@]} targets x ${SECONDS_PER_TARGET}s, $JOBS at a time; logs in $CORPUS_DIR"
+echo "libFuzzer: ${#targets[@]} target(s) x ${SECONDS_PER_TARGET}s, $JOBS at a time; logs in $CORPUS_DIR"
 failed=0
 running=0
 for t in "${targets[@]}"; do
@@ -73,4 +110,4 @@ while [ "$running" -gt 0 ]; do
   wait -n || failed=1
   running=$((running - 1))
 done
-[ "$failed" -eq 0 ] && echo "libFuzzer: no crashes" || { echo "libFuzzer: crashes found (see above)"; exit 1; }
+if [ "$failed" -eq 0 ]; then echo "libFuzzer: no crashes"; else echo "libFuzzer: crashes found (see above)"; exit 1; fi

@@ -2,13 +2,17 @@
 // stream of inputs (random bytes, then byte-level mutations of earlier inputs
 // and of any seed files given on the command line). A crash, sanitizer report
 // or assertion failure fails the ctest test; the seed and iteration are printed
-// first so a failure can be replayed.
+// first so a failure can be replayed. Every seed file is run as given first, so
+// the committed corpus (fuzz/corpus/<target>) and crash regressions
+// (fuzz/regressions/<target>) replay on every ctest run.
 //
-//   <target> [--iterations N] [--seed S] [--max-len L] [seed files...]
+//   <target> [--iterations N] [--seed S] [--max-len L] [seed files or directories...]
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -31,12 +35,23 @@ int main(int argc, char** argv) {
     } else if (arg == "--max-len" && i + 1 < argc) {
       max_len = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::ifstream in(arg, std::ios::binary);
-      if (!in) {
-        std::fprintf(stderr, "cannot read seed file %s\n", arg.c_str());
-        return 2;
+      std::vector<std::string> files;
+      if (std::filesystem::is_directory(arg)) {
+        for (const auto& entry : std::filesystem::directory_iterator(arg)) {
+          if (entry.is_regular_file()) files.push_back(entry.path().string());
+        }
+        std::sort(files.begin(), files.end());  // a deterministic order for --seed replays
+      } else {
+        files.push_back(arg);
       }
-      corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      for (const std::string& file : files) {
+        std::ifstream in(file, std::ios::binary);
+        if (!in) {
+          std::fprintf(stderr, "cannot read seed file %s\n", file.c_str());
+          return 2;
+        }
+        corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
     }
   }
   std::printf("fuzzing: seed=%llu iterations=%llu seeds=%zu\n", (unsigned long long)seed,
