@@ -10,7 +10,7 @@ PACKAGES=(
   libsodium-dev libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools python3 python3-redis python3-scrapy python3-venv python3-setuptools python3-wheel libhiredis-dev
-  prometheus curl procps iproute2 chromium
+  prometheus curl procps iproute2 iptables chromium
 )
 
 missing=()

@@ -1,0 +1,573 @@
+#!/usr/bin/python3
+"""Jepsen-style fault test: five real pollend processes, each in its own
+network namespace on a bridge this test creates, under a workload of
+concurrent adds at every node and a seeded nemesis that kills, pauses,
+partitions (symmetric and one-way) and drops traffic. Then everything heals
+and the test checks what Pollen promises:
+
+  1. no node crashed (only the nemesis ends processes);
+  2. read-your-writes at the acknowledging node: a key a node acknowledged
+     (appendfsync always) reads present there at every later read, across
+     SIGKILLs and restarts;
+  3. convergence: every acknowledged add reads present on every node within
+     --converge-timeout seconds of the heal;
+  4. membership settles: every node lists all five alive within
+     --converge-timeout seconds.
+
+Usage (root; network namespaces, a bridge, veth pairs and iptables rules
+inside the namespaces; all of them removed at exit):
+
+  jepsen.py --pollend PATH [--seconds 40] [--seed N] [--nodes 5] [--writers 2]
+            [--rate 5000] [--converge-timeout 60] [--keep-dir]
+
+Bounded: addresses 10.213.77.0/24 only, namespaces named pollen-jepsen-N, a
+bridge named pjepbr0, and a global lock so two runs never overlap. Prints the
+seed and the command that replays it first. Exits 0 when every check passed,
+1 when one failed, 77 (ctest: skipped) only when this machine cannot create
+network namespaces or the test is not root.
+"""
+
+import argparse
+import fcntl
+import os
+import random
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+import redis
+
+SUBNET = "10.213.77"
+HOST_IP = SUBNET + ".254"  # the bridge's address: where the clients and checks run from
+BRIDGE = "pjepbr0"
+NS_PREFIX = "pollen-jepsen-"
+VETH_PREFIX = "pjep-v"
+LOCK_PATH = "/tmp/pollen-jepsen.lock"
+GOSSIP_PORT, RESP_PORT, HTTP_PORT = 7946, 6380, 9464
+FILTER = "jepsen"
+BATCH = 10  # keys per BF.MADD
+SKIP = 77
+
+T0 = time.monotonic()
+
+
+def log(msg):
+    print(f"[{time.monotonic() - T0:7.2f}s] {msg}", flush=True)
+
+
+def run(*args, check=True):
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")
+    return p
+
+
+# ---- the network: namespaces, veth pairs, a bridge --------------------------
+
+class Network:
+    """Owns every namespace, link and rule it makes; teardown() removes them."""
+
+    def __init__(self, count):
+        self.count = count
+        self.forward_rule = False
+
+    @staticmethod
+    def ns(i):
+        return f"{NS_PREFIX}{i}"
+
+    @staticmethod
+    def ip(i):
+        return f"{SUBNET}.{i}"
+
+    def setup(self):
+        self.teardown()  # leftovers of a run that was SIGKILLed
+        run("ip", "link", "add", BRIDGE, "type", "bridge")
+        run("ip", "addr", "add", f"{HOST_IP}/24", "dev", BRIDGE)
+        run("ip", "link", "set", BRIDGE, "up")
+        # With br_netfilter loaded, bridged frames traverse the host's FORWARD
+        # chain (a DROP policy there, as Docker sets, would cut the nodes off
+        # from each other): accept exactly this bridge's own traffic.
+        if _read("/proc/sys/net/bridge/bridge-nf-call-iptables") == "1":
+            run("iptables", "-I", "FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT")
+            self.forward_rule = True
+        for i in range(1, self.count + 1):
+            ns, host_end, ns_end = self.ns(i), f"{VETH_PREFIX}{i}", f"{VETH_PREFIX}{i}p"
+            run("ip", "netns", "add", ns)
+            run("ip", "link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+            run("ip", "link", "set", ns_end, "netns", ns)
+            run("ip", "link", "set", host_end, "master", BRIDGE, "up")
+            run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            run("ip", "netns", "exec", ns, "ip", "link", "set", ns_end, "name", "eth0")
+            run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{self.ip(i)}/24", "dev", "eth0")
+            run("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+
+    def teardown(self):
+        for ns in _namespaces():
+            if ns.startswith(NS_PREFIX):
+                run("ip", "netns", "del", ns, check=False)  # takes its veth end along
+        # A namespace's deletion frees its veth pair asynchronously: delete the host ends now.
+        for link in run("ip", "-o", "link", "show", check=False).stdout.splitlines():
+            name = link.split(":")[1].strip().split("@")[0]
+            if name.startswith(VETH_PREFIX):
+                run("ip", "link", "del", name, check=False)
+        run("ip", "link", "del", BRIDGE, check=False)
+        while run("iptables", "-D", "FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT",
+                  check=False).returncode == 0:
+            pass
+        self.forward_rule = False
+
+    def iptables(self, i, *rule):
+        run("ip", "netns", "exec", self.ns(i), "iptables", *rule)
+
+    def heal(self):
+        for i in range(1, self.count + 1):
+            self.iptables(i, "-F", "INPUT")
+            self.iptables(i, "-F", "OUTPUT")
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _namespaces():
+    out = run("ip", "netns", "list", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+# ---- the nodes ---------------------------------------------------------------
+
+class Node:
+    def __init__(self, i, count, pollend, workdir, secret):
+        self.i = i
+        self.ip = Network.ip(i)
+        self.pollend = pollend
+        self.data_dir = os.path.join(workdir, f"n{i}")
+        self.log_path = os.path.join(workdir, f"n{i}.log")
+        self.config_path = os.path.join(workdir, "jepsen.conf")
+        self.secret = secret
+        self.seeds = ",".join(f"{Network.ip(j)}:{GOSSIP_PORT}" for j in range(1, count + 1) if j != i)
+        self.proc = None
+        self.killed_by_nemesis = False  # the current process's end is expected
+        self.paused = False
+        self.crashes = []  # (exit status, time) of ends the nemesis did not cause
+        os.makedirs(self.data_dir, exist_ok=True)
+
+    def start(self):
+        args = ["ip", "netns", "exec", Network.ns(self.i), self.pollend, "--config", self.config_path,
+                "--node-name", f"n{self.i}", "--gossip-bind", f"{self.ip}:{GOSSIP_PORT}", "--seeds", self.seeds,
+                "--resp-bind", f"{self.ip}:{RESP_PORT}", "--http-bind", f"{self.ip}:{HTTP_PORT}",
+                "--data-dir", self.data_dir]
+        env = dict(os.environ, POLLEN_SECRET=self.secret)
+        with open(self.log_path, "a") as logf:
+            # `ip netns exec` execs pollend, so this pid is pollend's.
+            self.proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        self.killed_by_nemesis = False
+        self.paused = False
+
+    def signal(self, sig):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def kill(self):
+        self.killed_by_nemesis = True
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGKILL)
+        if self.proc:
+            self.proc.wait()
+
+    def pause(self):
+        self.paused = True
+        self.signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.paused = False
+        self.signal(signal.SIGCONT)
+
+    def check_alive(self):
+        """Records an end the nemesis did not cause; returns True while running."""
+        if self.proc is None:
+            return False
+        status = self.proc.poll()
+        if status is None:
+            return True
+        if not self.killed_by_nemesis:
+            self.crashes.append((status, time.monotonic() - T0))
+            self.killed_by_nemesis = True  # record it once
+        return False
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://{self.ip}:{HTTP_PORT}/metrics", timeout=2) as r:
+            return r.read().decode()
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(f"http://{self.ip}:{HTTP_PORT}/readyz", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def client(self, timeout=2.0):
+        return redis.Redis(host=self.ip, port=RESP_PORT, socket_timeout=timeout, socket_connect_timeout=timeout)
+
+
+def members_by_state(metrics_text):
+    out = {}
+    for m in re.finditer(r'^pollen_members\{state="([a-z]+)"\} ([0-9.e+]+)$', metrics_text, re.M):
+        out[m.group(1)] = int(float(m.group(2)))
+    return out
+
+
+# ---- the workload --------------------------------------------------------------
+
+class Writer(threading.Thread):
+    """Adds fresh keys at one node in BF.MADD batches, recording every
+    acknowledged key; after each acknowledged batch it reads back a sample of
+    its earlier acknowledged keys at the same node (all must be present)."""
+
+    def __init__(self, node, index, stop, seed, pause):
+        super().__init__(daemon=True)
+        self.node = node
+        self.prefix = f"n{node.i}w{index}-"
+        self.stop = stop
+        self.rng = random.Random(seed)
+        self.acked = []
+        self.indeterminate = 0  # batches with no answer (timeout, reset): may or may not be in
+        self.errors = []        # error replies (should be none)
+        self.lost = []          # acknowledged keys a later read at the same node missed
+        self.seq = 0
+        self.pause = pause  # seconds between batches (the --rate limit)
+
+    def run(self):
+        conn = None
+        while not self.stop.wait(self.pause):
+            if conn is None:
+                conn = self.node.client()
+            keys = [f"{self.prefix}{self.seq + k}" for k in range(BATCH)]
+            self.seq += BATCH
+            try:
+                reply = conn.execute_command("BF.MADD", FILTER, *keys)
+            except redis.ResponseError as e:
+                self.errors.append(str(e))
+                continue
+            except (redis.ConnectionError, redis.TimeoutError, OSError):
+                self.indeterminate += 1
+                conn.close()
+                conn = None
+                self.stop.wait(0.2)
+                continue
+            if not isinstance(reply, list) or len(reply) != BATCH or any(r not in (0, 1) for r in reply):
+                self.errors.append(f"BF.MADD reply {reply!r}")
+                continue
+            self.acked.extend(keys)
+            sample = self.rng.sample(self.acked, min(20, len(self.acked)))
+            try:
+                seen = conn.execute_command("BF.MEXISTS", FILTER, *sample)
+            except (redis.ConnectionError, redis.TimeoutError, OSError):
+                conn.close()
+                conn = None
+                continue
+            for key, present in zip(sample, seen):
+                if present != 1:
+                    self.lost.append((key, time.monotonic() - T0))
+        if conn is not None:
+            conn.close()
+
+
+# ---- the nemesis ----------------------------------------------------------------
+
+class Nemesis:
+    """One fault at a time, each held 1-4 s, then healed; choices from the seed."""
+
+    FAULTS = ("kill", "pause", "partition", "one-way", "loss")
+
+    def __init__(self, net, nodes, rng):
+        self.net, self.nodes, self.rng = net, nodes, rng
+        self.counts = {f: 0 for f in self.FAULTS}
+
+    def ids(self):
+        return [n.i for n in self.nodes]
+
+    def step(self):
+        fault = self.rng.choice(self.FAULTS)
+        hold = self.rng.uniform(1.0, 4.0)
+        self.counts[fault] += 1
+        if fault == "kill":
+            victims = self.rng.sample(self.nodes, self.rng.choice((1, 1, 2)))
+            log(f"nemesis: SIGKILL {_names(victims)} for {hold:.1f}s")
+            for n in victims:
+                n.kill()
+            time.sleep(hold)
+            for n in victims:
+                n.start()
+            log(f"nemesis: restarted {_names(victims)}")
+        elif fault == "pause":
+            victims = self.rng.sample(self.nodes, self.rng.choice((1, 1, 2)))
+            log(f"nemesis: SIGSTOP {_names(victims)} for {hold:.1f}s")
+            for n in victims:
+                n.pause()
+            time.sleep(hold)
+            for n in victims:
+                n.resume()
+        elif fault in ("partition", "one-way"):
+            ids = self.ids()
+            self.rng.shuffle(ids)
+            cut = self.rng.randint(1, len(ids) // 2)
+            a, b = sorted(ids[:cut]), sorted(ids[cut:])
+            if fault == "partition":
+                log(f"nemesis: partition {a} | {b} for {hold:.1f}s")
+                for x, ys in ((a, b), (b, a)):
+                    for i in x:
+                        for j in ys:
+                            self.net.iptables(i, "-A", "INPUT", "-s", Network.ip(j), "-j", "DROP")
+                            self.net.iptables(i, "-A", "OUTPUT", "-d", Network.ip(j), "-j", "DROP")
+            else:
+                log(f"nemesis: one-way {b} -/-> {a} for {hold:.1f}s")
+                for i in a:
+                    for j in b:
+                        self.net.iptables(i, "-A", "INPUT", "-s", Network.ip(j), "-j", "DROP")
+            time.sleep(hold)
+            self.net.heal()
+        else:  # loss: drop a share of the node-to-node packets arriving at some nodes
+            victims = self.rng.sample(self.ids(), self.rng.randint(1, len(self.nodes)))
+            p = self.rng.choice((0.2, 0.5, 0.9))
+            log(f"nemesis: drop {p:.0%} of peer packets into {sorted(victims)} for {hold:.1f}s")
+            for i in victims:
+                self.net.iptables(i, "-A", "INPUT", "-m", "iprange", "--src-range",
+                                  f"{Network.ip(1)}-{Network.ip(len(self.nodes))}", "-m", "statistic",
+                                  "--mode", "random", "--probability", str(p), "-j", "DROP")
+            time.sleep(hold)
+            self.net.heal()
+        for n in self.nodes:
+            n.check_alive()
+        time.sleep(self.rng.uniform(0.5, 2.0))
+
+    def heal_all(self):
+        self.net.heal()
+        for n in self.nodes:
+            n.resume()
+            if not n.check_alive():
+                log(f"heal: starting n{n.i} again")
+                n.start()
+
+
+def _names(nodes):
+    return ",".join(f"n{n.i}" for n in nodes)
+
+
+# ---- checks -------------------------------------------------------------------------
+
+def wait_ready(nodes, timeout):
+    deadline = time.monotonic() + timeout
+    pending = list(nodes)
+    while pending and time.monotonic() < deadline:
+        pending = [n for n in pending if not n.ready()]
+        if pending:
+            time.sleep(0.2)
+    return pending
+
+
+def wait_members(nodes, timeout):
+    """Until every node lists every node alive and none in another state."""
+    deadline = time.monotonic() + timeout
+    last = {}
+    while time.monotonic() < deadline:
+        settled = True
+        for n in nodes:
+            try:
+                last[n.i] = members_by_state(n.metrics())
+            except OSError as e:
+                last[n.i] = str(e)
+                settled = False
+                continue
+            if {state: v for state, v in last[n.i].items() if v} != {"alive": len(nodes)}:
+                settled = False
+        if settled:
+            return None
+        time.sleep(0.5)
+    return last
+
+
+def missing_everywhere(nodes, keys):
+    """{node id: acknowledged keys it does not report present}."""
+    out = {}
+    for n in nodes:
+        missing = []
+        try:
+            conn = n.client(timeout=10)
+            for off in range(0, len(keys), 1000):
+                chunk = keys[off:off + 1000]
+                seen = conn.execute_command("BF.MEXISTS", FILTER, *chunk)
+                missing.extend(k for k, s in zip(chunk, seen) if s != 1)
+            conn.close()
+        except (redis.RedisError, OSError) as e:
+            missing = [f"<unreachable: {e}>"] + list(keys)
+        out[n.i] = missing
+    return out
+
+
+def wait_converged(nodes, keys, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = missing_everywhere(nodes, keys)
+        if all(not m for m in missing.values()):
+            return None
+        if time.monotonic() >= deadline:
+            return missing
+        time.sleep(1.0)
+
+
+# ---- main ---------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pollend", required=True, help="path to the pollend binary")
+    ap.add_argument("--seconds", type=float, default=40, help="how long the nemesis runs (default 40)")
+    ap.add_argument("--seed", type=int, default=None, help="nemesis and workload seed (default: random)")
+    ap.add_argument("--nodes", type=int, default=5, help="cluster size, 2..20 (default 5)")
+    ap.add_argument("--writers", type=int, default=2, help="writer threads per node (default 2)")
+    ap.add_argument("--rate", type=float, default=5000,
+                    help="cluster-wide cap on attempted adds per second (default 5000)")
+    ap.add_argument("--converge-timeout", type=float, default=60,
+                    help="bound on convergence and membership after the heal, seconds (default 60)")
+    ap.add_argument("--keep-dir", action="store_true", help="keep logs and data even when the run passes")
+    args = ap.parse_args()
+    if not 2 <= args.nodes <= 20:
+        ap.error("--nodes must be 2..20")
+    if args.rate <= 0 or args.writers < 1 or args.seconds <= 0:
+        ap.error("--rate, --writers and --seconds must be positive")
+    pollend = os.path.abspath(args.pollend)
+    if not os.access(pollend, os.X_OK):
+        ap.error(f"{pollend} is not an executable")
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    replay = (f"sudo /usr/bin/python3 {os.path.abspath(__file__)} --pollend {pollend} --seconds {args.seconds:g} "
+              f"--nodes {args.nodes} --writers {args.writers} --rate {args.rate:g} --seed {seed}")
+    log(f"seed {seed}; replay: {replay}")
+
+    if os.geteuid() != 0:
+        print("SKIPPED: the Jepsen test needs root (network namespaces, iptables)", flush=True)
+        return SKIP
+    probe = f"{NS_PREFIX}probe"
+    if run("ip", "netns", "add", probe, check=False).returncode != 0:
+        print("SKIPPED: this machine cannot create network namespaces", flush=True)
+        return SKIP
+    run("ip", "netns", "del", probe, check=False)
+    if shutil.which("iptables") is None:
+        print("FAILED: iptables is missing (bash .ci/deps.sh installs it)", flush=True)
+        return 1
+
+    lock = open(LOCK_PATH, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # one run at a time: the names and addresses are fixed
+
+    workdir = tempfile.mkdtemp(prefix="pollen-jepsen-")
+    with open(os.path.join(workdir, "jepsen.conf"), "w") as f:
+        f.write("appendfsync = always\nanti-entropy-interval = 1s\njoin-timeout = 5s\n"
+                "dead-reconnect-interval = 2s\nprobe-interval = 500ms\nprobe-timeout = 300ms\n"
+                f"[filter {FILTER}]\ncapacity = 5000000\nfpr = 0.0001\n")
+    secret = secrets.token_hex(32)
+    net = Network(args.nodes)
+    nodes = [Node(i, args.nodes, pollend, workdir, secret) for i in range(1, args.nodes + 1)]
+    rng = random.Random(seed)
+    failures = []
+
+    def cleanup(*_):
+        for n in nodes:
+            n.kill()
+        net.teardown()
+
+    signal.signal(signal.SIGTERM, lambda *_: (cleanup(), sys.exit(1)))
+    try:
+        net.setup()
+        for n in nodes:
+            n.start()
+        not_ready = wait_ready(nodes, 60)
+        if not_ready:
+            failures.append(f"not ready within 60 s: {_names(not_ready)}")
+            raise StopIteration
+        settle = wait_members(nodes, 60)
+        if settle:
+            failures.append(f"membership did not form within 60 s: {settle}")
+            raise StopIteration
+        log(f"{args.nodes} nodes up and joined; workdir {workdir}")
+
+        stop = threading.Event()
+        pause = BATCH * args.nodes * args.writers / args.rate
+        writers = [Writer(n, w, stop, rng.randrange(2**63), pause) for n in nodes for w in range(args.writers)]
+        for w in writers:
+            w.start()
+        nemesis = Nemesis(net, nodes, rng)
+        end = time.monotonic() + args.seconds
+        while time.monotonic() < end:
+            nemesis.step()
+        nemesis.heal_all()
+        log("healed; writers run 2 s more against the healed cluster")
+        time.sleep(2)
+        stop.set()
+        for w in writers:
+            w.join(timeout=30)
+        heal_time = time.monotonic()
+
+        acked = [k for w in writers for k in w.acked]
+        log(f"faults: {nemesis.counts}; acknowledged adds {len(acked)}, indeterminate batches "
+            f"{sum(w.indeterminate for w in writers)}")
+        if len(acked) == 0:
+            failures.append("no add was acknowledged: the workload never ran")
+        for w in writers:
+            for e in w.errors[:5]:
+                failures.append(f"{w.prefix}: error reply: {e}")
+            for key, at in w.lost[:5]:
+                failures.append(f"{w.prefix}: acknowledged key {key} read absent at n{w.node.i} at {at:.1f}s")
+
+        missing = wait_converged(nodes, acked, args.converge_timeout)
+        if missing:
+            for i, keys in missing.items():
+                if keys:
+                    failures.append(f"n{i}: {len(keys)} acknowledged adds absent {args.converge_timeout:g}s "
+                                    f"after the heal, e.g. {keys[:3]}")
+        else:
+            log(f"converged: every acknowledged add present on every node "
+                f"{time.monotonic() - heal_time:.1f}s after the heal")
+        settle = wait_members(nodes, max(5.0, args.converge_timeout - (time.monotonic() - heal_time)))
+        if settle:
+            failures.append(f"membership did not settle: {settle}")
+        else:
+            log(f"membership settled: all {args.nodes} alive on every node")
+        for n in nodes:
+            n.check_alive()
+            for status, at in n.crashes:
+                failures.append(f"n{n.i} exited on its own (status {status}) at {at:.1f}s")
+    except StopIteration:
+        pass
+    finally:
+        cleanup()
+
+    if failures:
+        print("FAILED:", flush=True)
+        for f in failures:
+            print(f"  {f}")
+        for n in nodes:
+            with open(n.log_path, errors="replace") as f:
+                tail = f.read()[-3000:]
+            print(f"---- tail of {n.log_path} ----\n{tail}")
+        print(f"logs and data kept in {workdir}\nreplay: {replay}", flush=True)
+        return 1
+    if not args.keep_dir:
+        shutil.rmtree(workdir, ignore_errors=True)
+    log("PASSED")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
