@@ -2,7 +2,8 @@
 """Jepsen-style fault test: five real pollend processes, each in its own
 network namespace on a bridge this test creates, under a workload of
 concurrent adds at every node and a seeded nemesis that kills, pauses,
-partitions (symmetric and one-way) and drops traffic. Then everything heals
+partitions (symmetric and one-way), drops traffic and slows links (a token
+bucket that queues packets up to 500 ms). Then everything heals
 and the test checks what Pollen promises:
 
   1. no node crashed (only the nemesis ends processes);
@@ -131,6 +132,7 @@ class Network:
         for i in range(1, self.count + 1):
             self.iptables(i, "-F", "INPUT")
             self.iptables(i, "-F", "OUTPUT")
+            run("ip", "netns", "exec", self.ns(i), "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
 
 
 def _read(path):
@@ -290,7 +292,7 @@ class Writer(threading.Thread):
 class Nemesis:
     """One fault at a time, each held 1-4 s, then healed; choices from the seed."""
 
-    FAULTS = ("kill", "pause", "partition", "one-way", "loss")
+    FAULTS = ("kill", "pause", "partition", "one-way", "loss", "slow")
 
     def __init__(self, net, nodes, rng):
         self.net, self.nodes, self.rng = net, nodes, rng
@@ -337,6 +339,18 @@ class Nemesis:
                 for i in a:
                     for j in b:
                         self.net.iptables(i, "-A", "INPUT", "-s", Network.ip(j), "-j", "DROP")
+            time.sleep(hold)
+            self.net.heal()
+        elif fault == "slow":
+            # A congested link (this kernel has no sch_netem): a token bucket
+            # on the egress queues packets up to `latency` (delaying them) and
+            # drops what overflows it.
+            victims = self.rng.sample(self.ids(), self.rng.randint(1, len(self.nodes)))
+            rate = self.rng.choice(("64kbit", "256kbit", "1mbit"))
+            log(f"nemesis: slow egress ({rate}, queueing up to 500ms) at {sorted(victims)} for {hold:.1f}s")
+            for i in victims:
+                run("ip", "netns", "exec", Network.ns(i), "tc", "qdisc", "add", "dev", "eth0", "root", "tbf",
+                    "rate", rate, "burst", "8kb", "latency", "500ms")
             time.sleep(hold)
             self.net.heal()
         else:  # loss: drop a share of the node-to-node packets arriving at some nodes
