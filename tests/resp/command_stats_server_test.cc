@@ -15,13 +15,7 @@ using testing::Multibulk;
 using testing::RawClient;
 using testing::ServerFixture;
 
-size_t SlotOf(std::string_view name) {
-  for (size_t s = 0; s < CommandStats::kMaxCommands; ++s) {
-    if (CommandSlotName(s) == name) return s;
-  }
-  ADD_FAILURE() << name;
-  return 0;
-}
+using testing::StatsSlotOf;
 
 TEST(CommandStatsServer, CountsEachPipelinedCommandOnce) {
   ServerFixture s;
@@ -34,13 +28,13 @@ TEST(CommandStatsServer, CountsEachPipelinedCommandOnce) {
   batch += Multibulk({"ECHO"});                            // rejected: arity
   ASSERT_TRUE(c.Send(batch));
   for (int i = 0; i < 802; ++i) ASSERT_TRUE(c.Read().has_value()) << i;
-  const CommandStats::Totals add = s.f.ctx.command_stats.Read(SlotOf("bf.add"));
+  const CommandStats::Totals add = s.f.ctx.command_stats.Read(StatsSlotOf("bf.add"));
   EXPECT_EQ(add.calls, 500u);
   EXPECT_GT(add.nanos, 0u);
   EXPECT_EQ(add.failed + add.rejected, 0u);
-  EXPECT_EQ(s.f.ctx.command_stats.Read(SlotOf("bf.exists")).calls, 300u);
-  EXPECT_EQ(s.f.ctx.command_stats.Read(SlotOf("bf.reserve")).failed, 1u);
-  EXPECT_EQ(s.f.ctx.command_stats.Read(SlotOf("echo")).rejected, 1u);
+  EXPECT_EQ(s.f.ctx.command_stats.Read(StatsSlotOf("bf.exists")).calls, 300u);
+  EXPECT_EQ(s.f.ctx.command_stats.Read(StatsSlotOf("bf.reserve")).failed, 1u);
+  EXPECT_EQ(s.f.ctx.command_stats.Read(StatsSlotOf("echo")).rejected, 1u);
 }
 
 TEST(CommandStatsServer, ADeferredReplyIsTimedUntilItIsWritten) {
@@ -66,12 +60,12 @@ TEST(CommandStatsServer, ADeferredReplyIsTimedUntilItIsWritten) {
   EXPECT_EQ(wait->integer, 1);
   ASSERT_TRUE(c.Read().has_value());
   for (auto& t : answerers) t.join();  // the recording happened before the reply was sent
-  const CommandStats::Totals t = s.f.ctx.command_stats.Read(SlotOf("wait"));
+  const CommandStats::Totals t = s.f.ctx.command_stats.Read(StatsSlotOf("wait"));
   ASSERT_EQ(t.calls, 1u);
   // At least the peers' delay: it landed in a bucket above 250 ms.
   EXPECT_GE(t.nanos, static_cast<uint64_t>(std::chrono::nanoseconds(kPeerDelay).count()));
   EXPECT_EQ(t.buckets[CommandStats::BucketOf(250'000'000)], 0u);
-  EXPECT_EQ(s.f.ctx.command_stats.Read(SlotOf("ping")).calls, 1u);
+  EXPECT_EQ(s.f.ctx.command_stats.Read(StatsSlotOf("ping")).calls, 1u);
 }
 
 }  // namespace

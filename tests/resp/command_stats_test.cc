@@ -22,7 +22,9 @@ TEST(CommandStats, BucketsAreInclusiveUpperBounds) {
   for (size_t b = 0; b < bounds.size(); ++b) {
     EXPECT_EQ(CommandStats::BucketOf(bounds[b]), b) << bounds[b];
     EXPECT_EQ(CommandStats::BucketOf(bounds[b] + 1), b + 1) << bounds[b];
-    if (b > 0) EXPECT_LT(bounds[b - 1], bounds[b]);
+    if (b > 0) {
+      EXPECT_LT(bounds[b - 1], bounds[b]);
+    }
   }
   EXPECT_EQ(CommandStats::BucketOf(UINT64_MAX), CommandStats::kBuckets - 1);
 }
@@ -125,12 +127,7 @@ TEST_F(DispatchStatsTest, TellsTheCallerWhatToCount) {
 
 TEST_F(DispatchStatsTest, CountsEachCommandExecRunsAndExecItself) {
   session_.stats_shard = 0;
-  const auto calls = [&](std::string_view name) {
-    for (size_t s = 0; s < CommandStats::kMaxCommands; ++s) {
-      if (CommandSlotName(s) == name) return f_.ctx.command_stats.Read(s).calls;
-    }
-    return uint64_t{999};
-  };
+  const auto calls = [&](std::string_view name) { return f_.ctx.command_stats.Read(testing::StatsSlotOf(name)).calls; };
   Run({"MULTI"});
   Run({"BF.ADD", "f", "a"});
   Run({"BF.ADD", "f", "b"});
@@ -144,13 +141,7 @@ TEST_F(DispatchStatsTest, CountsEachCommandExecRunsAndExecItself) {
 }
 
 TEST_F(DispatchStatsTest, InfoCommandstatsFollowsRedis) {
-  const auto slot_of = [](std::string_view name) {
-    for (size_t s = 0; s < CommandStats::kMaxCommands; ++s) {
-      if (CommandSlotName(s) == name) return s;
-    }
-    ADD_FAILURE() << name;
-    return size_t{0};
-  };
+  const auto slot_of = testing::StatsSlotOf;
   CommandStats& stats = f_.ctx.command_stats;
   stats.Record(0, slot_of("bf.add"), 3'000, CommandStats::Outcome::kOk);
   stats.Record(1, slot_of("bf.add"), 1'000, CommandStats::Outcome::kFailed);

@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "node/core/node.h"
+#include "node/runtime/resp/dispatcher.h"
 #include "node/runtime/resp/server_context.h"
 
 namespace pollen::resp::testing {
@@ -103,5 +104,15 @@ struct NodeFixture {
     ctx.default_filter.capacity = 10'000;  // keep test filters small
   }
 };
+
+// The CommandStats slot of a command name ("bf.add"); fails the test and
+// returns 0 when no slot has that name.
+inline size_t StatsSlotOf(std::string_view name) {
+  for (size_t s = 0; s < CommandStats::kMaxCommands; ++s) {
+    if (CommandSlotName(s) == name) return s;
+  }
+  ADD_FAILURE() << "no command stats slot named " << name;
+  return 0;
+}
 
 }  // namespace pollen::resp::testing
