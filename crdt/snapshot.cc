@@ -150,10 +150,11 @@ std::string EncodeSnapshot(const GenerationSet& set, std::string prefix) {
 }
 
 std::string EncodeSnapshotWords(const FilterParams& p,
-                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> subs) {
+                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> subs,
+                                std::string prefix) {
   uint64_t total_words = 0;
   for (const auto& [slot, words] : subs) total_words += words.size();
-  return Encode(p, subs.size(), total_words, std::string(), [&](std::string& out) {
+  return Encode(p, subs.size(), total_words, std::move(prefix), [&](std::string& out) {
     for (const auto& [slot, words] : subs) {
       assert(LayerShape(p, LayerOfSlot(slot)).ok() &&
              words.size() == LayerShape(p, LayerOfSlot(slot))->blocks * kWordsPerBlock);

@@ -40,12 +40,13 @@ inline constexpr uint32_t kSnapshotVersion = 2;
 // concatenation, 208 MiB without.
 std::string EncodeSnapshot(const GenerationSet& set, std::string prefix = {});
 
-// The same bytes from raw contents: `subs` are (slot, words) in ascending
+// The same bytes (after `prefix`) from raw contents: `subs` are (slot, words) in ascending
 // slot order, each with its layer's LayerShape(...).blocks * kWordsPerBlock
 // words (asserted). For assembling a filter that is not live (BF.LOADCHUNK); needs
 // no secret, as a snapshot holds no key.
 std::string EncodeSnapshotWords(const FilterParams& params,
-                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> subs);
+                                std::span<const std::pair<uint64_t, std::span<const uint64_t>>> subs,
+                                std::string prefix = {});
 // `expected` (if non-null) must equal the file's parameters.
 absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes,
                                                               const ClusterSecret& secret,

@@ -15,6 +15,8 @@ CORPUS_DIR=${CORPUS_DIR:-$BUILD_DIR/corpus}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then mapfile -t targets < <(bash fuzz/run.sh list); fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+merged=""
+trap 'rm -rf "$merged"' EXIT
 for target in "${targets[@]}"; do
   binary=$(find "$BUILD_DIR/fuzz" -type f -name "$target" -perm -u+x 2>/dev/null | head -n 1)
   [ -n "$binary" ] || { echo "$target: not built (run bash fuzz/run.sh $target SECONDS first)" >&2; exit 1; }
@@ -22,17 +24,12 @@ for target in "${targets[@]}"; do
   merged=$(mktemp -d)
   sources=("$CORPUS_DIR/$target")
   [ -d "fuzz/corpus/$target" ] && sources=("fuzz/corpus/$target" "${sources[@]}")
-  # Crash and timeout artifacts are not seeds; a temporary copy leaves them out.
-  inputs=$(mktemp -d)
-  for dir in "${sources[@]}"; do
-    find "$dir" -maxdepth 1 -type f ! -name 'crash-*' ! -name 'timeout-*' ! -name 'oom-*' ! -name 'leak-*' \
-      -exec cp -t "$inputs" {} +
-  done
-  "$binary" -merge=1 -timeout=25 -rss_limit_mb=4096 "$merged" "$inputs" >"$CORPUS_DIR/$target.merge.log" 2>&1 ||
-    { echo "$target: merge failed, see $CORPUS_DIR/$target.merge.log" >&2; rm -rf "$merged" "$inputs"; exit 1; }
-  rm -rf "fuzz/corpus/$target" "$inputs"
+  "$binary" -merge=1 -timeout=25 -rss_limit_mb=4096 "$merged" "${sources[@]}" >"$CORPUS_DIR/$target.merge.log" 2>&1 ||
+    { echo "$target: merge failed, see $CORPUS_DIR/$target.merge.log" >&2; exit 1; }
+  rm -rf "fuzz/corpus/$target"
   mkdir -p fuzz/corpus
   mv "$merged" "fuzz/corpus/$target"
+  merged=""
   chmod 755 "fuzz/corpus/$target"
   printf '%-36s %6d inputs %8d bytes\n' "$target" "$(find "fuzz/corpus/$target" -type f | wc -l)" \
     "$(du -sb "fuzz/corpus/$target" | cut -f1)"

@@ -11,11 +11,11 @@
 # folds the working corpora back into fuzz/corpus.
 #
 # Prints one line per target (executions, coverage edges, corpus size, crashes)
-# and exits 1 if any target crashed. A crash input is kept as
-# CORPUS_DIR/TARGET/crash-* and replays alone (every harness builds its state
-# from the input): `BUILD_DIR/fuzz/<dir>/TARGET CRASH_FILE`. Turn it into a
-# regression test by copying it to fuzz/regressions/TARGET/ (ctest replays
-# that directory on every run).
+# and exits 1 if any target crashed or failed to start. A crash input is kept
+# as CORPUS_DIR/TARGET.artifacts/crash-* and replays alone (every harness
+# builds its state from the input): `BUILD_DIR/fuzz/<dir>/TARGET CRASH_FILE`.
+# Turn it into a regression test by copying it to fuzz/regressions/TARGET/
+# (ctest replays that directory on every run).
 #
 # Environment: BUILD_DIR (build-fuzz), CORPUS_DIR (BUILD_DIR/corpus), JOBS
 # (targets fuzzed at once; default the core count), FUZZ_ARGS (more libFuzzer
@@ -68,31 +68,39 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 fuzz_one() {
-  local target=$1 binary work seeds log dict
+  local target=$1 binary work seeds log dict artifacts
   binary=$(find "$BUILD_DIR/fuzz" -type f -name "$target" -perm -u+x | head -n 1)
   work="$CORPUS_DIR/$target"
   seeds="fuzz/corpus/$target"
   log="$CORPUS_DIR/$target.log"
-  mkdir -p "$work"
+  # Crash inputs go beside the working corpus, not into it: libFuzzer loads
+  # every file of the corpus at start-up, so an old crash would crash again
+  # before any fuzzing (and under the same name, unnoticed).
+  artifacts="$CORPUS_DIR/$target.artifacts"
+  mkdir -p "$work" "$artifacts"
+  touch "$artifacts/.start"
   local args=(-max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=25 -rss_limit_mb=4096
-              -artifact_prefix="$work/")
+              -artifact_prefix="$artifacts/")
   dict=$(dictionary_of "$target")
   [ -n "$dict" ] && args+=(-dict="$dict")
   local dirs=("$work")
   [ -d "$seeds" ] && dirs+=("$seeds")
-  local before
-  before=$(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l)
+  local status=0
   # shellcheck disable=SC2086
-  "$binary" "${args[@]}" ${FUZZ_ARGS:-} "${dirs[@]}" >"$log" 2>&1 || true
+  "$binary" "${args[@]}" ${FUZZ_ARGS:-} "${dirs[@]}" >"$log" 2>&1 || status=$?
   local execs edges size crashes
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-  edges=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
-  size=$(find "$work" -maxdepth 1 -type f ! -name 'crash-*' ! -name 'timeout-*' ! -name 'oom-*' ! -name 'leak-*' | wc -l)
-  crashes=$(( $(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | wc -l) - before ))
-  # A run that ended without final stats died outside an input (e.g. at start-up): a failure too.
-  if [ -z "$execs" ] && [ "$crashes" -eq 0 ]; then crashes=1; fi
+  edges=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2}' || true)
+  size=$(find "$work" -maxdepth 1 -type f | wc -l)
+  crashes=$(find "$artifacts" -maxdepth 1 -type f -newer "$artifacts/.start" | wc -l)
   printf '%-36s %12s execs %6s edges %7s corpus %3s crashes\n' "$target" "${execs:-?}" "${edges:-?}" "$size" "$crashes"
-  [ "$crashes" -eq 0 ] || { echo "  $target: see $log"; return 1; }
+  # libFuzzer exits non-zero on a crash, timeout, leak or out-of-memory, and
+  # on a failure before fuzzing (a bad dictionary, a crash in the seeds).
+  if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
+    echo "  $target: FAILED (exit $status); log $log, inputs in $artifacts"
+    tail -n 5 "$log" | sed 's/^/    /'
+    return 1
+  fi
 }
 
 echo "libFuzzer: ${#targets[@]} target(s) x ${SECONDS_PER_TARGET}s, $JOBS at a time; logs in $CORPUS_DIR"

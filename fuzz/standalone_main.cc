@@ -6,7 +6,8 @@
 // the committed corpus (fuzz/corpus/<target>) and crash regressions
 // (fuzz/regressions/<target>) replay on every ctest run.
 //
-//   <target> [--iterations N] [--seed S] [--max-len L] [seed files or directories...]
+//   <target> [--iterations N] [--seed S] [--max-len L] [--seed-dir DIR (may be missing)]...
+//            [seed files or directories...]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +27,26 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   size_t max_len = 4096;
   std::vector<std::string> corpus;
+  std::vector<std::string> corpus_names;  // printed before each seed runs, so a crash names its file
+  auto add_files = [&](std::vector<std::string> files) {
+    std::sort(files.begin(), files.end());  // a deterministic order for --seed replays
+    for (const std::string& file : files) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) {
+        std::fprintf(stderr, "cannot read seed file %s\n", file.c_str());
+        std::exit(2);
+      }
+      corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      corpus_names.push_back(file);
+    }
+  };
+  auto files_in = [](const std::string& dir) {
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_regular_file()) files.push_back(entry.path().string());
+    }
+    return files;
+  };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--iterations" && i + 1 < argc) {
@@ -34,32 +55,24 @@ int main(int argc, char** argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (arg == "--max-len" && i + 1 < argc) {
       max_len = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--seed-dir" && i + 1 < argc) {
+      // Optional: a target may have no committed corpus or regressions yet.
+      const std::string dir = argv[++i];
+      if (std::filesystem::is_directory(dir)) add_files(files_in(dir));
+    } else if (std::filesystem::is_directory(arg)) {
+      add_files(files_in(arg));
     } else {
-      std::vector<std::string> files;
-      if (std::filesystem::is_directory(arg)) {
-        for (const auto& entry : std::filesystem::directory_iterator(arg)) {
-          if (entry.is_regular_file()) files.push_back(entry.path().string());
-        }
-        std::sort(files.begin(), files.end());  // a deterministic order for --seed replays
-      } else {
-        files.push_back(arg);
-      }
-      for (const std::string& file : files) {
-        std::ifstream in(file, std::ios::binary);
-        if (!in) {
-          std::fprintf(stderr, "cannot read seed file %s\n", file.c_str());
-          return 2;
-        }
-        corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      }
+      add_files({arg});
     }
   }
   std::printf("fuzzing: seed=%llu iterations=%llu seeds=%zu\n", (unsigned long long)seed,
               (unsigned long long)iterations, corpus.size());
   std::fflush(stdout);
   std::mt19937_64 rng(seed);
-  for (const std::string& s : corpus) {
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    std::printf("seed %s\n", corpus_names[i].c_str());
+    std::fflush(stdout);
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(corpus[i].data()), corpus[i].size());
   }
   constexpr size_t kMaxCorpus = 256;
   for (uint64_t it = 0; it < iterations; ++it) {

@@ -18,8 +18,7 @@ want=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$SRC/clients/python/pyproject.toml"
 got=$("$WORK/venv/bin/pip" show pollen-client | sed -n 's/^Version: //p')
 [ -n "$want" ] && [ "$got" = "$want" ] || fail "installed version '$got', pyproject says '$want'"
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-RESP=$(free_port) GOSSIP=$(free_port)
+read -r RESP GOSSIP <<< "$(/usr/bin/python3 "$SRC/tests/free_ports.py" 2 | tr '\n' ' ')"
 POLLEN_SECRET=$(head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n') "$POLLEND" --node-name pip \
   --gossip-bind "127.0.0.1:$GOSSIP" --resp-bind "127.0.0.1:$RESP" --http-bind "" --log-level warn \
   > "$WORK/pollend.log" 2>&1 &

@@ -128,31 +128,10 @@ if [ ! -d "$NODE_DIR/node_modules" ] || ! cmp -s "$NODE_DIR/package-lock.json" "
 fi
 
 # ------------------------------------------------------------------ pollend
-free_port() { # a port free for TCP and UDP on 127.0.0.1
-  "$PY" - <<'EOF'
-import socket
-for _ in range(100):
-    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    t.bind(("127.0.0.1", 0))
-    port = t.getsockname()[1]
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        u.bind(("127.0.0.1", port))
-    except OSError:
-        t.close()
-        continue
-    u.close()
-    t.close()
-    print(port)
-    break
-EOF
-}
 
 if [ -n "$POLLEND" ]; then
   HOST=127.0.0.1
-  PORT=$(free_port)
-  GOSSIP=$(free_port)
-  while [ "$GOSSIP" = "$PORT" ]; do GOSSIP=$(free_port); done
+  read -r PORT GOSSIP <<< "$("$PY" "$HERE/../free_ports.py" 2 | tr '\n' ' ')"
   RUN_DIR=$WORK/pollend
   mkdir -p "$RUN_DIR"
   SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')

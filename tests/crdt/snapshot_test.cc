@@ -51,6 +51,21 @@ TEST(Snapshot, RoundTrips) {
   EXPECT_TRUE((*back)->MightContain("after"));
 }
 
+// A caller's prefix (a node snapshot's framing) comes first and is not part of
+// the snapshot or its checksum: the bytes after it are the plain encoding.
+TEST(Snapshot, EncodesAfterACallersPrefix) {
+  auto set = SmallSet(0);
+  set->Add("k");
+  const std::string plain = EncodeSnapshot(*set);
+  EXPECT_EQ(EncodeSnapshot(*set, "PREFIX"), "PREFIX" + plain);
+  EXPECT_EQ(EncodeSnapshot(*set, std::string()), plain);
+  std::vector<uint64_t> words(set->Sub(set->slots().front())->filter->word_count());
+  for (size_t i = 0; i < words.size(); ++i) words[i] = set->Sub(set->slots().front())->filter->LoadWord(i);
+  const std::pair<uint64_t, std::span<const uint64_t>> sub{set->slots().front(), words};
+  const std::string from_words = EncodeSnapshotWords(set->params(), std::span(&sub, 1));
+  EXPECT_EQ(EncodeSnapshotWords(set->params(), std::span(&sub, 1), "P"), "P" + from_words);
+}
+
 // Binary-safe names of every size class, across the u16 name length's 0xFFFF
 // escape (a name of 0xFFFF bytes or more takes its length from the header).
 TEST(Snapshot, RoundTripsBinaryNamesUpToTheLimit) {

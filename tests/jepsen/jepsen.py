@@ -25,7 +25,8 @@ Bounded: addresses 10.213.77.0/24 only, namespaces named pollen-jepsen-N, a
 bridge named pjepbr0, and a global lock so two runs never overlap. Prints the
 seed and the command that replays it first. Exits 0 when every check passed,
 1 when one failed, 77 (ctest: skipped) only when this machine cannot create
-network namespaces or the test is not root.
+network namespaces (not root, or no support) and POLLEN_JEPSEN_REQUIRED is
+not 1.
 """
 
 import argparse
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import urllib.request
 
 import redis
@@ -113,6 +115,13 @@ class Network:
     def teardown(self):
         for ns in _namespaces():
             if ns.startswith(NS_PREFIX):
+                # Deleting a namespace does not end its processes (a SIGKILLed
+                # run's nodes would live on): kill them first.
+                for pid in run("ip", "netns", "pids", ns, check=False).stdout.split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
                 run("ip", "netns", "del", ns, check=False)  # takes its veth end along
         # A namespace's deletion frees its veth pair asynchronously: delete the host ends now.
         for link in run("ip", "-o", "link", "show", check=False).stdout.splitlines():
@@ -183,6 +192,7 @@ class Node:
             self.proc.send_signal(sig)
 
     def kill(self):
+        self.check_alive()  # an end before this one was not the nemesis's: record it
         self.killed_by_nemesis = True
         self.signal(signal.SIGCONT)
         self.signal(signal.SIGKILL)
@@ -252,6 +262,12 @@ class Writer(threading.Thread):
         self.pause = pause  # seconds between batches (the --rate limit)
 
     def run(self):
+        try:
+            self.write_until_stopped()
+        except Exception as e:  # recorded, so a dead writer fails the run instead of thinning the workload
+            self.errors.append(f"writer died: {e!r}")
+
+    def write_until_stopped(self):
         conn = None
         while not self.stop.wait(self.pause):
             if conn is None:
@@ -276,6 +292,9 @@ class Writer(threading.Thread):
             sample = self.rng.sample(self.acked, min(20, len(self.acked)))
             try:
                 seen = conn.execute_command("BF.MEXISTS", FILTER, *sample)
+            except redis.ResponseError as e:
+                self.errors.append(f"BF.MEXISTS: {e}")
+                continue
             except (redis.ConnectionError, redis.TimeoutError, OSError):
                 conn.close()
                 conn = None
@@ -467,16 +486,19 @@ def main():
         ap.error(f"{pollend} is not an executable")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     replay = (f"sudo /usr/bin/python3 {os.path.abspath(__file__)} --pollend {pollend} --seconds {args.seconds:g} "
-              f"--nodes {args.nodes} --writers {args.writers} --rate {args.rate:g} --seed {seed}")
+              f"--nodes {args.nodes} --writers {args.writers} --rate {args.rate:g} "
+              f"--converge-timeout {args.converge_timeout:g} --seed {seed}")
     log(f"seed {seed}; replay: {replay}")
 
+    # POLLEN_JEPSEN_REQUIRED=1 (set by .ci/run) turns a skip into a failure.
+    cannot = SKIP if os.environ.get("POLLEN_JEPSEN_REQUIRED") != "1" else 1
     if os.geteuid() != 0:
-        print("SKIPPED: the Jepsen test needs root (network namespaces, iptables)", flush=True)
-        return SKIP
+        print("SKIPPED: the Jepsen test needs root to create network namespaces", flush=True)
+        return cannot
     probe = f"{NS_PREFIX}probe"
     if run("ip", "netns", "add", probe, check=False).returncode != 0:
         print("SKIPPED: this machine cannot create network namespaces", flush=True)
-        return SKIP
+        return cannot
     run("ip", "netns", "del", probe, check=False)
     if shutil.which("iptables") is None:
         print("FAILED: iptables is missing (bash .ci/deps.sh installs it)", flush=True)
@@ -531,6 +553,8 @@ def main():
         stop.set()
         for w in writers:
             w.join(timeout=30)
+            if w.is_alive():
+                failures.append(f"{w.prefix}: writer still running 30 s after the stop")
         heal_time = time.monotonic()
 
         acked = [k for w in writers for k in w.acked]
@@ -564,6 +588,8 @@ def main():
                 failures.append(f"n{n.i} exited on its own (status {status}) at {at:.1f}s")
     except StopIteration:
         pass
+    except Exception:  # a harness step failed (a missing kernel module, ...): report it like any failure
+        failures.append("harness error:\n" + traceback.format_exc())
     finally:
         cleanup()
 

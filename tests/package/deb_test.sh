@@ -91,8 +91,7 @@ grep -q "^node-name = [A-Za-z0-9._-]\+$" /etc/pollen/pollend.conf || fail "node-
 
 # The unit's own command line, as the unit's user, on free loopback ports
 # (the defaults may be taken on a shared machine).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-RESP=$(free_port) GOSSIP=$(free_port) HTTP=$(free_port)
+read -r RESP GOSSIP HTTP <<< "$(python3 "$(dirname "$0")/../free_ports.py" 3 | tr '\n' ' ')"
 read -r -a CMD <<< "$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/pollend.service)"
 setpriv --reuid=pollen --regid=pollen --init-groups -- "${CMD[@]}" --resp-bind "127.0.0.1:$RESP" --gossip-bind "127.0.0.1:$GOSSIP" \
   --http-bind "127.0.0.1:$HTTP" > "$WORK/pollend.log" 2>&1 &

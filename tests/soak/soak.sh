@@ -26,19 +26,20 @@ WARMUP=${WARMUP:-$(( DURATION / 10 > 20 ? DURATION / 10 : 20 ))}
 MAX_GROWTH_PCT=${MAX_GROWTH_PCT:-5}
 [[ "$DURATION" =~ ^[0-9]+$ ]] && [ "$DURATION" -gt "$WARMUP" ] ||
   { echo "usage: soak.sh [SECONDS > WARMUP ($WARMUP)] [POLLEND]" >&2; exit 2; }
+snapshot_s=${SNAPSHOT_INTERVAL%s}
+[[ "$snapshot_s" =~ ^[0-9]+$ ]] || { echo "SNAPSHOT_INTERVAL must be whole seconds, like 30s" >&2; exit 2; }
+[ $(( (DURATION - WARMUP) / 4 )) -ge $(( 2 * snapshot_s )) ] ||
+  { echo "a quarter after warm-up ($(( (DURATION - WARMUP) / 4 ))s) must hold two snapshot intervals ($SNAPSHOT_INTERVAL)" >&2; exit 2; }
 [ -x "$POLLEND" ] || { echo "no pollend at $POLLEND (build first: bash .ci/test.sh, or pass its path)" >&2; exit 2; }
 command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null && command -v curl >/dev/null ||
   { echo "needs redis-benchmark, redis-cli and curl (bash .ci/deps.sh)" >&2; exit 2; }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-GOSSIP=$(free_port); RESP=$(free_port); HTTP=$(free_port)
+read -r GOSSIP RESP HTTP <<< "$(python3 tests/free_ports.py 3 | tr '\n' ' ')"
 WORK=$(mktemp -d /tmp/pollen-soak.XXXXXX)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -n "${NODE:-}" ] && kill "$NODE" 2>/dev/null && wait "$NODE" 2>/dev/null
+  if [ -n "${NODE:-}" ]; then kill "$NODE" 2>/dev/null || true; wait "$NODE" 2>/dev/null || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -72,7 +73,9 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$NODE/status"; }
 peak_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$NODE/status"; echo 5 >"/proc/$NODE/clear_refs"; }
 echo 5 >"/proc/$NODE/clear_refs" 2>/dev/null || { echo "soak: cannot reset /proc/$NODE/clear_refs" >&2; exit 1; }
 mib() { awk -v k="$1" 'BEGIN {print k / 1024}'; }
-served() { curl -fs "http://127.0.0.1:$HTTP/metrics" | awk '/^pollen_resp_commands_total / {print $2}'; }
+# An unlabelled metric's value ("-1" when the scrape fails).
+metric() { curl -fs "http://127.0.0.1:$HTTP/metrics" | awk -v m="$1" '$1 == m {v = $2} END {print (v == "" ? -1 : v)}'; }
+served() { metric pollen_resp_commands_total; }
 
 echo "soak: ${DURATION}s, warm-up ${WARMUP}s, snapshots every ${SNAPSHOT_INTERVAL}, pollend pid $NODE"
 printf '%8s %10s %10s %14s\n' elapsed min_mib max_mib commands
@@ -83,9 +86,12 @@ while true; do
   sleep 1
   elapsed=$(( $(date +%s) - start ))
   kill -0 "$NODE" 2>/dev/null || { echo "pollend exited:"; tail -20 "$WORK/pollend.log"; exit 1; }
+  for p in "${pids[@]}"; do
+    kill -0 "$p" 2>/dev/null || { echo "soak: a load generator (pid $p) stopped: the load is not what was asked"; exit 1; }
+  done
   rss=$(rss_kib)
   peak=$(peak_kib)
-  [ "$elapsed" -ge "$WARMUP" ] && after+=("$rss $peak")
+  [ "$elapsed" -ge "$WARMUP" ] && after+=("$rss $peak $(metric pollen_resp_commands_total) $(metric pollen_snapshots_total)")
   if [ -z "$lo" ] || [ "$rss" -lt "$lo" ]; then lo=$rss; fi
   [ "$peak" -gt "$hi" ] && hi=$peak
   if [ $(( elapsed % PRINT )) -eq 0 ] || [ "$elapsed" -ge "$DURATION" ]; then
@@ -99,12 +105,15 @@ done
 # holds a copy of each filter while it writes) of the last quarter after
 # warm-up exceed those of the first quarter by more than MAX_GROWTH_PCT.
 verdict=$(printf '%s\n' "${after[@]}" | awk -v g="$MAX_GROWTH_PCT" '
-  { v[NR] = $1; p[NR] = $2 }
+  { v[NR] = $1; p[NR] = $2; c[NR] = $3; s[NR] = $4 }
   END {
     q = int(NR / 4); if (q < 1) q = 1
     for (i = 1; i <= q; i++) { if (i == 1 || v[i] < fmin) fmin = v[i]; if (p[i] > fmax) fmax = p[i] }
     for (i = NR - q + 1; i <= NR; i++) { if (i == NR - q + 1 || v[i] < lmin) lmin = v[i]; if (p[i] > lmax) lmax = p[i] }
     floor = (lmin - fmin) * 100 / fmin; peak = (lmax - fmax) * 100 / fmax
+    # The comparison means something only under load with snapshots in both quarters.
+    if (c[NR] <= c[NR - q + 1]) { print "no commands served in the last quarter"; exit 1 }
+    if (s[q] <= s[1] || s[NR] <= s[NR - q + 1]) { print "no snapshot in the first or the last quarter"; exit 1 }
     printf "floor %.1f -> %.1f MiB (%+.2f%%), peak %.1f -> %.1f MiB (%+.2f%%) from the first to the last quarter after warm-up (limit %s%%)\n", fmin / 1024, lmin / 1024, floor, fmax / 1024, lmax / 1024, peak, g
     exit (floor > g || peak > g)
   }') && ok=1 || ok=0

@@ -198,7 +198,7 @@ std::string PendingRestore::SnapshotValue() const {
   assert(complete());
   std::vector<std::pair<uint64_t, std::span<const uint64_t>>> subs;
   for (size_t i = 0; i < contents_.size(); ++i) subs.emplace_back(header_.slots[i], contents_[i]);
-  return node::Node::SnapshotValue(header_.entry, crdt::EncodeSnapshotWords(header_.params, subs));
+  return crdt::EncodeSnapshotWords(header_.params, subs, node::Node::SnapshotValue(header_.entry, {}));
 }
 
 }  // namespace pollen::resp
