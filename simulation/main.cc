@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
     std::fputs(UsageText().c_str(), stdout);
     return 0;
   }
+  if (base.version) {
+    std::printf("pollen-sim %s\n", POLLEN_VERSION);
+    return 0;
+  }
   uint32_t failed = 0;
   for (uint32_t k = 0; k < base.seeds; ++k) {
     SimOptions o = OptionsForSeed(base, base.seed + k);

@@ -212,6 +212,7 @@ Output:
   --quiet                 only the one-line result per seed
   --progress              report virtual time on stderr every 5 virtual seconds
   --help
+  --version
 Exit status: 0 when every run passed its checkers, 1 on a checker failure, 2 on bad flags.
 )";
 }
@@ -241,7 +242,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
-        {"clock-drift", false}, {"json", false}, {"quiet", false}, {"progress", false}, {"help", false}};
+        {"clock-drift", false}, {"json", false}, {"quiet", false}, {"progress", false}, {"help", false}, {"version", false}};
     auto known = kTakesValue.find(name);
     if (known == kTakesValue.end()) return absl::InvalidArgumentError(absl::StrCat("ERR unknown flag '--", name, "'"));
     if (known->second && !has_value) {
@@ -383,6 +384,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       o.progress = true;
     } else if (name == "help") {
       o.help = true;
+    } else if (name == "version") {
+      o.version = true;
     }
 #undef POLLEN_NUM
   }

@@ -134,6 +134,7 @@ struct SimOptions {
   bool json = false;
   bool quiet = false;
   bool help = false;
+  bool version = false;  // print pollen-sim's version and exit
   std::vector<std::string> replay_args;  // flags to replay a run, minus --seed/--seeds
   // --progress: called with the virtual time (seconds) every 5 virtual seconds.
   // The simulator itself does no I/O; pollen-sim prints from here.

@@ -122,9 +122,8 @@ std::string Text(const resp::Reply& r) {
     case T::kSimple:
     case T::kBulk:
     case T::kError: return r.str;
-    case T::kArray: return r.DebugString();
+    default: return r.DebugString();  // arrays, and RESP3 types (pollenctl speaks RESP2; shown, not dropped)
   }
-  return "";
 }
 
 std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {

@@ -39,6 +39,7 @@ options:
   --timeout <seconds>  per request, default 10
   --json               machine-readable output
   --help               this text
+  --version            pollenctl's version
   --                   end of options (for keys that start with --)
 
 exit codes: 0 ok, 1 answered no / not found, 2 usage, 3 connection or server error
@@ -73,6 +74,9 @@ int main(int argc, char** argv) {
       options_done = true;
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
+      return pollen::ctl::kExitOk;
+    } else if (a == "--version") {
+      std::cout << "pollenctl " << POLLEN_VERSION << "\n";
       return pollen::ctl::kExitOk;
     } else if (a == "--json") {
       o.json = true;

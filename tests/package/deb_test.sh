@@ -45,7 +45,9 @@ for s in postinst prerm postrm; do grep -qx "./$s" "$WORK/ctrl" || fail "no $s s
 dpkg-deb -x "$DEB" "$WORK/root"
 [ "$("$WORK/root/usr/bin/pollend" --version)" = "pollend $VERSION" ] || fail "pollend --version from the scratch root"
 "$WORK/root/usr/bin/pollenctl" --help > /dev/null || fail "pollenctl --help"
+[ "$("$WORK/root/usr/bin/pollenctl" --version)" = "pollenctl $VERSION" ] || fail "pollenctl --version"
 "$WORK/root/usr/bin/pollen-sim" --help > /dev/null || fail "pollen-sim --help"
+[ "$("$WORK/root/usr/bin/pollen-sim" --version)" = "pollen-sim $VERSION" ] || fail "pollen-sim --version"
 grep -q "^ExecStart=/usr/bin/pollend " "$WORK/root/usr/lib/systemd/system/pollend.service" || fail "unit ExecStart"
 echo "scratch root: ok"
 
