@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "crdt/mix64.h"
 #include "crdt/siphash_many.h"
 
 namespace pollen::crdt {
@@ -34,12 +35,7 @@ constexpr size_t kLayerPrefetch = 32;
 // SipHash per key, not 14. bench_scaling (10^7 keys, 14 layers against one
 // filter sized for them, non-members): 2.7x per single-key test, 4.7x per key
 // in 1024-key batches; members of the newest layer 1.0-1.2x.
-inline uint64_t RemixForLayer(uint64_t hash, uint64_t salt) {
-  uint64_t x = hash ^ salt;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+inline uint64_t RemixForLayer(uint64_t hash, uint64_t salt) { return Mix64(hash ^ salt); }
 inline uint64_t LayerHash(const SubFilter& sub, uint64_t sip) {
   return sub.layer == 0 ? sip : RemixForLayer(sip, sub.salt);
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "node/core/dissemination.h"
+#include "crdt/mix64.h"
 
 namespace pollen::node {
 namespace {
@@ -40,12 +41,9 @@ namespace {
 // SplitMix64's finalizer over a running fold: a change in any input changes
 // the result (with probability 1 - 2^-64), and the order of inputs counts.
 uint64_t Fold(std::span<const uint64_t> hashes) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ hashes.size();
+  uint64_t h = crdt::kGoldenGamma ^ hashes.size();
   for (uint64_t x : hashes) {
-    h ^= x;
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    h ^= h >> 31;
+    h = crdt::Mix64(h ^ x);
   }
   return h;
 }

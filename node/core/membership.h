@@ -238,7 +238,7 @@ class Membership {
     // While suspect (Lifeguard): when the suspicion began and its distinct
     // named accusers, the first one first (at most K + 1). Held apart: every
     // node holds every member, and few are ever suspect.
-    std::unique_ptr<Suspicion> suspicion;
+    std::unique_ptr<Suspicion> suspicion{};
     const std::string* name = nullptr;    // this entry's key in members_
     size_t live_pos = kNotLive;           // index in live_ while alive or suspect
   };

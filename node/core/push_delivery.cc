@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "crdt/mix64.h"
+
 namespace pollen::node {
 
 PushDelivery::PushDelivery(Config config, uint64_t stream_ids) : config_(config), stream_ids_(stream_ids) {
@@ -14,10 +16,7 @@ PushDelivery::Link& PushDelivery::At(const std::string& link) {
   auto [it, inserted] = links_.try_emplace(link);
   if (inserted) {
     // SplitMix64 over a counter: distinct ids per link, reproducible per seed.
-    uint64_t z = (stream_ids_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+    const uint64_t z = crdt::Mix64(stream_ids_ += crdt::kGoldenGamma);
     it->second.stream = std::max<uint32_t>(1, static_cast<uint32_t>(z >> 32));
   }
   return it->second;

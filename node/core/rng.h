@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "crdt/mix64.h"
+
 namespace pollen::node {
 
 class Rng {
@@ -41,10 +43,7 @@ class Rng {
  private:
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   static uint64_t SplitMix(uint64_t& state) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return crdt::Mix64(state += crdt::kGoldenGamma);
   }
   uint64_t s_[4];
 };

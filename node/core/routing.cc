@@ -3,6 +3,8 @@
 #include <cassert>
 #include <tuple>
 
+#include "crdt/mix64.h"
+
 namespace pollen::node {
 namespace {
 
@@ -10,16 +12,6 @@ namespace {
 // a fixed constant), so the routing key is independent of every filter key.
 constexpr uint64_t kRouteKeyId = 0x726f757465000001ULL;
 
-// SplitMix64's finalizer: a bijection that spreads every input bit, so the
-// score of (key, member) depends on all bits of both hashes.
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 }  // namespace
 
@@ -39,7 +31,8 @@ std::pair<const std::string*, const std::string*> Rendezvous::TopTwo(uint64_t ke
     return other == nullptr || std::tie(score, c.name) > std::tie(other_score, other->name);
   };
   for (const Candidate& c : candidates_) {
-    const uint64_t score = Mix(key_hash ^ c.hash);
+    // Mix64 spreads every bit: the score of (key, member) depends on all bits of both hashes.
+    const uint64_t score = crdt::Mix64(key_hash ^ c.hash);
     if (beats(score, c, best_score, best)) {
       second = best;
       second_score = best_score;
