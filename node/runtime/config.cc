@@ -351,12 +351,17 @@ absl::StatusOr<node::Duration> ParseDuration(std::string_view text) {
   uint64_t n = 0;
   if (!ParseUnsigned(text.substr(0, i), &n)) return absl::InvalidArgumentError("bad duration");
   std::string_view unit = text.substr(i);
-  using namespace std::chrono;
-  if (unit == "ms") return node::Duration(milliseconds(n));
-  if (unit == "s") return node::Duration(seconds(n));
-  if (unit == "m") return node::Duration(minutes(n));
-  if (unit == "h") return node::Duration(hours(n));
-  return absl::InvalidArgumentError("bad duration unit");
+  uint64_t unit_ms = 0;
+  if (unit == "ms") unit_ms = 1;
+  if (unit == "s") unit_ms = 1000;
+  if (unit == "m") unit_ms = 60'000;
+  if (unit == "h") unit_ms = 3'600'000;
+  if (unit_ms == 0) return absl::InvalidArgumentError("bad duration unit");
+  // At most about 100 years: 12 digits of hours would overflow the
+  // nanosecond count (found by fuzz_runtime_config_parse).
+  constexpr uint64_t kMaxDurationMs = uint64_t{100} * 365 * 24 * 3'600'000;
+  if (n > kMaxDurationMs / unit_ms) return absl::InvalidArgumentError("duration too long");
+  return node::Duration(std::chrono::milliseconds(n * unit_ms));
 }
 
 std::string FormatDuration(node::Duration d) {

@@ -242,9 +242,11 @@ TEST(DurationTest, ParseAndFormat) {
   EXPECT_EQ(*ParseDuration("10s"), std::chrono::seconds(10));
   EXPECT_EQ(*ParseDuration("5m"), std::chrono::minutes(5));
   EXPECT_EQ(*ParseDuration("0"), node::Duration(0));
-  for (const char* bad : {"", "s", "10", "1.5s", "-1s", "10 s", "10sec", "99999999999999h"}) {
+  for (const char* bad : {"", "s", "10", "1.5s", "-1s", "10 s", "10sec", "99999999999999h",
+                          "50000000000s", "999999999999h", "876001h"}) {  // over ~100 years: would overflow
     EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
   }
+  EXPECT_EQ(*ParseDuration("876000h"), std::chrono::hours(876000));  // 100 years of 365 days
   EXPECT_EQ(FormatDuration(std::chrono::milliseconds(1500)), "1500ms");
   EXPECT_EQ(FormatDuration(std::chrono::minutes(2)), "2m");
 }
