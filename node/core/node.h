@@ -78,7 +78,18 @@ struct NodeConfig {
   // an owner's answer before asking again (node/core/routing.h).
   Duration route_timeout = std::chrono::milliseconds(100);
 
+  // Collect the keys this node adds at a peer's request (TakePeerAdds). The
+  // daemon turns this on to put them in its add log; off, nothing is kept
+  // (the simulator never takes them).
+  bool report_peer_adds = false;
+
   std::vector<FilterConfig> filters;  // declared filters
+};
+
+// Keys added to `filter` at a peer's request (Node::TakePeerAdds).
+struct PeerAdds {
+  std::string filter;
+  std::vector<std::string> keys;
 };
 
 // The answer to one BeginAdd (node/core/routing.h).
@@ -280,6 +291,13 @@ class Node {
   // answered at once. Errors as AddMany's, before anything changes.
   absl::StatusOr<uint64_t> BeginAdd(std::string_view filter, std::span<const std::string_view> keys, Time now);
   std::vector<RoutedAddResult> TakeRoutedAdds();  // driver thread
+  // Keys this node added at a peer's request since the last call: an owner's
+  // routed decisions (HandleRouteAdd, each request once) and a WAIT's pushed
+  // keys (HandleKeyCheck). Empty unless NodeConfig::report_peer_adds. They
+  // are taken before TakeOutgoing, whose replies report them, so a driver
+  // can make them durable first: an owner that restarts then still knows
+  // the keys it answered "new" for.
+  std::vector<PeerAdds> TakePeerAdds();  // driver thread
   // Thread-safe: true if `filter` exists here and is routed.
   bool IsRouted(std::string_view filter) const;
   // Thread-safe, the fast path of a routed add: true if every key may be

@@ -303,6 +303,7 @@ struct Node::Impl {
   std::deque<std::pair<Time, uint64_t>> route_deadlines; // (deadline, request id), in sending order
   std::map<uint64_t, RouteTicket> route_tickets;        // by ticket
   std::vector<RoutedAddResult> routed_done;
+  std::vector<PeerAdds> peer_adds;  // only with config.report_peer_adds
   AnswerMemory route_answers;
   StandIns stand_ins;
   uint64_t next_route_id = 0;  // drawn from rng at the first request (runs without routing draw nothing)
@@ -542,6 +543,8 @@ struct Node::Impl {
   absl::Status CheckWritable(const FilterState& state) const;
   std::vector<bool> AddLocal(const FilterState& state, std::span<const std::string_view> keys,
                              std::vector<bool>* full);
+  // Notes keys added at a peer's request for TakePeerAdds (when reported).
+  void NotePeerAdds(const FilterState& state, std::span<const std::string_view> keys);
 
   // ---- owner routing (node_routing.cc) ----
   void RefreshRendezvous();

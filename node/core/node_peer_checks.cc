@@ -212,6 +212,7 @@ void Node::Impl::HandleKeyCheck(const Address& from, const wire::KeyCheck& msg) 
     if (msg.add() && CheckWritable(*state).ok()) {
       std::vector<bool> full;
       AddLocal(*state, keys, &full);  // a full NONSCALING filter refuses: not held
+      NotePeerAdds(*state, keys);
     }
     std::unique_ptr<bool[]> found(new bool[keys.size()]);
     state->set->MightContainMany(keys, std::span<bool>(found.get(), keys.size()));

@@ -113,6 +113,21 @@ std::vector<RoutedAddResult> Node::TakeRoutedAdds() {
   return out;
 }
 
+std::vector<PeerAdds> Node::TakePeerAdds() {
+  std::vector<PeerAdds> out;
+  out.swap(impl_->peer_adds);
+  return out;
+}
+
+void Node::Impl::NotePeerAdds(const FilterState& state, std::span<const std::string_view> keys) {
+  if (!config.report_peer_adds || keys.empty()) return;
+  // Bounded: the driver takes these after every call, and one call adds at
+  // most one message's keys.
+  PeerAdds& adds = peer_adds.emplace_back();
+  adds.filter = state.entry.config.name;
+  adds.keys.assign(keys.begin(), keys.end());
+}
+
 bool Node::IsRouted(std::string_view filter) const {
   std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
   return state != nullptr && state->entry.config.routed;
@@ -272,6 +287,7 @@ void Node::Impl::HandleRouteAdd(const Address& from, const std::string& sender, 
     if (answer == nullptr || answer->added.size() != static_cast<size_t>(msg.keys_size())) {
       std::vector<std::string_view> keys(msg.keys().begin(), msg.keys().end());
       fresh.added = msg.stand_in() ? StandInAdd(*state, keys, &fresh.full) : AddLocal(*state, keys, &fresh.full);
+      NotePeerAdds(*state, keys);
       Stats([&](NodeCounters& s) { s.routed_served += keys.size(); });
       if (answer == nullptr) route_answers.Remember(sender, msg.id(), fresh, now);
       answer = &fresh;

@@ -123,11 +123,19 @@ absl::Status AddLog::Enqueue(size_t records, bool wait, EncodeFn encode) {
 }
 
 absl::Status AddLog::Append(std::string_view filter, std::span<const std::string_view> keys) {
+  return AppendAdds(filter, keys, true);
+}
+
+absl::Status AddLog::AppendQueued(std::string_view filter, std::span<const std::string_view> keys) {
+  return AppendAdds(filter, keys, false);
+}
+
+absl::Status AddLog::AppendAdds(std::string_view filter, std::span<const std::string_view> keys, bool wait) {
   if (filter.size() > kMaxLoggedFilterBytes) return absl::InvalidArgumentError("filter name too long for the add log");
   for (std::string_view k : keys) {
     if (k.size() > kMaxLoggedKeyBytes) return absl::InvalidArgumentError("key too long for the add log");
   }
-  return Enqueue(keys.size(), true, [&](std::string* out) {
+  return Enqueue(keys.size(), wait, [&](std::string* out) {
     for (std::string_view k : keys) AppendAddRecord(filter, k, out);
   });
 }

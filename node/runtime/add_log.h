@@ -51,6 +51,8 @@ class AddLog {
   // Logs one record per key. Filter names longer than kMaxLoggedFilterBytes or
   // keys longer than kMaxLoggedKeyBytes are refused (InvalidArgument).
   absl::Status Append(std::string_view filter, std::span<const std::string_view> keys);
+  // As Append, but only queues the records (like AppendCreate without `wait`).
+  absl::Status AppendQueued(std::string_view filter, std::span<const std::string_view> keys);
 
   // Logs a create record (a filter's catalog entry, add_log_format.h). With
   // `wait` it returns like Append (under kAlways: once fsynced); without, it
@@ -84,6 +86,7 @@ class AddLog {
   // `wait` under kAlways, waits until they are fsynced.
   template <typename EncodeFn>
   absl::Status Enqueue(size_t records, bool wait, EncodeFn encode);
+  absl::Status AppendAdds(std::string_view filter, std::span<const std::string_view> keys, bool wait);
   absl::Status OpenSegmentLocked(uint64_t id);  // io_mu_ held
   void WriterLoop();
   // Writes what is pending (io_mu_ held); fsyncs when `sync`.

@@ -71,6 +71,7 @@ node::NodeConfig MakeNodeConfig(const DaemonConfig& c, const crdt::ClusterSecret
   nc.probe_interval = c.probe_interval;
   nc.probe_timeout = c.probe_timeout;
   nc.route_timeout = c.route_timeout;
+  nc.report_peer_adds = !c.data_dir.empty();  // the driver logs them (Driver::LogPeerAdds)
   nc.indirect_probes = c.indirect_probes;
   nc.suspicion_multiplier = c.suspicion_multiplier;
   nc.lifeguard = c.lifeguard;

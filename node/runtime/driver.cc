@@ -79,6 +79,7 @@ void Driver::OnFrame(const std::string& from, std::string_view frame) {
 }
 
 void Driver::AfterNodeCall(node::Time now) {
+  LogPeerAdds(node_.TakePeerAdds());  // before the replies below
   for (node::Outgoing& out : node_.TakeOutgoing()) {
     if (out.channel == node::Channel::kStream || config_.tcp_only) {
       streams_.Send(out.to, out.bytes);
@@ -104,6 +105,30 @@ void Driver::AfterNodeCall(node::Time now) {
     }
   }
   ArmTimer(now);
+}
+
+void Driver::LogPeerAdds(std::vector<node::PeerAdds> adds) {
+  if (adds.empty() || persistence_ == nullptr) return;
+  // An owner that answered "new" and then restarted must not answer "new"
+  // again for the same key: its decisions go in its own log, not only in
+  // the asker's. Queued, then one WaitDurable for the whole call (under
+  // appendfsync always: one fsync per driver batch, shared with clients').
+  absl::Status s;
+  for (const node::PeerAdds& a : adds) {
+    if (persistence_->NeedsCreateRecord(a.filter)) {
+      s = persistence_->LogCreate(node_, a.filter, false);
+      if (absl::IsNotFound(s)) continue;  // deleted in the same call: nothing to log
+      if (!s.ok()) break;
+    }
+    const std::vector<std::string_view> keys(a.keys.begin(), a.keys.end());
+    s = persistence_->QueueAdds(a.filter, keys);
+    if (!s.ok()) break;
+  }
+  if (s.ok()) s = persistence_->WaitDurable();
+  if (s.ok()) return;
+  // The log's errors are sticky, and clients' adds report them: say it once here.
+  if (!peer_add_log_failed_) spdlog::error("add log: keys added for peers: {}", s.message());
+  peer_add_log_failed_ = true;
 }
 
 void Driver::ArmTimer(node::Time now) {

@@ -106,6 +106,9 @@ class Driver {
   void OnDatagram(const std::string& from, std::string_view bytes);
   void OnFrame(const std::string& from, std::string_view frame);
   void AfterNodeCall(node::Time now);  // send outgoing, log events, re-arm the timer
+  // Puts the keys the node added at peers' requests in the add log, durable
+  // (as appendfsync asks) before the replies that report them are sent.
+  void LogPeerAdds(std::vector<node::PeerAdds> adds);
   void ArmTimer(node::Time now);
   void OnTimer();
   void CheckReady(node::Time now);
@@ -133,6 +136,7 @@ class Driver {
   node::Node& node_;
   const DaemonConfig config_;
   Persistence* persistence_;
+  bool peer_add_log_failed_ = false;  // driver thread: the first failure is logged, not every one
   RuntimeCounters counters_;
   PeerResolver resolver_;
   boost::asio::io_context io_;

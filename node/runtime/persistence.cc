@@ -373,6 +373,11 @@ absl::Status Persistence::LogAdds(std::string_view filter, std::span<const std::
   return log_->Append(filter, keys);
 }
 
+absl::Status Persistence::QueueAdds(std::string_view filter, std::span<const std::string_view> keys) {
+  if (!log_) return absl::FailedPreconditionError("add log not open");
+  return log_->AppendQueued(filter, keys);
+}
+
 absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
   if (!log_) return absl::FailedPreconditionError("add log not open");
   SnapshotJob job;

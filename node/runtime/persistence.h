@@ -94,6 +94,8 @@ class Persistence {
 
   // Thread-safe: log adds the node has applied (see AddLog::Append).
   absl::Status LogAdds(std::string_view filter, std::span<const std::string_view> keys);
+  // As LogAdds, queued only (AddLog::AppendQueued): WaitDurable makes them durable.
+  absl::Status QueueAdds(std::string_view filter, std::span<const std::string_view> keys);
 
   // Driver thread: logs a create record for `filter`'s current catalog entry
   // (queued; `wait` as in AddLog::AppendCreate) and remembers that it did.

@@ -77,6 +77,7 @@ struct ClusterOptions {
   double datagram_loss = 0;  // applied to every datagram
   bool tcp_only = false;
   NodeConfig::Dissemination dissemination = NodeConfig::Dissemination::kTree;  // the node default
+  bool report_peer_adds = false;  // NodeConfig::report_peer_adds
   bool inspect = false;  // count delivered frames by (channel, type) in delivered()
   // Return true to drop a frame (from, outgoing, peeked envelope if it opened).
   std::function<bool(size_t from, const Outgoing&, const wire::Envelope&)> drop;
@@ -104,6 +105,7 @@ class Cluster {
     c.tcp_only = options_.tcp_only;
     c.dissemination = options_.dissemination;
     c.filters = options_.filters;
+    c.report_peer_adds = options_.report_peer_adds;
     return c;
   }
 

@@ -79,6 +79,31 @@ TEST(Wait, PushesTheKeysAndCountsEveryPeerThatHoldsThem) {
   EXPECT_EQ(NodesHolding(c, keys, 0), 3u);
 }
 
+TEST(Wait, EachPeerReportsThePushedKeysForItsLog) {
+  ClusterOptions o = Options(3);
+  o.report_peer_adds = true;
+  Cluster c(o);
+  Join(c);
+  for (size_t n = 0; n < c.size(); ++n) c.node(n).TakePeerAdds();
+  const std::vector<std::string> keys = Keys(0, 50);
+  AddAt(c, 0, keys);
+  auto t = c.node(0).BeginWait({KeyBatch{"crawl", keys}}, 2, 1s, c.now());
+  ASSERT_TRUE(t.ok()) << t.status();
+  c.Deliver();  // the pushes reach the peers, whose replies are queued behind their reports
+  EXPECT_TRUE(c.node(0).TakePeerAdds().empty());  // its own client's keys: logged by the RESP layer
+  for (size_t n = 1; n < c.size(); ++n) {
+    std::vector<std::string> got;
+    for (const PeerAdds& a : c.node(n).TakePeerAdds()) {
+      EXPECT_EQ(a.filter, "crawl");
+      got.insert(got.end(), a.keys.begin(), a.keys.end());
+    }
+    EXPECT_EQ(got, keys) << c.node(n).name();
+  }
+  std::optional<PeerCheckResult> r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 2u);
+}
+
 TEST(Wait, NeverCountsAPeerThatDidNotAnswer) {
   ClusterOptions o = Options(4);
   o.drop = [](size_t, const Outgoing& out, const wire::Envelope& env) {

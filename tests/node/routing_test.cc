@@ -180,6 +180,66 @@ TEST(Routing, ARetryAfterALostReplyGetsTheSameAnswer) {
   EXPECT_EQ(answers[0].remote_keys, 1u);
 }
 
+TEST(Routing, AnOwnerReportsTheKeysItDecidedForOthersOnceForTheLog) {
+  ClusterOptions o = Options(3);
+  o.report_peer_adds = true;
+  int dropped_replies = 0;
+  o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
+    return env.has_route_reply() && dropped_replies++ == 0;  // the first reply: the asker asks again
+  };
+  Cluster c(o);
+  Join(c);
+  for (size_t n = 0; n < c.size(); ++n) c.node(n).TakePeerAdds();  // nothing routed yet
+  // Keys node 0 does not own, grouped by their owner.
+  Rendezvous r(TestSecret());
+  r.Reset({"n0", "n1", "n2"});
+  std::vector<std::string> keys;
+  std::map<std::string, std::set<std::string>> owned_by;
+  for (int k = 0; keys.size() < 20; ++k) {
+    const std::string owner = *r.TopTwo(r.KeyHash(Key(k))).first;
+    if (owner == "n0") continue;
+    keys.push_back(Key(k));
+    owned_by[owner].insert(Key(k));
+  }
+  Ticket(c.node(0), keys, c.now());
+  std::vector<std::vector<PeerAdds>> reported(c.size());
+  std::vector<RoutedAddResult> answers;
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        for (size_t n = 0; n < c.size(); ++n) {
+          for (PeerAdds& a : c.node(n).TakePeerAdds()) reported[n].push_back(std::move(a));
+        }
+        for (RoutedAddResult& a : c.node(0).TakeRoutedAdds()) answers.push_back(std::move(a));
+        return !answers.empty();
+      },
+      5s));
+  EXPECT_EQ(std::count(answers[0].added.begin(), answers[0].added.end(), true), 20);
+  ASSERT_EQ(owned_by.size(), 2u);
+  EXPECT_EQ(dropped_replies, 3);  // both owners replied, and one of them again to the retry (from memory)
+  EXPECT_TRUE(reported[0].empty());  // the asker's keys are its client's: logged by the RESP layer
+  for (size_t n = 1; n < c.size(); ++n) {
+    std::multiset<std::string> got;
+    for (const PeerAdds& a : reported[n]) {
+      EXPECT_EQ(a.filter, "crawl");
+      got.insert(a.keys.begin(), a.keys.end());
+    }
+    const std::set<std::string>& want = owned_by[c.node(n).name()];
+    // Each decided key exactly once: the retry re-sent the same request id.
+    EXPECT_EQ(got, std::multiset<std::string>(want.begin(), want.end())) << c.node(n).name();
+  }
+}
+
+TEST(Routing, KeysAddedForPeersAreNotKeptUnlessReported) {
+  Cluster c(Options(3));
+  Join(c);
+  std::vector<std::string> keys;
+  for (int k = 0; k < 30; ++k) keys.push_back(Key(k));
+  Ticket(c.node(0), keys, c.now());
+  ASSERT_EQ(Answers(c, 0, 1).size(), 1u);
+  EXPECT_GT(c.node(1).Counters().routed_served + c.node(2).Counters().routed_served, 0u);
+  for (size_t n = 0; n < c.size(); ++n) EXPECT_TRUE(c.node(n).TakePeerAdds().empty());
+}
+
 TEST(Routing, ASilentOwnerFallsBackToTheLocalAnswerAndCountsIt) {
   ClusterOptions o = Options(3);
   bool silence = false;

@@ -123,5 +123,50 @@ TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
   ADD_FAILURE() << "in 3 attempts n1 never routed a key to n3 (it suspected n3 each time)";
 }
 
+TEST_F(ClusterTest, AnOwnerKilledRightAfterAnsweringStillHoldsEveryKeyItDecided) {
+  // n2 persists under appendfsync always; n1 asks it to decide the keys it owns.
+  Pollend& n1 = AddNode(-1);
+  StartAndWaitReady(n1);
+  const std::string data = MakeTempDir("owner");
+  const std::vector<std::string> persist = {"--data-dir", data, "--appendfsync", "always", "--snapshot-interval",
+                                            "1h"};
+  std::vector<std::string> joined = {"--seeds", n1.ports().gossip_addr()};
+  joined.insert(joined.end(), persist.begin(), persist.end());
+  Pollend& n2 = AddNode(-1, joined);
+  StartAndWaitReady(n2);
+  ASSERT_TRUE(WaitAlive(n1, 2));
+  ASSERT_TRUE(WaitAlive(n2, 2));
+  {
+    RespClient c = n1.Client();
+    ASSERT_EQ(c.Command({"BF.RESERVE", "urls", "0.001", "100000", "ROUTED"}).str, "OK");
+  }
+  // An owner that does not hold the filter yet refuses, and the asker decides.
+  ASSERT_TRUE(WaitFor([&] { return n2.Client().Command({"BF.INFO", "urls"}).type == RespReply::kArray; },
+                      kConvergeTimeout));
+  const auto keys = Keys("owner-log", 200);
+  AddAll(n1, "urls", keys);
+  const double served =
+      MetricValue(n2.Metrics(), "pollen_routed_keys_total", "outcome=\"served\"").value_or(0);
+  ASSERT_GT(served, 0) << "n2 decided none of the keys";
+  n2.Kill(SIGKILL);
+  EXPECT_EQ(n2.WaitExit(std::chrono::seconds(30)), -1);
+
+  // Restarted alone (another cluster label: n1's frames fail authentication),
+  // n2 holds only what its own add log kept: at least every key it decided.
+  // (n1's gossip of the same keys reached n2's memory, never its log.)
+  std::vector<std::string> isolated = {"--cluster-label", "isolated"};
+  isolated.insert(isolated.end(), persist.begin(), persist.end());
+  n2.set_extra(isolated);
+  StartAndWaitReady(n2);
+  RespClient c = n2.Client();
+  std::vector<std::string> args = {"BF.MEXISTS", "urls"};
+  args.insert(args.end(), keys.begin(), keys.end());
+  RespReply r = c.Command(args);
+  ASSERT_EQ(r.type, RespReply::kArray) << r.str;
+  int64_t present = 0;
+  for (const RespReply& e : r.elements) present += e.integer == 1;
+  EXPECT_GE(present, static_cast<int64_t>(served));
+}
+
 }  // namespace
 }  // namespace pollen::testing

@@ -92,7 +92,7 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
   sizing.fpr = config.fpr;
   sizing.expansion = config.expansion;
   const double first_layer_fpr = config.expansion > 0 ? crdt::LayerFpr(sizing, 0) : config.fpr;
-  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShape(config.capacity, first_layer_fpr);
+  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShapeCached(config.capacity, first_layer_fpr);
   if (!shape.ok()) return absl::InvalidArgumentError(Cat("filter too large: ", ToStd(shape.status().message())));
   const uint64_t gens = std::max<uint32_t>(config.generations, 1);
   if (shape->bytes() > ctx.limits.max_filter_bytes / gens) {
