@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/resp/server_test_util.h"
@@ -51,6 +52,58 @@ TEST(RespServer, InlineCommandsAndQuit) {
   EXPECT_EQ(c.Read()->str, "PONG");
   EXPECT_EQ(c.Read()->str, "a b");
   EXPECT_EQ(c.Read()->str, "OK");
+  EXPECT_TRUE(c.ReadsEof());
+}
+
+TEST(RespServer, AHalfClosedClientGetsEveryReplyThenEof) {
+  // `printf ... | nc -N`: the requests, then EOF; the replies still come.
+  ServerFixture s;
+  RawClient c(s.port());
+  // Small requests, large replies (COMMAND DOCS): more output than the
+  // socket buffers hold is still queued at the server when it reads EOF.
+  std::string batch;
+  for (int i = 0; i < 1000; ++i) batch += Multibulk({"BF.ADD", "f", "key-" + std::to_string(i)}) + Multibulk({"COMMAND", "DOCS"});
+  batch += Multibulk({"BF.CARD", "f"});
+  ASSERT_TRUE(c.Send(batch));
+  ASSERT_TRUE(c.ShutdownWrite());
+  for (int i = 0; i < 1000; ++i) {
+    auto added = c.Read();
+    ASSERT_TRUE(added.has_value()) << i;
+    ASSERT_EQ(added->integer, 1) << i;
+    auto docs = c.Read();
+    ASSERT_TRUE(docs.has_value()) << i;
+  }
+  auto card = c.Read();
+  ASSERT_TRUE(card.has_value());
+  EXPECT_EQ(card->integer, 1000);
+  EXPECT_TRUE(c.ReadsEof());
+}
+
+TEST(RespServer, AHalfClosedClientGetsItsDeferredReplyAndWhatCameAfter) {
+  std::vector<std::jthread> answerers;  // joined even if an ASSERT returns early
+  ServerFixture s([&](ServerContext& ctx) {
+    // A WAIT answered 300 ms later from another thread, as the driver would.
+    ctx.peer_check = [&](ServerContext::PeerCheckBegin, ServerContext::PeerCheckDone done) {
+      answerers.emplace_back([done] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        node::PeerCheckResult r;
+        r.peers_acked = 2;
+        done(r);
+      });
+    };
+  });
+  RawClient c(s.port());
+  ASSERT_TRUE(c.Send(Multibulk({"BF.ADD", "f", "k"}) + Multibulk({"WAIT", "2", "1000"}) + Multibulk({"PING"})));
+  ASSERT_TRUE(c.ShutdownWrite());  // while the WAIT waits
+  auto added = c.Read();
+  ASSERT_TRUE(added.has_value());
+  EXPECT_EQ(added->integer, 1);
+  auto wait = c.Read();
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(wait->integer, 2);
+  auto pong = c.Read();
+  ASSERT_TRUE(pong.has_value());
+  EXPECT_EQ(pong->str, "PONG");
   EXPECT_TRUE(c.ReadsEof());
 }
 

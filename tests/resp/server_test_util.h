@@ -77,6 +77,9 @@ class RawClient {
     return true;
   }
 
+  // Half-closes: the server reads EOF, this client can still read.
+  bool ShutdownWrite() { return ::shutdown(fd_, SHUT_WR) == 0; }
+
   // Next reply; nullopt on EOF, timeout or a malformed reply.
   std::optional<Reply> Read() {
     while (true) {

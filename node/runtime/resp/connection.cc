@@ -172,8 +172,18 @@ void Connection::OnEvents(uint32_t events) {
     if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) DrainLinger();
     return;
   }
-  if (awaiting_reply_ && (events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0) {
-    Shutdown();  // it closed while waiting for a deferred reply: nobody to answer
+  if (awaiting_reply_ && (events & (EPOLLERR | EPOLLHUP)) != 0) {
+    Shutdown();  // reset while waiting for a deferred reply: nobody to answer
+    return;
+  }
+  if (awaiting_reply_ && (events & EPOLLRDHUP) != 0) {
+    // The client stopped sending: a half-close (`nc -N`, shutdown(SHUT_WR))
+    // still reads its replies, as Redis answers the requests that came
+    // before an EOF. The reply comes within its own bound (a routed add's
+    // route timeouts, WAIT's timeout); a client that closed altogether
+    // makes that write fail, which closes the connection.
+    peer_shut_write_ = true;
+    UpdateInterest();
     return;
   }
   if ((interest_ & EPOLLIN) != 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
@@ -226,8 +236,9 @@ void Connection::OnTick(Clock::time_point now) {
 void Connection::ReadAndProcess() {
   if (in_.size() < in_len_ + kReadChunk) in_.resize(in_len_ + kReadChunk);
   const ssize_t n = ::recv(fd_, in_.data() + in_len_, kReadChunk, 0);
-  if (n == 0) {  // EOF: nothing more to answer
-    Shutdown();
+  if (n == 0) {  // EOF: send the replies still queued, then close
+    closing_ = true;
+    Flush();
     return;
   }
   if (n < 0) {
@@ -355,7 +366,7 @@ void Connection::Flush() {
 void Connection::UpdateInterest() {
   uint32_t want = 0;
   if (lingering_ || (!pending_input_ && !closing_ && !awaiting_reply_)) want |= EPOLLIN;
-  if (awaiting_reply_) want |= EPOLLRDHUP;  // a client that leaves while it waits is closed
+  if (awaiting_reply_ && !peer_shut_write_) want |= EPOLLRDHUP;  // noticed once (level-triggered)
   if (out_pos_ < out_.size()) want |= EPOLLOUT;
   if (want == interest_) return;
   interest_ = want;

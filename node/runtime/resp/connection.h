@@ -106,6 +106,7 @@ class Connection final : public IoHandler {
   uint32_t interest_ = 0;       // events registered with the loop
   bool pending_input_ = false;  // complete requests left unexecuted (paused)
   bool awaiting_reply_ = false; // a deferred reply is outstanding: execute and read nothing
+  bool peer_shut_write_ = false; // EPOLLRDHUP seen while awaiting: stop watching for it
   uint64_t defer_seq_ = 0;      // numbers deferred requests
   uint64_t deferred_started_ = 0;  // FastNanos() when the deferred request began
   bool closing_ = false;        // close once out_ is sent
