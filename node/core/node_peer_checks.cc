@@ -112,7 +112,8 @@ absl::StatusOr<uint64_t> Node::Impl::StartCheck(CheckTicket ticket, const std::v
     ticket.peers.push_back(std::move(peer));
   }
   if (ticket.chunks.empty()) ticket.complete_peers = static_cast<uint32_t>(peers.size());
-  ticket.next_resend = now + config.route_timeout;
+  ticket.resend_interval = config.route_timeout;
+  ticket.next_resend = now + ticket.resend_interval;
   if (ticket.add && ticket.complete_peers >= ticket.wanted) ticket.grace_end = now;
   CheckTicket& stored = check_tickets[ticket_id] = std::move(ticket);
   if (next_check_id == 0 && !stored.peers.empty()) next_check_id = rng.Next() | 1;
@@ -152,7 +153,8 @@ void Node::Impl::ServiceChecks() {
   for (uint64_t id : ids) {
     CheckTicket& t = check_tickets.at(id);
     if (now >= t.next_resend) {
-      t.next_resend = now + config.route_timeout;
+      t.resend_interval = std::min(t.resend_interval * 2, config.route_timeout * kMaxResendTimeouts);
+      t.next_resend = now + t.resend_interval;
       for (uint32_t p = 0; p < t.peers.size(); ++p) {
         if (t.peers[p].failed) continue;
         for (uint32_t c = 0; c < t.chunks.size(); ++c) {

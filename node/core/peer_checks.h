@@ -46,6 +46,10 @@ inline constexpr uint32_t kMaxQuorumPeers = 16;
 // The longest a WAIT waits (its timeout, or no timeout, is cut to this), so
 // a ticket whose peers keep refusing ends and frees its slot.
 inline constexpr Duration kMaxWaitTime = std::chrono::seconds(60);
+// Unanswered chunks are sent again after route_timeout, then after twice the
+// last wait, up to this many route timeouts: a WAIT on a silent peer sends
+// each chunk about 40 times in 60 s (100 ms route timeout) instead of 600.
+inline constexpr uint32_t kMaxResendTimeouts = 16;
 
 // Keys of one filter (the input of a WAIT).
 struct KeyBatch {
@@ -78,6 +82,7 @@ struct CheckTicket {
   Time began{0};
   Time deadline = Time::max();
   Time next_resend{0};
+  Duration resend_interval{0};  // doubles at each resend, up to kMaxResendTimeouts route timeouts
   // WAIT: once `wanted` peers counted, the stragglers get until this time,
   // so one slow peer costs a short wait rather than a smaller count.
   Time grace_end = Time::max();

@@ -196,6 +196,27 @@ TEST(Wait, SilentPeersMeanZeroAtTheTimeout) {
   EXPECT_LT(c.now() - began, 500ms);
 }
 
+TEST(Wait, ResendsToASilentPeerBackOff) {
+  ClusterOptions o = Options(2);
+  int checks_sent = 0;
+  o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
+    if (env.has_key_check()) ++checks_sent;
+    return env.has_key_check_reply();
+  };
+  Cluster c(o);
+  Join(c);
+  AddAt(c, 1, Keys(0, 3));
+  checks_sent = 0;
+  ASSERT_TRUE(c.node(1).BeginWait({KeyBatch{"crawl", Keys(0, 3)}}, 1, 10s, c.now()).ok());
+  std::optional<PeerCheckResult> r = Answer(c, 1, 15s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 0u);
+  // Sent at 0, then 0.1, 0.3, 0.7, 1.5, 3.1 s and every 1.6 s after: 10 in
+  // 10 s (a fixed 100 ms would be 100).
+  EXPECT_GE(checks_sent, 8);
+  EXPECT_LE(checks_sent, 12);
+}
+
 TEST(QuorumExists, FindsAKeyOnlyAPeerHas) {
   ClusterOptions o = Options(4);
   o.gossip_interval = 1h;
