@@ -8,6 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
+#include "node/runtime/resp/commands.h"
 #include "node/runtime/resp/reply_reader.h"
 #include "tests/resp/resp_test_util.h"
 
@@ -570,7 +571,10 @@ TEST_F(DispatcherTest, WaitDefersItsReplyAndCoversTheConnectionsAdds) {
   EXPECT_EQ(session_.wait_record.count, 4u);  // "x" only: refused keys are not WAIT's to push
   session_.wait_record.keys.erase("tiny");
   session_.wait_record.count = 3;
-  const std::vector<node::KeyBatch> batches = session_.wait_record.Batches();
+  bool stale = true;
+  const std::vector<node::KeyBatch> batches = session_.wait_record.Batches(
+      [this](std::string_view filter) { return IncarnationOf(*f_.node, filter); }, &stale);
+  EXPECT_FALSE(stale);
   ASSERT_EQ(batches.size(), 2u);
   EXPECT_EQ(batches[0].filter, "f");
   EXPECT_EQ(batches[0].keys, (std::vector<std::string>{"a", "b"}));
@@ -602,6 +606,38 @@ TEST_F(DispatcherTest, WaitDefersItsReplyAndCoversTheConnectionsAdds) {
   later.clear();
   EXPECT_EQ(Run({"POLLEN.QEXISTS", "f", "2", "a", "zzz"}), "");
   EXPECT_EQ(later, "*2\r\n:1\r\n:0\r\n");
+}
+
+// WAIT's record knows which filter took its keys: a deleted filter's keys
+// are not pushed, nor put in a filter made again under its name.
+TEST_F(DispatcherTest, WaitNeverPushesADeletedFiltersKeysIntoItsSuccessor) {
+  auto current = [this](std::string_view filter) { return IncarnationOf(*f_.node, filter); };
+  bool stale = false;
+  Run({"BF.ADD", "f", "old"});
+  Run({"BF.ADD", "g", "kept"});
+  EXPECT_EQ(Run({"DEL", "f"}), ":1\r\n");
+  std::vector<node::KeyBatch> batches = session_.wait_record.Batches(current, &stale);
+  EXPECT_FALSE(stale);  // gone: nothing holds "old", nothing to push
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].filter, "g");
+
+  EXPECT_EQ(Run({"BF.RESERVE", "f", "0.01", "1000"}), "+OK\r\n");
+  Run({"BF.ADD", "f", "new"});
+  batches = session_.wait_record.Batches(current, &stale);
+  EXPECT_TRUE(stale);  // "old" and "new" are recorded together: neither is pushed
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].filter, "g");
+  // Such a WAIT cannot vouch for the keys: 0 at once, and a fresh record.
+  EXPECT_EQ(Run({"WAIT", "1", "0"}), ":0\r\n");
+  EXPECT_EQ(session_.wait_record.count, 0u);
+  Run({"BF.ADD", "f", "newer"});
+  batches = session_.wait_record.Batches(current, &stale);
+  EXPECT_FALSE(stale);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].keys, std::vector<std::string>{"newer"});
+  // An add to a filter deleted before the record saw it records nothing.
+  session_.wait_record.Add("gone", std::vector<std::string_view>{"k"}, [] { return uint64_t{0}; });
+  EXPECT_EQ(session_.wait_record.count, 1u);
 }
 
 // A routed add whose keys are not all present defers its reply until the
@@ -673,13 +709,16 @@ TEST_F(DispatcherTest, RoutedAddDefersItsReplyUntilTheOwnersAnswer) {
 
 TEST(WaitRecord, OverflowForgetsTheKeysAndTheNextWaitAnswersZero) {
   WaitRecord record;
+  auto incarnation = [] { return uint64_t{1}; };
   std::vector<std::string_view> keys(WaitRecord::kMaxKeys, "k");
-  record.Add("f", keys);
+  record.Add("f", keys, incarnation);
   EXPECT_FALSE(record.overflowed);
   const std::string_view one = "one-too-many";
-  record.Add("f", std::span<const std::string_view>(&one, 1));
+  record.Add("f", std::span<const std::string_view>(&one, 1), incarnation);
   EXPECT_TRUE(record.overflowed);
-  EXPECT_TRUE(record.Batches().empty());
+  bool stale = true;
+  EXPECT_TRUE(record.Batches([](std::string_view) { return uint64_t{1}; }, &stale).empty());
+  EXPECT_FALSE(stale);
   testing::NodeFixture f;
   Session session;
   session.wait_record = std::move(record);

@@ -95,6 +95,8 @@ void DiscardTransaction(Session& session);
 // NotFound -> "ERR not found", AlreadyExists -> "ERR item exists", else
 // "ERR <message>".
 void ReplyStatus(std::string* out, const absl::Status& status);
+// The filter's node::FilterVersion::incarnation, 0 when it does not exist.
+uint64_t IncarnationOf(const node::Node& node, std::string_view filter);
 // Runs fn on the driver thread via the context hook.
 absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Time)> fn);
 

@@ -188,7 +188,8 @@ void ReplyAdded(ServerContext& ctx, Session& session, std::string* out, std::str
   }
   // WAIT covers the keys the filter took (not the refused one, nor those after it).
   const bool refused = replies > 0 && replies <= full.size() && full[replies - 1];
-  session.wait_record.Add(filter, items.first(refused ? replies - 1 : replies));
+  session.wait_record.Add(filter, items.first(refused ? replies - 1 : replies),
+                          [&ctx, filter] { return IncarnationOf(*ctx.node, filter); });
   if (multi) AppendArrayHeader(out, replies);
   for (size_t i = 0; i < replies; ++i) {
     if (full[i]) {

@@ -10,8 +10,14 @@
 
 namespace pollen::resp {
 
-void WaitRecord::Add(std::string_view filter, std::span<const std::string_view> items) {
-  if (overflowed) return;
+uint64_t IncarnationOf(const node::Node& node, std::string_view filter) {
+  const std::optional<node::FilterVersion> v = node.Version(filter);
+  return v.has_value() ? v->incarnation : 0;
+}
+
+void WaitRecord::Add(std::string_view filter, std::span<const std::string_view> items,
+                     const std::function<uint64_t()>& incarnation_of) {
+  if (overflowed || items.empty()) return;
   size_t added_bytes = 0;
   for (std::string_view item : items) added_bytes += item.size() + sizeof(uint32_t);
   static_assert(kMaxKeys <= node::kMaxWaitKeys);
@@ -22,8 +28,12 @@ void WaitRecord::Add(std::string_view filter, std::span<const std::string_view> 
     return;
   }
   auto it = keys.find(filter);
-  if (it == keys.end()) it = keys.emplace(std::string(filter), std::string()).first;
-  std::string& buf = it->second;
+  if (it == keys.end()) {
+    const uint64_t incarnation = incarnation_of();
+    if (incarnation == 0) return;  // deleted since the add: nothing to hold
+    it = keys.emplace(std::string(filter), FilterKeys{incarnation, {}}).first;
+  }
+  std::string& buf = it->second.records;
   for (std::string_view item : items) {
     const uint32_t n = static_cast<uint32_t>(item.size());
     buf.append(reinterpret_cast<const char*>(&n), sizeof(n));
@@ -33,9 +43,17 @@ void WaitRecord::Add(std::string_view filter, std::span<const std::string_view> 
   bytes += added_bytes;
 }
 
-std::vector<node::KeyBatch> WaitRecord::Batches() const {
+std::vector<node::KeyBatch> WaitRecord::Batches(const std::function<uint64_t(std::string_view)>& current_of,
+                                                bool* stale) const {
   std::vector<node::KeyBatch> out;
-  for (const auto& [filter, buf] : keys) {
+  *stale = false;
+  for (const auto& [filter, recorded] : keys) {
+    const uint64_t current = current_of(filter);
+    if (current != recorded.incarnation) {
+      if (current != 0) *stale = true;
+      continue;
+    }
+    const std::string& buf = recorded.records;
     node::KeyBatch batch{filter, {}};
     // Bounded by the buffer: every record is a u32 length and that many bytes.
     for (size_t pos = 0; pos + sizeof(uint32_t) <= buf.size();) {
@@ -63,15 +81,17 @@ void CmdWait(CommandCall& call) {
   if (!ParseInt64(call.args[2], &timeout)) return AppendError(call.out, "ERR timeout is not an integer or out of range");
   if (timeout < 0) return AppendError(call.out, "ERR timeout is negative");
   Session& session = call.session;
-  if (session.wait_record.overflowed) {
+  node::Node* node = call.ctx.node;
+  bool stale = false;
+  auto batches = std::make_shared<std::vector<node::KeyBatch>>(
+      session.wait_record.Batches([node](std::string_view filter) { return IncarnationOf(*node, filter); }, &stale));
+  if (session.wait_record.overflowed || stale) {
     session.wait_record = WaitRecord{};  // later WAITs cover the keys added from now on
     return AppendInteger(call.out, 0);
   }
   if (!call.ctx.peer_check || !session.defer) return AppendInteger(call.out, 0);
   const uint32_t wanted = static_cast<uint32_t>(std::clamp<int64_t>(replicas, 0, std::numeric_limits<uint32_t>::max()));
   const node::Duration limit = std::chrono::milliseconds(std::min<int64_t>(timeout, int64_t{1} << 40));
-  auto batches = std::make_shared<std::vector<node::KeyBatch>>(session.wait_record.Batches());
-  node::Node* node = call.ctx.node;
   DeferredReply reply = session.defer();
   call.ctx.peer_check(
       [node, batches, wanted, limit](node::Time now) { return node->BeginWait(*batches, wanted, limit, now); },

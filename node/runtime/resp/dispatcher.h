@@ -61,11 +61,31 @@ struct WaitRecord {
   // the record is kept small: at most kMaxKeys keys and kMaxBytes.
   static constexpr size_t kMaxKeys = 131072;
   static constexpr size_t kMaxBytes = size_t{8} << 20;
-  std::map<std::string, std::string, std::less<>> keys;
+  struct FilterKeys {
+    // Which filter of that name took them (node::FilterVersion::incarnation,
+    // read at the filter's first add in this record): a filter deleted and
+    // made again under the same name is another one, and the keys went
+    // with the first.
+    uint64_t incarnation = 0;
+    std::string records;
+  };
+  std::map<std::string, FilterKeys, std::less<>> keys;
   size_t count = 0, bytes = 0;
   bool overflowed = false;  // over kMaxKeys or kMaxBytes: the next WAIT answers 0
-  void Add(std::string_view filter, std::span<const std::string_view> items);
-  std::vector<node::KeyBatch> Batches() const;
+  // `incarnation_of` is called at a filter's first add only (the add path
+  // stays a copy). An incarnation of 0 (the filter is gone) records nothing.
+  void Add(std::string_view filter, std::span<const std::string_view> items,
+           const std::function<uint64_t()>& incarnation_of);
+  // The keys of each filter, as batches for node::Node::BeginWait.
+  // `current_of(name)` is the filter's incarnation now (0: gone). A deleted
+  // filter's keys are left out (they went with it, nobody holds them). A
+  // filter made again under the name since its first add here sets `*stale`
+  // and its keys are left out too: which keys went to which filter is not
+  // recorded (that would cost the add path a lookup per add), and pushing
+  // them would put the old filter's keys in its successor. WAIT then answers
+  // 0, as after an overflow: it cannot vouch for them.
+  std::vector<node::KeyBatch> Batches(const std::function<uint64_t(std::string_view)>& current_of,
+                                      bool* stale) const;
 };
 
 // Per-connection state the commands read and change.
