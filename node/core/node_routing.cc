@@ -27,7 +27,6 @@ absl::StatusOr<uint64_t> Node::BeginAdd(std::string_view filter, std::span<const
   // This call holds one count of requests_left until its end, so a request
   // decided during the loop below cannot finish (and erase) the ticket.
   ticket.requests_left = 1;
-  impl.adds.fetch_add(keys.size(), std::memory_order_relaxed);
 
   if (!state->entry.config.routed) {
     ticket.added = impl.AddLocal(*state, keys, &ticket.full);
@@ -227,7 +226,11 @@ void Node::Impl::FinishTicket(uint64_t ticket_id) {
   RouteTicket& t = it->second;
   RoutedAddResult result;
   result.ticket = ticket_id;
-  if (t.filter_gone) result.status = absl::NotFoundError("ERR not found");
+  if (t.filter_gone) {
+    result.status = absl::NotFoundError("ERR not found");  // the caller may make the filter and add again
+  } else {
+    adds.fetch_add(t.added.size(), std::memory_order_relaxed);  // counted once, when taken
+  }
   result.fallback_keys = t.fallback_keys;
   result.added = std::move(t.added);
   result.full = std::move(t.full);

@@ -240,6 +240,30 @@ TEST(Routing, KeysAddedForPeersAreNotKeptUnlessReported) {
   for (size_t n = 0; n < c.size(); ++n) EXPECT_TRUE(c.node(n).TakePeerAdds().empty());
 }
 
+TEST(Routing, AnAddWhoseFilterIsDeletedInFlightIsNotCounted) {
+  Cluster c(Options(3));
+  Join(c);
+  Rendezvous r(TestSecret());
+  r.Reset({"n0", "n1", "n2"});
+  std::vector<std::string> keys;
+  for (int k = 0; keys.size() < 5; ++k) {
+    if (*r.TopTwo(r.KeyHash(Key(k))).first != "n0") keys.push_back(Key(k));
+  }
+  const uint64_t before = c.node(0).Counters().adds;
+  Ticket(c.node(0), keys, c.now());
+  ASSERT_TRUE(c.node(0).Delete("crawl", c.now()).ok());  // while the owners are asked
+  std::vector<RoutedAddResult> answers = Answers(c, 0, 1);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_TRUE(absl::IsNotFound(answers[0].status));
+  // The caller makes the filter again and adds there (the RESP layer does):
+  // that add is the one counted.
+  EXPECT_EQ(c.node(0).Counters().adds, before);
+  ASSERT_TRUE(c.node(0).Reserve(RoutedFilter(), c.now()).ok());
+  Ticket(c.node(0), keys, c.now());
+  ASSERT_EQ(Answers(c, 0, 1).size(), 1u);
+  EXPECT_EQ(c.node(0).Counters().adds, before + keys.size());
+}
+
 TEST(Routing, ASilentOwnerFallsBackToTheLocalAnswerAndCountsIt) {
   ClusterOptions o = Options(3);
   bool silence = false;
