@@ -107,6 +107,34 @@ TEST(RespServer, AHalfClosedClientGetsItsDeferredReplyAndWhatCameAfter) {
   EXPECT_TRUE(c.ReadsEof());
 }
 
+TEST(RespServer, ADeferredReplyThatNeverComesGetsAnErrorAtTheBackstop) {
+  std::vector<ServerContext::PeerCheckDone> never;  // answered only after the backstop
+  ServerFixture s([&](ServerContext& ctx) {
+    ctx.limits.deferred_backstop = std::chrono::milliseconds(300);
+    ctx.peer_check = [&](ServerContext::PeerCheckBegin, ServerContext::PeerCheckDone done) {
+      never.push_back(std::move(done));
+    };
+  });
+  RawClient c(s.port());
+  ASSERT_TRUE(c.Send(Multibulk({"WAIT", "1", "0"}) + Multibulk({"PING"})));
+  auto wait = c.Read();
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(wait->type, Reply::Type::kError);
+  EXPECT_EQ(wait->str.rfind("ERR timeout", 0), 0u) << wait->str;
+  auto pong = c.Read();  // the client goes on
+  ASSERT_TRUE(pong.has_value());
+  EXPECT_EQ(pong->str, "PONG");
+  // The late answer is dropped; the connection keeps serving.
+  ASSERT_EQ(never.size(), 1u);
+  node::PeerCheckResult late;
+  late.peers_acked = 1;
+  never[0](late);
+  ASSERT_TRUE(c.Send(Multibulk({"PING"})));
+  auto again = c.Read();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->str, "PONG");
+}
+
 TEST(RespServer, GarbageGetsErrorsAndTheServerKeepsServing) {
   ServerFixture s;
   {

@@ -118,13 +118,11 @@ void Connection::Start() {
       if (reg == nullptr) return;  // the server is gone
       reg->loops[loop]->Post([reg, loop, id, seq, gate, write = std::move(write)] {
         auto& conns = reg->by_loop[loop];
-        if (auto it = conns.find(id); it != conns.end()) {
-          it->second->OnDeferredReply(seq, write);
-          return;
-        }
-        // The client has gone: the writer still runs, on a scratch session,
-        // so the command finishes its side effects (a routed add logs its
-        // keys, which the node has taken); the reply goes nowhere.
+        if (auto it = conns.find(id); it != conns.end() && it->second->OnDeferredReply(seq, write)) return;
+        // The client has gone, or was answered by the backstop: the writer
+        // still runs, on a scratch session, so the command finishes its side
+        // effects (a routed add logs its keys, which the node has taken); the
+        // reply goes nowhere.
         ExecGate::SharedScope writing(*gate, loop);
         Session scratch;
         std::string discarded;
@@ -195,8 +193,8 @@ void Connection::OnEvents(uint32_t events) {
   if (!closed_) UpdateInterest();
 }
 
-void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
-  if (closed_ || !awaiting_reply_ || seq != defer_seq_) return;
+bool Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
+  if (closed_ || !awaiting_reply_ || seq != defer_seq_) return false;
   awaiting_reply_ = false;
   session_.deferred = false;
   const size_t before = out_.size();
@@ -219,12 +217,30 @@ void Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
   Process();  // the requests that came after it
   if (!closed_) Flush();
   if (!closed_) UpdateInterest();
+  return true;
 }
 
 void Connection::OnTick(Clock::time_point now) {
   if (closed_) return;
   if (lingering_) {
     if (now >= linger_deadline_) Shutdown();
+    return;
+  }
+  if (awaiting_reply_ && now >= deferred_since_ + ctx_.limits.deferred_backstop) {
+    // The node never answered (a bug, or a driver stuck): answer the client
+    // rather than hold it forever. The late answer, if any, is dropped.
+    ++defer_seq_;
+    awaiting_reply_ = false;
+    session_.deferred = false;
+    AppendError(&out_, "ERR timeout: the node did not answer in time (the command may have taken effect)");
+    ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
+    session_.stats_outcome = CommandStats::Outcome::kFailed;
+    const uint64_t ended = FastNanos();
+    CountCommand(ctx_, session_, ended > deferred_started_ ? ended - deferred_started_ : 0);
+    last_activity_ = now;
+    Process();
+    if (!closed_) Flush();
+    if (!closed_) UpdateInterest();
     return;
   }
   if (!awaiting_reply_ && ctx_.limits.idle_timeout.count() > 0 && now >= last_activity_ + ctx_.limits.idle_timeout) {
@@ -303,6 +319,7 @@ void Connection::Process() {
       if (session_.close_after_reply) closing_ = true;
       if (session_.deferred) {
         deferred_started_ = started;  // timed until its reply is written
+        deferred_since_ = loop_->now();
       } else {
         const uint64_t ended = FastNanos();
         CountCommand(ctx_, session_, ended > started ? ended - started : 0);

@@ -75,8 +75,10 @@ class Connection final : public IoHandler {
   void OnEvents(uint32_t events) override;
   void OnTick(Clock::time_point now) override;
   // The reply of the deferred request `seq` (Session::defer): writes it and
-  // goes on with the client's next requests. Loop thread; a stale `seq` is ignored.
-  void OnDeferredReply(uint64_t seq, const ReplyWriter& write);
+  // goes on with the client's next requests. Loop thread. False (nothing
+  // written) for a stale `seq`: the connection closed, or the backstop
+  // (ServerLimits::deferred_backstop) answered it already.
+  bool OnDeferredReply(uint64_t seq, const ReplyWriter& write);
 
  private:
   void ReadAndProcess();
@@ -109,6 +111,7 @@ class Connection final : public IoHandler {
   bool peer_shut_write_ = false; // EPOLLRDHUP seen while awaiting: stop watching for it
   uint64_t defer_seq_ = 0;      // numbers deferred requests
   uint64_t deferred_started_ = 0;  // FastNanos() when the deferred request began
+  Clock::time_point deferred_since_;  // the loop's clock then (the backstop, OnTick)
   bool closing_ = false;        // close once out_ is sent
   bool closed_ = false;
   bool left_ = false;

@@ -52,6 +52,11 @@ struct ServerLimits {
   size_t max_filters = 4096;
   // BF.SCANDUMP's data chunks carry at most this many bytes of filter words.
   uint64_t dump_chunk_bytes = 16u << 20;
+  // A deferred reply (a routed add, WAIT, POLLEN.QEXISTS) comes within its
+  // own bound (route timeouts; WAIT's 60 s at most). Past this, the client
+  // gets an error and its next requests run; a late answer still finishes
+  // the command's side effects, and its reply is dropped.
+  std::chrono::milliseconds deferred_backstop{90'000};
 };
 
 // Monotonic counters (and two gauges) for /metrics. Relaxed atomics.
