@@ -167,7 +167,7 @@ int RunDaemon(int argc, char** argv) {
   ctx->peer_check = [&driver](resp::ServerContext::PeerCheckBegin begin, resp::ServerContext::PeerCheckDone done) {
     driver.PeerCheck(std::move(begin), std::move(done));
   };
-  ctx->routed_add = [&driver](std::string filter, std::vector<std::string> keys,
+  ctx->routed_add = [&driver](std::string filter, resp::ServerContext::RoutedKeys keys,
                               resp::ServerContext::RoutedAddDone done) {
     driver.BeginRoutedAdd(std::move(filter), std::move(keys), std::move(done));
   };

@@ -300,11 +300,12 @@ void Driver::FailTickets(TicketCallbacks<Result>& callbacks) {
   for (auto& [ticket, done] : left) done(absl::UnavailableError("ERR pollend is shutting down"));
 }
 
-void Driver::BeginRoutedAdd(std::string filter, std::vector<std::string> keys,
+void Driver::BeginRoutedAdd(std::string filter, std::shared_ptr<const std::vector<std::string>> keys,
                             std::function<void(RoutedResult)> done) {
+  assert(keys != nullptr);
   BeginTicket<node::RoutedAddResult>(
       [this, filter = std::move(filter), keys = std::move(keys)](node::Time now) {
-        std::vector<std::string_view> views(keys.begin(), keys.end());
+        std::vector<std::string_view> views(keys->begin(), keys->end());
         return node_.BeginAdd(filter, views, now);
       },
       std::move(done), routed_callbacks_);

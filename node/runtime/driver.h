@@ -81,7 +81,8 @@ class Driver {
   // local answer) on the driver thread, or BeginAdd's error, or Unavailable
   // (any thread) when the driver is not running or stops first.
   using RoutedResult = absl::StatusOr<node::RoutedAddResult>;
-  void BeginRoutedAdd(std::string filter, std::vector<std::string> keys, std::function<void(RoutedResult)> done);
+  void BeginRoutedAdd(std::string filter, std::shared_ptr<const std::vector<std::string>> keys,
+                      std::function<void(RoutedResult)> done);
 
   // WAIT and the quorum EXISTS (ServerContext::peer_check): runs begin(now)
   // on the driver thread without waiting for it; `done` gets the answer of

@@ -646,7 +646,9 @@ TEST_F(DispatcherTest, WaitNeverPushesADeletedFiltersKeysIntoItsSuccessor) {
 TEST_F(DispatcherTest, RoutedAddDefersItsReplyUntilTheOwnersAnswer) {
   std::vector<std::function<void()>> held;  // owners' answers not given yet
   bool hold = true;
-  f_.ctx.routed_add = [&](std::string filter, std::vector<std::string> keys, ServerContext::RoutedAddDone done) {
+  f_.ctx.routed_add = [&](std::string filter, ServerContext::RoutedKeys shared_keys,
+                          ServerContext::RoutedAddDone done) {
+    const std::vector<std::string> keys = *shared_keys;
     auto answer = [this, filter, keys, done] {
       absl::StatusOr<node::RoutedAddResult> result = absl::UnknownError("not answered");
       EXPECT_TRUE(f_.ctx.run_on_driver([&](node::Time now) {

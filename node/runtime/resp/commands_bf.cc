@@ -136,7 +136,7 @@ absl::StatusOr<std::vector<bool>> WaitForOwners(ServerContext& ctx, std::string_
   constexpr std::chrono::seconds kBackstop{30};
   auto answer = std::make_shared<std::promise<absl::StatusOr<node::RoutedAddResult>>>();
   std::future<absl::StatusOr<node::RoutedAddResult>> future = answer->get_future();
-  ctx.routed_add(std::string(filter), std::vector<std::string>(items.begin(), items.end()),
+  ctx.routed_add(std::string(filter), std::make_shared<const std::vector<std::string>>(items.begin(), items.end()),
                  [answer](absl::StatusOr<node::RoutedAddResult> r) { answer->set_value(std::move(r)); });
   if (future.wait_for(kBackstop) != std::future_status::ready) {
     return absl::DeadlineExceededError("ERR routed add: no answer in time");
@@ -208,16 +208,17 @@ void DeferToOwners(CommandCall& call, std::string_view filter, std::span<const s
                    std::optional<node::FilterConfig> config, bool multi) {
   struct Pending {
     std::string filter;
-    std::vector<std::string> keys;
+    ServerContext::RoutedKeys keys;  // the one copy of the keys, shared with the driver's call
     std::optional<node::FilterConfig> config;
   };
-  auto pending = std::make_shared<Pending>(
-      Pending{std::string(filter), std::vector<std::string>(items.begin(), items.end()), std::move(config)});
+  auto pending = std::make_shared<Pending>(Pending{
+      std::string(filter), std::make_shared<const std::vector<std::string>>(items.begin(), items.end()),
+      std::move(config)});
   ServerContext* ctx = &call.ctx;  // outlives the server's connections
   DeferredReply reply = call.session.defer();
   ctx->routed_add(pending->filter, pending->keys, [reply, ctx, pending, multi](absl::StatusOr<node::RoutedAddResult> r) {
     reply([ctx, pending, multi, r = std::move(r)](Session& session, std::string* out) mutable {
-      std::vector<std::string_view> views(pending->keys.begin(), pending->keys.end());
+      std::vector<std::string_view> views(pending->keys->begin(), pending->keys->end());
       std::vector<bool> full;
       absl::StatusOr<std::vector<bool>> added = Unpack(std::move(r), &full);
       if (absl::IsNotFound(added.status()) && pending->config.has_value()) {

@@ -89,7 +89,8 @@ struct ServerContext {
   // an error (from any thread) if the add could not start. Empty: routed
   // filters are added to like any other (each node decides alone).
   using RoutedAddDone = std::function<void(absl::StatusOr<node::RoutedAddResult>)>;
-  std::function<void(std::string filter, std::vector<std::string> keys, RoutedAddDone done)> routed_add;
+  using RoutedKeys = std::shared_ptr<const std::vector<std::string>>;  // shared with the deferred reply: one copy
+  std::function<void(std::string filter, RoutedKeys keys, RoutedAddDone done)> routed_add;
 
   // WAIT and POLLEN.QEXISTS: runs begin(now) on the driver thread (a
   // Node::BeginWait or BeginQuorumExists) without waiting for it; `done`
