@@ -216,6 +216,7 @@ void DeferToOwners(CommandCall& call, std::string_view filter, std::span<const s
       std::move(config)});
   ServerContext* ctx = &call.ctx;  // outlives the server's connections
   DeferredReply reply = call.session.defer();
+  call.session.deferred_answers_half_closed = true;
   ctx->routed_add(pending->filter, pending->keys, [reply, ctx, pending, multi](absl::StatusOr<node::RoutedAddResult> r) {
     reply([ctx, pending, multi, r = std::move(r)](Session& session, std::string* out) mutable {
       std::vector<std::string_view> views(pending->keys->begin(), pending->keys->end());

@@ -175,11 +175,16 @@ void Connection::OnEvents(uint32_t events) {
     return;
   }
   if (awaiting_reply_ && (events & EPOLLRDHUP) != 0) {
-    // The client stopped sending: a half-close (`nc -N`, shutdown(SHUT_WR))
-    // still reads its replies, as Redis answers the requests that came
-    // before an EOF. The reply comes within its own bound (a routed add's
-    // route timeouts, WAIT's timeout); a client that closed altogether
-    // makes that write fail, which closes the connection.
+    // The client stopped sending. A routed add is still answered: a
+    // half-close (`nc -N`, shutdown(SHUT_WR)) reads its replies, as Redis
+    // answers an add that came before an EOF, within the add's route
+    // timeouts; a client that closed altogether makes that write fail,
+    // which closes the connection. A WAIT or QEXISTS (a blocking read, up to
+    // 60 s) is not: like Redis' blocked clients, the connection closes now.
+    if (!session_.deferred_answers_half_closed) {
+      Shutdown();
+      return;
+    }
     peer_shut_write_ = true;
     UpdateInterest();
     return;
@@ -197,6 +202,7 @@ bool Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
   if (closed_ || !awaiting_reply_ || seq != defer_seq_) return false;
   awaiting_reply_ = false;
   session_.deferred = false;
+  session_.deferred_answers_half_closed = false;
   const size_t before = out_.size();
   const int slot = session_.stats_slot;  // what the writer does cannot change what is counted
   {
@@ -232,6 +238,7 @@ void Connection::OnTick(Clock::time_point now) {
     ++defer_seq_;
     awaiting_reply_ = false;
     session_.deferred = false;
+    session_.deferred_answers_half_closed = false;
     AppendError(&out_, "ERR timeout: the node did not answer in time (the command may have taken effect)");
     ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
     session_.stats_outcome = CommandStats::Outcome::kFailed;

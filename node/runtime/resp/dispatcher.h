@@ -112,6 +112,11 @@ struct Session {
   // scratch session, its output discarded, if the client has gone).
   std::function<DeferredReply()> defer;
   bool deferred = false;  // set by defer(); cleared when the reply is written
+  // Set after defer() by a command whose reply a half-closed client still
+  // reads (a routed add: it is an add, and Redis answers an add before it
+  // sees EOF). Otherwise (WAIT, QEXISTS: blocking reads, as Redis' blocked
+  // clients) a client that stops sending while it waits is closed.
+  bool deferred_answers_half_closed = false;
   // This connection's entry in ServerContext::clients (null when the session
   // is not registered, e.g. in unit tests); Dispatch records the last command
   // and CLIENT SETNAME the name there. Owned by the connection.
