@@ -1,5 +1,6 @@
 #include "node/runtime/resp/reply_reader.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "absl/status/status.h"
@@ -150,6 +151,10 @@ int ReadValue(Cursor* c, Reply* r, size_t depth, std::string* err) {
       r->type = type == '%' ? Reply::Type::kMap : type == '~' ? Reply::Type::kSet
                 : type == '>' ? Reply::Type::kPush : Reply::Type::kArray;
       r->elements.clear();
+      // Reserved once, bounded by the bytes there (each element needs at
+      // least 3): growing by doubling was 27% of fuzz_resp_dispatcher's time
+      // (COMMAND's nested arrays; perf, ASan build).
+      r->elements.reserve(std::min<size_t>(static_cast<size_t>(count), (c->in.size() - c->pos) / 3));
       for (int64_t i = 0; i < count; ++i) {
         // Each element needs at least 3 bytes: do not allocate for data not there.
         if (c->in.size() - c->pos < 3) return 0;
