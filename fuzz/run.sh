@@ -38,7 +38,11 @@ if [ "$1" = list ]; then printf '%s\n' "${all_targets[@]}"; exit 0; fi
 if [ "$1" = all ]; then
   targets=("${all_targets[@]}")
 else
-  printf '%s\n' "${all_targets[@]}" | grep -qx "$1" || { echo "unknown target $1 (bash fuzz/run.sh list)" >&2; exit 2; }
+  # A loop, not `printf | grep -q`: under pipefail, grep's early exit can
+  # SIGPIPE printf and fail the pipeline for a known target.
+  known=0
+  for t in "${all_targets[@]}"; do [ "$t" = "$1" ] && known=1; done
+  [ "$known" = 1 ] || { echo "unknown target $1 (bash fuzz/run.sh list)" >&2; exit 2; }
   targets=("$1")
 fi
 SECONDS_PER_TARGET=$2

@@ -1,7 +1,8 @@
 // Fuzz target: the add-log decoder. Any bytes: the scan never reads out of
-// bounds, every record it reports is well-formed for its kind, and re-encoding
-// the records decodes to the same records (byte for byte when the input was
-// canonical). Half the inputs are cut into payloads that get a correct header
+// bounds, every record it reports is well-formed for its kind, a scan in small
+// chunks (as a file is read, refilling mid-record) reports exactly what a scan
+// of the whole input does, and re-encoding the records decodes to the same
+// records (byte for byte when the input was canonical). Half the inputs are cut into payloads that get a correct header
 // and checksum, so the payload checks (kinds, filter and entry lengths of
 // create records, delete tails) are reached and not only the checksum.
 #include <cstddef>
@@ -60,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   if (size > 0 && (data[0] & 3) == 1) bytes = std::string(kAddLogMagic) + bytes.substr(1);
   if (size > 0 && (data[0] & 3) >= 2) bytes = Framed(std::string_view(bytes).substr(1));
-  uint64_t seen = 0;
+  std::vector<Record> first;
   const ScanResult r = ScanAddLogBytes(bytes, [&](const AddRecordView& rec) {
     if (rec.filter.size() > kMaxLoggedFilterBytes) std::abort();
     if (rec.kind == RecordKind::kCreate &&
@@ -69,16 +70,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (rec.kind == RecordKind::kAdd && !rec.entry.empty()) std::abort();
     if (rec.kind == RecordKind::kDelete && (!rec.entry.empty() || !rec.key.empty())) std::abort();
-    ++seen;
+    first.push_back(Copy(rec));
   });
-  if (r.valid_bytes > bytes.size() || r.records != seen) std::abort();
+  if (r.valid_bytes > bytes.size() || r.records != first.size()) std::abort();
   if (r.corrupt == r.error.empty()) std::abort();
+  // The same input read 1..64 bytes at a time (the file reader's refill path,
+  // which a 1 MiB chunk reaches only for files over 1 MiB).
+  const size_t chunk = size > 0 ? 1 + data[size - 1] % 64 : 1;
+  std::vector<Record> chunked;
+  const ScanResult rc = ScanAddLogBytes(bytes, [&](const AddRecordView& rec) { chunked.push_back(Copy(rec)); }, chunk);
+  if (chunked != first || rc.records != r.records || rc.valid_bytes != r.valid_bytes || rc.torn_tail != r.torn_tail ||
+      rc.corrupt != r.corrupt || rc.error != r.error) {
+    std::abort();
+  }
   // Re-encoding what was read decodes to the same records. (Not byte for
   // byte: the reader accepts a long form holding a name the short form could
   // hold, which writers never produce; re-encoding picks the short form.)
-  if (r.records > 0) {
-    std::vector<Record> first;
-    ScanAddLogBytes(bytes, [&](const AddRecordView& rec) { first.push_back(Copy(rec)); });
+  if (!first.empty()) {
     std::string again(kAddLogMagic);
     for (const Record& rec : first) {
       if (rec.kind == RecordKind::kAdd) {

@@ -82,7 +82,7 @@ absl::StatusOr<ScanResult> Scan(ReadFn read, const RecordFn& fn, size_t chunk_by
 
 }  // namespace
 
-ScanResult ScanAddLogBytes(std::string_view bytes, const RecordFn& fn) {
+ScanResult ScanAddLogBytes(std::string_view bytes, const RecordFn& fn, size_t chunk_bytes) {
   size_t offset = 0;
   auto read = [&](char* out, size_t n) -> long {
     const size_t k = std::min(n, bytes.size() - offset);
@@ -90,9 +90,10 @@ ScanResult ScanAddLogBytes(std::string_view bytes, const RecordFn& fn) {
     offset += k;
     return static_cast<long>(k);
   };
-  // One chunk holds all of it: no 1 MiB zero-filled buffer for a short input
-  // (the fuzz target scans thousands of small inputs a second).
-  return *Scan(read, fn, std::min(kChunkBytes, bytes.size() + 1));
+  // By default one chunk holds all of it: no 1 MiB zero-filled buffer for a
+  // short input (the fuzz target scans thousands of small inputs a second).
+  if (chunk_bytes == 0) chunk_bytes = std::min(kChunkBytes, bytes.size() + 1);
+  return *Scan(read, fn, chunk_bytes);
 }
 
 absl::StatusOr<ScanResult> ScanAddLogFile(const std::string& path, const RecordFn& fn) {

@@ -26,8 +26,10 @@ struct ScanResult {
 
 using RecordFn = std::function<void(const AddRecordView&)>;
 
-// Scans an in-memory segment (fuzzing and tests).
-ScanResult ScanAddLogBytes(std::string_view bytes, const RecordFn& fn);
+// Scans an in-memory segment (fuzzing and tests), `chunk_bytes` at a time as
+// a file is read (0: all at once), so tests reach the refill path with small
+// inputs.
+ScanResult ScanAddLogBytes(std::string_view bytes, const RecordFn& fn, size_t chunk_bytes = 0);
 
 // Scans a segment file. A Status error only when the file cannot be read.
 absl::StatusOr<ScanResult> ScanAddLogFile(const std::string& path, const RecordFn& fn);
