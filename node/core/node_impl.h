@@ -543,8 +543,9 @@ struct Node::Impl {
   absl::Status CheckWritable(const FilterState& state) const;
   std::vector<bool> AddLocal(const FilterState& state, std::span<const std::string_view> keys,
                              std::vector<bool>* full);
-  // Notes keys added at a peer's request for TakePeerAdds (when reported).
-  void NotePeerAdds(const FilterState& state, std::span<const std::string_view> keys);
+  // Notes keys added at a peer's request for TakePeerAdds (when reported),
+  // but not those `full` says the filter refused.
+  void NotePeerAdds(const FilterState& state, std::span<const std::string_view> keys, const std::vector<bool>& full);
 
   // ---- owner routing (node_routing.cc) ----
   void RefreshRendezvous();

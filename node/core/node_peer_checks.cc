@@ -22,12 +22,15 @@ absl::StatusOr<uint64_t> Node::BeginWait(const std::vector<KeyBatch>& batches, u
   bool checkable = true;
   size_t chunk_bytes = 0;
   for (const KeyBatch& b : batches) {
-    if (impl.DriverLookup(b.filter) == nullptr) continue;  // deleted (or never here): nothing to hold
+    std::shared_ptr<const FilterState> state = impl.DriverLookup(b.filter);
+    // Deleted (or never here), or replaced since the keys were added: nothing
+    // holds them, and pushing them would put them in the successor.
+    if (state == nullptr || (b.incarnation != 0 && state->uid != b.incarnation)) continue;
     for (const std::string& key : b.keys) {
       if (key.size() > kMaxCheckKeyBytes) checkable = false;  // no peer can be asked about it
       if (ticket.chunks.empty() || ticket.chunks.back().filter != b.filter ||
           ticket.chunks.back().keys.size() >= kMaxCheckKeys || chunk_bytes + key.size() > kMaxCheckBytes) {
-        ticket.chunks.push_back(CheckChunk{b.filter, {}, {}});
+        ticket.chunks.push_back(CheckChunk{b.filter, {}, {}, state->uid});
         chunk_bytes = 0;
       }
       ticket.chunks.back().keys.push_back(key);
@@ -66,7 +69,7 @@ absl::StatusOr<uint64_t> Node::BeginQuorumExists(std::string_view filter, std::s
     if (found[i] || keys[i].size() > kMaxCheckKeyBytes) continue;
     if (ticket.chunks.empty() || ticket.chunks.back().keys.size() >= kMaxCheckKeys ||
         chunk_bytes + keys[i].size() > kMaxCheckBytes) {
-      ticket.chunks.push_back(CheckChunk{state->entry.config.name, {}, {}});
+      ticket.chunks.push_back(CheckChunk{state->entry.config.name, {}, {}, state->uid});
       chunk_bytes = 0;
     }
     chunk_bytes += keys[i].size();
@@ -133,8 +136,8 @@ void Node::Impl::SendCheck(CheckTicket& ticket, uint32_t peer, uint32_t chunk) {
   const CheckChunk& c = ticket.chunks[chunk];
   std::shared_ptr<const FilterState> state = DriverLookup(c.filter);
   const Address* to = membership->LiveAddressOf(p.name);
-  if (state == nullptr || to == nullptr) {
-    p.failed = true;  // the filter is gone here, or the peer left: it cannot count
+  if (state == nullptr || (c.incarnation != 0 && state->uid != c.incarnation) || to == nullptr) {
+    p.failed = true;  // the filter is gone (or replaced) here, or the peer left: it cannot count
     return;
   }
   wire::Envelope env;
@@ -214,7 +217,7 @@ void Node::Impl::HandleKeyCheck(const Address& from, const wire::KeyCheck& msg) 
     if (msg.add() && CheckWritable(*state).ok()) {
       std::vector<bool> full;
       AddLocal(*state, keys, &full);  // a full NONSCALING filter refuses: not held
-      NotePeerAdds(*state, keys);
+      NotePeerAdds(*state, keys, full);
     }
     std::unique_ptr<bool[]> found(new bool[keys.size()]);
     state->set->MightContainMany(keys, std::span<bool>(found.get(), keys.size()));
@@ -230,7 +233,13 @@ void Node::Impl::HandleKeyCheckReply(const Address& from, const std::string& sen
   CheckTicket& t = check_tickets.at(r.ticket);
   CheckTicket::Peer& peer = t.peers[r.peer];
   if (sender != peer.name) return;  // only the member asked answers for it
-  if (msg.refused()) return;        // asked again at the next resend
+  if (msg.refused()) {
+    // A live peer without the filter yet (its catalog lags the add): asked
+    // again after one route timeout, not on a silent peer's backoff.
+    t.resend_interval = config.route_timeout;
+    t.next_resend = std::min(t.next_resend, now + config.route_timeout);
+    return;
+  }
   const CheckChunk& chunk = t.chunks[r.chunk];
   std::vector<bool> held;
   if (!UnpackBits(msg.held(), chunk.keys.size(), &held)) {

@@ -118,13 +118,18 @@ std::vector<PeerAdds> Node::TakePeerAdds() {
   return out;
 }
 
-void Node::Impl::NotePeerAdds(const FilterState& state, std::span<const std::string_view> keys) {
-  if (!config.report_peer_adds || keys.empty()) return;
+void Node::Impl::NotePeerAdds(const FilterState& state, std::span<const std::string_view> keys,
+                              const std::vector<bool>& full) {
+  assert(full.size() == keys.size());
+  if (!config.report_peer_adds) return;
   // Bounded: the driver takes these after every call, and one call adds at
   // most one message's keys.
-  PeerAdds& adds = peer_adds.emplace_back();
+  PeerAdds adds;
   adds.filter = state.entry.config.name;
-  adds.keys.assign(keys.begin(), keys.end());
+  for (size_t j = 0; j < keys.size(); ++j) {
+    if (!full[j]) adds.keys.emplace_back(keys[j]);
+  }
+  if (!adds.keys.empty()) peer_adds.push_back(std::move(adds));
 }
 
 bool Node::IsRouted(std::string_view filter) const {
@@ -290,7 +295,7 @@ void Node::Impl::HandleRouteAdd(const Address& from, const std::string& sender, 
     if (answer == nullptr || answer->added.size() != static_cast<size_t>(msg.keys_size())) {
       std::vector<std::string_view> keys(msg.keys().begin(), msg.keys().end());
       fresh.added = msg.stand_in() ? StandInAdd(*state, keys, &fresh.full) : AddLocal(*state, keys, &fresh.full);
-      NotePeerAdds(*state, keys);
+      NotePeerAdds(*state, keys, fresh.full);
       Stats([&](NodeCounters& s) { s.routed_served += keys.size(); });
       if (answer == nullptr) route_answers.Remember(sender, msg.id(), fresh, now);
       answer = &fresh;

@@ -55,6 +55,10 @@ inline constexpr uint32_t kMaxResendTimeouts = 16;
 struct KeyBatch {
   std::string filter;
   std::vector<std::string> keys;
+  // The filter incarnation (FilterVersion::incarnation) that took the keys;
+  // 0: whichever holds the name. A batch whose filter was replaced since is
+  // skipped, as a deleted one: its keys went with it.
+  uint64_t incarnation = 0;
 };
 
 // A KeyCheck's worth of keys of one filter.
@@ -62,6 +66,7 @@ struct CheckChunk {
   std::string filter;
   std::vector<std::string> keys;
   std::vector<uint32_t> indices;  // quorum EXISTS: the keys' positions in the call
+  uint64_t incarnation = 0;  // the filter's when the check began: a resend after a replacement is not sent
 };
 
 // One WAIT or quorum EXISTS until it is answered.

@@ -167,6 +167,37 @@ absl::Status AddLog::WaitDurable() {
   return error_;
 }
 
+void AddLog::NotifyDurable(std::function<void(absl::Status)> done) {
+  absl::Status now;
+  {
+    std::lock_guard lock(mu_);
+    if (mode_ == AppendFsync::kAlways && error_.ok() && !closed_ && synced_seq_ < appended_seq_) {
+      notices_.push_back(Notice{appended_seq_, std::move(done)});
+      work_cv_.notify_one();
+      return;
+    }
+    now = closed_ && error_.ok() ? absl::FailedPreconditionError("add log closed") : error_;
+  }
+  done(now);
+}
+
+void AddLog::RunDueNotices() {
+  std::vector<Notice> due;
+  absl::Status failed;
+  uint64_t synced = 0;
+  {
+    std::lock_guard lock(mu_);
+    failed = error_.ok() ? absl::FailedPreconditionError("add log closed") : error_;
+    synced = synced_seq_;
+    // Bounded by the queue: each notice leaves it once.
+    while (!notices_.empty() && (notices_.front().seq <= synced_seq_ || !error_.ok() || closed_)) {
+      due.push_back(std::move(notices_.front()));
+      notices_.pop_front();
+    }
+  }
+  for (Notice& n : due) n.done(n.seq <= synced ? absl::OkStatus() : failed);
+}
+
 absl::Status AddLog::WritePendingLocked(bool sync) {
   std::string batch;
   uint64_t seq;
@@ -201,15 +232,20 @@ void AddLog::WriterLoop() {
     work_cv_.wait_for(lock, std::chrono::milliseconds(mode_ == AppendFsync::kAlways ? 1000 : 100),
                       [&] {
                         return stopping_ || appended_seq_ != written_seq_ || !error_.ok() ||
-                               (sync_waiters_ > 0 && synced_seq_ != appended_seq_);
+                               (sync_waiters_ > 0 && synced_seq_ != appended_seq_) || !notices_.empty();
                       });
     if (!error_.ok()) {  // sticky: nothing more is written; wait to be closed
+      lock.unlock();
+      RunDueNotices();  // each gets the error
+      lock.lock();
       work_cv_.wait(lock, [&] { return stopping_; });
       return;
     }
     const bool stop = stopping_;
     const bool dirty_data = appended_seq_ != written_seq_;
-    const bool need_sync_always = mode_ == AppendFsync::kAlways && sync_waiters_ > 0;
+    const bool need_sync_always =
+        mode_ == AppendFsync::kAlways &&
+        (sync_waiters_ > 0 || (!notices_.empty() && synced_seq_ < notices_.back().seq));
     const bool unsynced = synced_seq_ != appended_seq_;
     lock.unlock();
     if (!stop && mode_ != AppendFsync::kAlways && dirty_data) {
@@ -227,6 +263,7 @@ void AddLog::WriterLoop() {
         if (sync) last_sync = Clock::now();
       }
     }
+    RunDueNotices();
     lock.lock();
     if (stop) return;
   }
@@ -270,9 +307,13 @@ absl::Status AddLog::Close() {
       fd_ = -1;
     }
   }
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    done_cv_.notify_all();
+  }
+  RunDueNotices();  // fsynced by the last write, or told the log closed
   std::lock_guard lock(mu_);
-  closed_ = true;
-  done_cv_.notify_all();
   return s.ok() ? error_ : s;
 }
 

@@ -21,6 +21,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -65,6 +67,12 @@ class AddLog {
   // Under kAlways: returns once every record appended before the call is
   // fsynced. Under kEverySec / kNone: returns at once (their promise holds).
   absl::Status WaitDurable();
+  // WaitDurable without waiting: `done` gets what WaitDurable would return,
+  // on the writer thread once the fsync is done (without the log's locks
+  // held; notices run in the order they were asked for), or at once on the
+  // caller's thread when there is nothing to wait for (kEverySec, kNone,
+  // already durable, failed, closed). Close runs the notices still due.
+  void NotifyDurable(std::function<void(absl::Status)> done);
 
   // Finishes the current segment and opens the next; returns the id of the
   // segment that was closed.
@@ -91,6 +99,9 @@ class AddLog {
   void WriterLoop();
   // Writes what is pending (io_mu_ held); fsyncs when `sync`.
   absl::Status WritePendingLocked(bool sync);
+  // Runs the notices that are due: fsynced, or the log failed or closed (mu_
+  // not held).
+  void RunDueNotices();
 
   const std::string dir_;
   const AppendFsync mode_;
@@ -109,6 +120,11 @@ class AddLog {
   uint64_t records_ = 0;
   uint64_t fsyncs_ = 0;
   uint64_t sync_waiters_ = 0;
+  struct Notice {
+    uint64_t seq;  // appended_seq_ when asked
+    std::function<void(absl::Status)> done;
+  };
+  std::deque<Notice> notices_;  // NotifyDurable, in seq order
   absl::Status error_;
   bool stopping_ = false;
   bool closed_ = false;

@@ -37,9 +37,15 @@ Driver::Driver(node::Node& node, const DaemonConfig& config, Persistence* persis
       persistence_(persistence),
       udp_(io_, counters_, resolver_),
       streams_(io_, counters_, resolver_, config.stream_queue_bytes),
-      timer_(io_) {}
+      timer_(io_) {
+  mailbox_->driver = this;
+}
 
-Driver::~Driver() { Shutdown(std::chrono::milliseconds(0)); }
+Driver::~Driver() {
+  Shutdown(std::chrono::milliseconds(0));
+  std::lock_guard lock(mailbox_->mu);
+  mailbox_->driver = nullptr;
+}
 
 absl::Status Driver::Bind() {
   uint16_t port = 0;
@@ -79,13 +85,11 @@ void Driver::OnFrame(const std::string& from, std::string_view frame) {
 }
 
 void Driver::AfterNodeCall(node::Time now) {
-  LogPeerAdds(node_.TakePeerAdds());  // before the replies below
-  for (node::Outgoing& out : node_.TakeOutgoing()) {
-    if (out.channel == node::Channel::kStream || config_.tcp_only) {
-      streams_.Send(out.to, out.bytes);
-    } else {
-      udp_.Send(out.to, std::move(out.bytes));
-    }
+  std::vector<node::Outgoing> outgoing = node_.TakeOutgoing();
+  if (LogPeerAdds(node_.TakePeerAdds())) {
+    SendWhenDurable(std::move(outgoing));  // they report keys just logged
+  } else {
+    Send(std::move(outgoing));
   }
   AnswerTickets(node_.TakeRoutedAdds(), routed_callbacks_);
   AnswerTickets(node_.TakePeerChecks(), check_callbacks_);
@@ -107,28 +111,67 @@ void Driver::AfterNodeCall(node::Time now) {
   ArmTimer(now);
 }
 
-void Driver::LogPeerAdds(std::vector<node::PeerAdds> adds) {
-  if (adds.empty() || persistence_ == nullptr) return;
+void Driver::Send(std::vector<node::Outgoing> outgoing) {
+  for (node::Outgoing& out : outgoing) {
+    if (out.channel == node::Channel::kStream || config_.tcp_only) {
+      streams_.Send(out.to, out.bytes);
+    } else {
+      udp_.Send(out.to, std::move(out.bytes));
+    }
+  }
+}
+
+bool Driver::LogPeerAdds(std::vector<node::PeerAdds> adds) {
+  if (adds.empty() || persistence_ == nullptr) return false;
   // An owner that answered "new" and then restarted must not answer "new"
   // again for the same key: its decisions go in its own log, not only in
-  // the asker's. Queued, then one WaitDurable for the whole call (under
-  // appendfsync always: one fsync per driver batch, shared with clients').
+  // the asker's. Queued here; SendWhenDurable holds the answers meanwhile.
   absl::Status s;
   for (const node::PeerAdds& a : adds) {
     if (persistence_->NeedsCreateRecord(a.filter)) {
       s = persistence_->LogCreate(node_, a.filter, false);
-      if (absl::IsNotFound(s)) continue;  // deleted in the same call: nothing to log
+      if (absl::IsNotFound(s)) {  // deleted in the same call: nothing to log
+        s = absl::OkStatus();
+        continue;
+      }
       if (!s.ok()) break;
     }
     const std::vector<std::string_view> keys(a.keys.begin(), a.keys.end());
     s = persistence_->QueueAdds(a.filter, keys);
     if (!s.ok()) break;
   }
-  if (s.ok()) s = persistence_->WaitDurable();
-  if (s.ok()) return;
+  // Only `always` has an fsync to wait for (everysec's promise holds as is).
+  if (s.ok()) return persistence_->appendfsync() == AppendFsync::kAlways;
+  NoteLogFailure(s);
+  return false;  // nothing more to wait for: the log's errors are sticky
+}
+
+void Driver::NoteLogFailure(const absl::Status& s) {
   // The log's errors are sticky, and clients' adds report them: say it once here.
   if (!peer_add_log_failed_) spdlog::error("add log: keys added for peers: {}", s.message());
   peer_add_log_failed_ = true;
+}
+
+void Driver::SendWhenDurable(std::vector<node::Outgoing> outgoing) {
+  // Under appendfsync always the answers leave once the log's writer has
+  // fsynced the keys they report. The driver does not wait for it: gossip,
+  // probes and other peers' requests go on, and the answers of every
+  // message handled meanwhile share one fsync. Notices come in order, so
+  // the batch at the front of held_ is the one a notice is for (or an older
+  // one, when a notice overtook another in flight: each still leaves once).
+  held_.push_back(std::move(outgoing));
+  persistence_->NotifyDurable([mailbox = mailbox_](absl::Status s) {
+    std::lock_guard lock(mailbox->mu);
+    if (mailbox->driver == nullptr) return;  // stopped: the answers are dropped with the node
+    Driver* d = mailbox->driver;
+    asio::post(d->io_, [d, s = std::move(s)] {
+      if (!s.ok()) d->NoteLogFailure(s);  // sent anyway: the asker logs the keys too
+      assert(!d->held_.empty());
+      std::vector<node::Outgoing> out = std::move(d->held_.front());
+      d->held_.pop_front();
+      d->Send(std::move(out));
+    });
+  });
 }
 
 void Driver::ArmTimer(node::Time now) {

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -107,9 +108,12 @@ class Driver {
   void OnDatagram(const std::string& from, std::string_view bytes);
   void OnFrame(const std::string& from, std::string_view frame);
   void AfterNodeCall(node::Time now);  // send outgoing, log events, re-arm the timer
-  // Puts the keys the node added at peers' requests in the add log, durable
-  // (as appendfsync asks) before the replies that report them are sent.
-  void LogPeerAdds(std::vector<node::PeerAdds> adds);
+  void Send(std::vector<node::Outgoing> outgoing);
+  // Queues the keys the node added at peers' requests in the add log; true
+  // if the frames of this call must wait for them (SendWhenDurable).
+  bool LogPeerAdds(std::vector<node::PeerAdds> adds);
+  void SendWhenDurable(std::vector<node::Outgoing> outgoing);
+  void NoteLogFailure(const absl::Status& s);
   void ArmTimer(node::Time now);
   void OnTimer();
   void CheckReady(node::Time now);
@@ -138,6 +142,17 @@ class Driver {
   const DaemonConfig config_;
   Persistence* persistence_;
   bool peer_add_log_failed_ = false;  // driver thread: the first failure is logged, not every one
+  // Frames held until the add log is durable (SendWhenDurable), oldest
+  // first. Driver thread. Bounded by the fsyncs in flight: the writer
+  // answers every notice at its next fsync.
+  std::deque<std::vector<node::Outgoing>> held_;
+  // How the log's writer reaches this driver: cleared (under mu) once the
+  // driver is gone, so a late notice posts nothing.
+  struct Mailbox {
+    std::mutex mu;
+    Driver* driver = nullptr;
+  };
+  std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
   RuntimeCounters counters_;
   PeerResolver resolver_;
   boost::asio::io_context io_;

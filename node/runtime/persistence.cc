@@ -373,6 +373,11 @@ absl::Status Persistence::LogAdds(std::string_view filter, std::span<const std::
   return log_->Append(filter, keys);
 }
 
+void Persistence::NotifyDurable(std::function<void(absl::Status)> done) {
+  if (!log_) return done(absl::FailedPreconditionError("add log not open"));
+  log_->NotifyDurable(std::move(done));
+}
+
 absl::Status Persistence::QueueAdds(std::string_view filter, std::span<const std::string_view> keys) {
   if (!log_) return absl::FailedPreconditionError("add log not open");
   return log_->AppendQueued(filter, keys);

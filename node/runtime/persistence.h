@@ -96,6 +96,9 @@ class Persistence {
   absl::Status LogAdds(std::string_view filter, std::span<const std::string_view> keys);
   // As LogAdds, queued only (AddLog::AppendQueued): WaitDurable makes them durable.
   absl::Status QueueAdds(std::string_view filter, std::span<const std::string_view> keys);
+  // AddLog::NotifyDurable (FailedPrecondition at once when the log is not open).
+  void NotifyDurable(std::function<void(absl::Status)> done);
+  AppendFsync appendfsync() const { return mode_; }
 
   // Driver thread: logs a create record for `filter`'s current catalog entry
   // (queued; `wait` as in AddLog::AppendCreate) and remembers that it did.

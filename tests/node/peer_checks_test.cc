@@ -104,6 +104,28 @@ TEST(Wait, EachPeerReportsThePushedKeysForItsLog) {
   EXPECT_EQ(r->peers_acked, 2u);
 }
 
+TEST(Wait, KeysOfAReplacedFilterAreNotPushed) {
+  Cluster c(Options(3));
+  Join(c);
+  const std::vector<std::string> keys = Keys(0, 10);
+  AddAt(c, 0, keys);
+  const uint64_t incarnation = c.node(0).Version("crawl")->incarnation;
+  // Recorded against another incarnation of "crawl" (one deleted and made
+  // again since): skipped, so no peer adds them.
+  auto t = c.node(0).BeginWait({KeyBatch{"crawl", keys, incarnation + 1}}, 2, 1s, c.now());
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::optional<PeerCheckResult> r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(NodesHolding(c, keys, 0), 0u);
+  // The incarnation that took them: pushed.
+  t = c.node(0).BeginWait({KeyBatch{"crawl", keys, incarnation}}, 2, 1s, c.now());
+  ASSERT_TRUE(t.ok()) << t.status();
+  r = Answer(c, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 2u);
+  EXPECT_EQ(NodesHolding(c, keys, 0), 2u);
+}
+
 TEST(Wait, NeverCountsAPeerThatDidNotAnswer) {
   ClusterOptions o = Options(4);
   o.drop = [](size_t, const Outgoing& out, const wire::Envelope& env) {

@@ -2,6 +2,8 @@
 // limits), redis-cli and the Debian python3-redis client.
 #include "node/runtime/resp/resp_server.h"
 
+#include <atomic>
+#include <mutex>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -79,28 +81,45 @@ TEST(RespServer, AHalfClosedClientGetsEveryReplyThenEof) {
   EXPECT_TRUE(c.ReadsEof());
 }
 
+// Threads that answer deferred commands later, as the driver would. Declared
+// after the ServerFixture, so they are joined before the server goes; the
+// fixture's hooks reach them through an atomic pointer set once both exist.
+struct Answerers {
+  std::mutex mu;
+  std::vector<std::jthread> threads;
+  void Start(std::function<void()> fn) {
+    std::lock_guard lock(mu);
+    threads.emplace_back(std::move(fn));
+  }
+  size_t started() {
+    std::lock_guard lock(mu);
+    return threads.size();
+  }
+};
+
 TEST(RespServer, AHalfClosedClientGetsItsRoutedAddsReplyAndWhatCameAfter) {
-  std::vector<std::jthread> answerers;  // joined even if an ASSERT returns early
-  ServerContext* context = nullptr;
+  std::atomic<Answerers*> answerers{nullptr};
   ServerFixture s([&](ServerContext& ctx) {
-    context = &ctx;
-    // The owners answer 300 ms later, from another thread, as the driver
-    // would (this lone node owns every key and decides at once).
-    ctx.routed_add = [&](std::string filter, ServerContext::RoutedKeys keys, ServerContext::RoutedAddDone done) {
-      answerers.emplace_back([&, filter, keys, done] {
+    // The owners answer 300 ms later (this lone node owns every key and
+    // decides at once).
+    ctx.routed_add = [&answerers, &ctx](std::string filter, ServerContext::RoutedKeys keys,
+                                        ServerContext::RoutedAddDone done) {
+      answerers.load()->Start([&ctx, filter, keys, done] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         absl::StatusOr<node::RoutedAddResult> result = absl::UnknownError("not answered");
-        EXPECT_TRUE(context->run_on_driver([&](node::Time now) {
+        EXPECT_TRUE(ctx.run_on_driver([&](node::Time now) {
           std::vector<std::string_view> views(keys->begin(), keys->end());
-          absl::StatusOr<uint64_t> ticket = context->node->BeginAdd(filter, views, now);
+          absl::StatusOr<uint64_t> ticket = ctx.node->BeginAdd(filter, views, now);
           if (!ticket.ok()) return ticket.status();
-          for (node::RoutedAddResult& r : context->node->TakeRoutedAdds()) result = std::move(r);
+          for (node::RoutedAddResult& r : ctx.node->TakeRoutedAdds()) result = std::move(r);
           return absl::OkStatus();
         }).ok());
         done(std::move(result));
       });
     };
   });
+  Answerers threads;
+  answerers = &threads;
   RawClient c(s.port());
   ASSERT_TRUE(c.Send(Multibulk({"BF.RESERVE", "r", "0.01", "1000", "ROUTED"}) + Multibulk({"BF.ADD", "r", "k"}) +
                      Multibulk({"PING"})));
@@ -115,36 +134,77 @@ TEST(RespServer, AHalfClosedClientGetsItsRoutedAddsReplyAndWhatCameAfter) {
   ASSERT_TRUE(pong.has_value());
   EXPECT_EQ(pong->str, "PONG");
   EXPECT_TRUE(c.ReadsEof());
-  EXPECT_EQ(answerers.size(), 1u);  // the add did wait for its owner
+  EXPECT_EQ(threads.started(), 1u);  // the add did wait for its owner
 }
 
-TEST(RespServer, AClientThatStopsSendingDuringAWaitIsClosed) {
-  std::vector<std::jthread> answerers;
+// A WAIT (a blocking read) whose client stops sending ends, as Redis frees
+// a blocked client at EOF: the replies before it are sent, it gets none,
+// and the connection closes, whether the FIN comes while the WAIT waits or
+// while an earlier routed add did.
+TEST(RespServer, AClientThatStopsSendingDuringAWaitGetsItsEarlierRepliesThenEof) {
+  std::atomic<Answerers*> answerers{nullptr};
   ServerFixture s([&](ServerContext& ctx) {
-    ctx.peer_check = [&](ServerContext::PeerCheckBegin, ServerContext::PeerCheckDone done) {
-      answerers.emplace_back([done] {
+    ctx.peer_check = [&answerers](ServerContext::PeerCheckBegin, ServerContext::PeerCheckDone done) {
+      answerers.load()->Start([done] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         node::PeerCheckResult r;
         r.peers_acked = 2;
         done(r);
       });
     };
+    ctx.routed_add = [&answerers, &ctx](std::string filter, ServerContext::RoutedKeys keys,
+                                        ServerContext::RoutedAddDone done) {
+      answerers.load()->Start([&ctx, filter, keys, done] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        absl::StatusOr<node::RoutedAddResult> result = absl::UnknownError("not answered");
+        EXPECT_TRUE(ctx.run_on_driver([&](node::Time now) {
+          std::vector<std::string_view> views(keys->begin(), keys->end());
+          absl::StatusOr<uint64_t> ticket = ctx.node->BeginAdd(filter, views, now);
+          if (!ticket.ok()) return ticket.status();
+          for (node::RoutedAddResult& r : ctx.node->TakeRoutedAdds()) result = std::move(r);
+          return absl::OkStatus();
+        }).ok());
+        done(std::move(result));
+      });
+    };
   });
-  RawClient c(s.port());
-  ASSERT_TRUE(c.Send(Multibulk({"BF.ADD", "f", "k"}) + Multibulk({"WAIT", "2", "0"})));
-  auto added = c.Read();
-  ASSERT_TRUE(added.has_value());
-  EXPECT_EQ(added->integer, 1);
-  ASSERT_TRUE(c.ShutdownWrite());
-  // A blocking read, as Redis' blocked clients: closed, no reply.
-  EXPECT_FALSE(c.Read().has_value());
+  Answerers threads;
+  answerers = &threads;
+  {
+    // The FIN while the WAIT waits; many replies queued before it.
+    RawClient c(s.port());
+    std::string batch;
+    for (int i = 0; i < 200; ++i) batch += Multibulk({"BF.ADD", "f", "key-" + std::to_string(i)});
+    ASSERT_TRUE(c.Send(batch + Multibulk({"WAIT", "2", "0"}) + Multibulk({"PING"})));
+    ASSERT_TRUE(c.ShutdownWrite());
+    for (int i = 0; i < 200; ++i) {
+      auto added = c.Read();
+      ASSERT_TRUE(added.has_value()) << i;
+      EXPECT_EQ(added->integer, 1) << i;
+    }
+    EXPECT_TRUE(c.ReadsEof());  // closed: no WAIT reply, no PONG
+  }
+  {
+    // The FIN while a routed add waits, then a WAIT behind it.
+    RawClient c(s.port());
+    ASSERT_TRUE(c.Send(Multibulk({"BF.RESERVE", "r", "0.01", "1000", "ROUTED"}) + Multibulk({"BF.ADD", "r", "k"}) +
+                       Multibulk({"WAIT", "2", "0"}) + Multibulk({"PING"})));
+    ASSERT_TRUE(c.ShutdownWrite());
+    EXPECT_EQ(c.Read()->str, "OK");
+    auto added = c.Read();
+    ASSERT_TRUE(added.has_value());
+    EXPECT_EQ(added->integer, 1);  // the routed add is answered
+    EXPECT_TRUE(c.ReadsEof());     // the WAIT is not
+  }
 }
 
 TEST(RespServer, ADeferredReplyThatNeverComesGetsAnErrorAtTheBackstop) {
+  std::mutex mu;
   std::vector<ServerContext::PeerCheckDone> never;  // answered only after the backstop
   ServerFixture s([&](ServerContext& ctx) {
     ctx.limits.deferred_backstop = std::chrono::milliseconds(300);
     ctx.peer_check = [&](ServerContext::PeerCheckBegin, ServerContext::PeerCheckDone done) {
+      std::lock_guard lock(mu);
       never.push_back(std::move(done));
     };
   });
@@ -158,10 +218,15 @@ TEST(RespServer, ADeferredReplyThatNeverComesGetsAnErrorAtTheBackstop) {
   ASSERT_TRUE(pong.has_value());
   EXPECT_EQ(pong->str, "PONG");
   // The late answer is dropped; the connection keeps serving.
-  ASSERT_EQ(never.size(), 1u);
+  ServerContext::PeerCheckDone late_answer;
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(never.size(), 1u);
+    late_answer = never[0];
+  }
   node::PeerCheckResult late;
   late.peers_acked = 1;
-  never[0](late);
+  late_answer(late);
   ASSERT_TRUE(c.Send(Multibulk({"PING"})));
   auto again = c.Read();
   ASSERT_TRUE(again.has_value());

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -142,6 +144,60 @@ TEST(AddLogTest, WriterRoundTripInEveryMode) {
     const Records got = Collect(ReadFile(AddLogSegmentPath(dir, 1)), &r);
     EXPECT_EQ(got, (Records{{"f", "k1"}, {"f", "k2"}, {"f", "k3"}}));
     EXPECT_FALSE(r.corrupt || r.torn_tail);
+  }
+}
+
+TEST(AddLogTest, NotifyDurableAnswersOnceTheRecordsAreFsyncedInOrder) {
+  const std::string dir = FreshDir("notify");
+  auto log = AddLog::Open(dir, 1, AppendFsync::kAlways);
+  ASSERT_TRUE(log.ok()) << log.status();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> order;
+  std::vector<size_t> records_on_disk;
+  constexpr int kNotices = 20;
+  for (int i = 0; i < kNotices; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    const std::vector<std::string_view> keys = {key};
+    ASSERT_TRUE((*log)->AppendQueued("f", keys).ok());
+    (*log)->NotifyDurable([&, i, path = AddLogSegmentPath(dir, 1)](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      ScanResult r;
+      const size_t on_disk = Collect(ReadFile(path), &r).size();  // fsynced, so written
+      std::lock_guard lock(mu);
+      order.push_back(i);
+      records_on_disk.push_back(on_disk);
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return order.size() == kNotices; }));
+    for (int i = 0; i < kNotices; ++i) {
+      EXPECT_EQ(order[i], i);
+      EXPECT_GE(records_on_disk[i], static_cast<size_t>(i + 1));  // its own record and those before
+    }
+  }
+  EXPECT_GE((*log)->fsyncs(), 1u);
+  // Nothing to wait for: answered at once, on this thread.
+  bool at_once = false;
+  (*log)->NotifyDurable([&](absl::Status s) { at_once = s.ok(); });
+  EXPECT_TRUE(at_once);
+  ASSERT_TRUE((*log)->Close().ok());
+  absl::Status after_close;
+  (*log)->NotifyDurable([&](absl::Status s) { after_close = s; });
+  EXPECT_TRUE(absl::IsFailedPrecondition(after_close)) << after_close;
+}
+
+TEST(AddLogTest, NotifyDurableIsImmediateWithoutAppendfsyncAlways) {
+  for (AppendFsync mode : {AppendFsync::kNone, AppendFsync::kEverySec}) {
+    auto log = AddLog::Open(FreshDir(std::string("notify-") + std::string(AppendFsyncName(mode))), 1, mode);
+    ASSERT_TRUE(log.ok());
+    const std::vector<std::string_view> keys = {"k"};
+    ASSERT_TRUE((*log)->AppendQueued("f", keys).ok());
+    bool at_once = false;
+    (*log)->NotifyDurable([&](absl::Status s) { at_once = s.ok(); });
+    EXPECT_TRUE(at_once);
   }
 }
 

@@ -16,7 +16,7 @@ uint64_t IncarnationOf(const node::Node& node, std::string_view filter) {
 }
 
 void WaitRecord::Add(std::string_view filter, std::span<const std::string_view> items,
-                     const std::function<uint64_t()>& incarnation_of) {
+                     absl::FunctionRef<uint64_t()> incarnation_of) {
   if (overflowed || items.empty()) return;
   size_t added_bytes = 0;
   for (std::string_view item : items) added_bytes += item.size() + sizeof(uint32_t);
@@ -54,7 +54,7 @@ std::vector<node::KeyBatch> WaitRecord::Batches(const std::function<uint64_t(std
       continue;
     }
     const std::string& buf = recorded.records;
-    node::KeyBatch batch{filter, {}};
+    node::KeyBatch batch{filter, {}, recorded.incarnation};
     // Bounded by the buffer: every record is a u32 length and that many bytes.
     for (size_t pos = 0; pos + sizeof(uint32_t) <= buf.size();) {
       uint32_t n = 0;

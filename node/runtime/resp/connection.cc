@@ -181,12 +181,12 @@ void Connection::OnEvents(uint32_t events) {
     // timeouts; a client that closed altogether makes that write fail,
     // which closes the connection. A WAIT or QEXISTS (a blocking read, up to
     // 60 s) is not: like Redis' blocked clients, the connection closes now.
-    if (!session_.deferred_answers_half_closed) {
-      Shutdown();
-      return;
-    }
     peer_shut_write_ = true;
-    UpdateInterest();
+    if (!session_.deferred_answers_half_closed) {
+      EndWaitingAtEof();
+      Flush();
+    }
+    if (!closed_) UpdateInterest();
     return;
   }
   if ((interest_ & EPOLLIN) != 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
@@ -196,6 +196,18 @@ void Connection::OnEvents(uint32_t events) {
     return;
   }
   if (!closed_) UpdateInterest();
+}
+
+void Connection::EndWaitingAtEof() {
+  assert(awaiting_reply_ && peer_shut_write_);
+  // Its answer, if it comes, is dropped (it runs on a scratch session); the
+  // replies queued before it are still sent, then the connection closes.
+  ++defer_seq_;
+  awaiting_reply_ = false;
+  session_.deferred = false;
+  session_.deferred_answers_half_closed = false;
+  closing_ = true;
+  pending_input_ = false;
 }
 
 bool Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
@@ -350,6 +362,10 @@ void Connection::Process() {
     AppendError(&out_, "ERR Protocol error: query buffer limit exceeded");
     closing_ = true;
   }
+  // The client stopped sending while an earlier routed add waited, and now
+  // a WAIT or QEXISTS would wait: the rule of OnEvents applies (the caller
+  // flushes).
+  if (awaiting_reply_ && peer_shut_write_ && !session_.deferred_answers_half_closed) EndWaitingAtEof();
   if (out_.size() - out_pos_ > ctx_.limits.max_output_bytes) {
     ctx_.counters.output_limit_disconnects.fetch_add(1, std::memory_order_relaxed);
     Shutdown();

@@ -81,6 +81,10 @@ class Connection final : public IoHandler {
   bool OnDeferredReply(uint64_t seq, const ReplyWriter& write);
 
  private:
+  // A WAIT or QEXISTS outstanding when the client stopped sending: stops
+  // waiting and closes once the replies before it are sent (as Redis frees a
+  // blocked client at EOF). The caller flushes.
+  void EndWaitingAtEof();
   void ReadAndProcess();
   void Process();
   void Flush();

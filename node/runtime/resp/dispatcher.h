@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "node/core/node.h"
 #include "node/runtime/resp/reply_writer.h"
 #include "node/runtime/resp/bloom_dump.h"
@@ -75,8 +76,9 @@ struct WaitRecord {
   // `incarnation_of` is called at a filter's first add only (the add path
   // stays a copy). An incarnation of 0 (the filter is gone) records nothing.
   void Add(std::string_view filter, std::span<const std::string_view> items,
-           const std::function<uint64_t()>& incarnation_of);
-  // The keys of each filter, as batches for node::Node::BeginWait.
+           absl::FunctionRef<uint64_t()> incarnation_of);
+  // The keys of each filter, as batches for node::Node::BeginWait (each
+  // with its incarnation, which BeginWait checks again on the driver).
   // `current_of(name)` is the filter's incarnation now (0: gone). A deleted
   // filter's keys are left out (they went with it, nobody holds them). A
   // filter made again under the name since its first add here sets `*stale`
