@@ -293,7 +293,9 @@ class Node {
   std::vector<RoutedAddResult> TakeRoutedAdds();  // driver thread
   // Keys this node added at a peer's request since the last call: an owner's
   // routed decisions (HandleRouteAdd, each request once) and a WAIT's pushed
-  // keys (HandleKeyCheck). Empty unless NodeConfig::report_peer_adds. They
+  // keys (HandleKeyCheck); an entry without keys for a routed request
+  // answered again from memory (its keys came with the first). Empty unless
+  // NodeConfig::report_peer_adds. They
   // are taken before TakeOutgoing, whose replies report them, so a driver
   // can make them durable first: an owner that restarts then still knows
   // the keys it answered "new" for.

@@ -544,7 +544,8 @@ struct Node::Impl {
   std::vector<bool> AddLocal(const FilterState& state, std::span<const std::string_view> keys,
                              std::vector<bool>* full);
   // Notes keys added at a peer's request for TakePeerAdds (when reported),
-  // but not those `full` says the filter refused.
+  // but not those `full` says the filter refused. No keys at all: a repeated
+  // answer, noted without keys (Node::TakePeerAdds).
   void NotePeerAdds(const FilterState& state, std::span<const std::string_view> keys, const std::vector<bool>& full);
 
   // ---- owner routing (node_routing.cc) ----

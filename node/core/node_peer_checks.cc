@@ -23,9 +23,14 @@ absl::StatusOr<uint64_t> Node::BeginWait(const std::vector<KeyBatch>& batches, u
   size_t chunk_bytes = 0;
   for (const KeyBatch& b : batches) {
     std::shared_ptr<const FilterState> state = impl.DriverLookup(b.filter);
-    // Deleted (or never here), or replaced since the keys were added: nothing
-    // holds them, and pushing them would put them in the successor.
-    if (state == nullptr || (b.incarnation != 0 && state->uid != b.incarnation)) continue;
+    if (state == nullptr) continue;  // deleted (or never here): nothing holds the keys
+    if (b.incarnation != 0 && state->uid != b.incarnation) {
+      // Replaced since the keys were added: pushing them would put them in
+      // the successor, and skipping them would count peers for keys nobody
+      // holds. Answer 0, as the RESP layer does when it sees this first.
+      checkable = false;
+      continue;
+    }
     for (const std::string& key : b.keys) {
       if (key.size() > kMaxCheckKeyBytes) checkable = false;  // no peer can be asked about it
       if (ticket.chunks.empty() || ticket.chunks.back().filter != b.filter ||
@@ -69,7 +74,7 @@ absl::StatusOr<uint64_t> Node::BeginQuorumExists(std::string_view filter, std::s
     if (found[i] || keys[i].size() > kMaxCheckKeyBytes) continue;
     if (ticket.chunks.empty() || ticket.chunks.back().keys.size() >= kMaxCheckKeys ||
         chunk_bytes + keys[i].size() > kMaxCheckBytes) {
-      ticket.chunks.push_back(CheckChunk{state->entry.config.name, {}, {}, state->uid});
+      ticket.chunks.push_back(CheckChunk{state->entry.config.name, {}, {}});  // any incarnation: a read
       chunk_bytes = 0;
     }
     chunk_bytes += keys[i].size();
@@ -110,13 +115,13 @@ absl::StatusOr<uint64_t> Node::Impl::StartCheck(CheckTicket ticket, const std::v
   for (const std::string& name : peers) {
     CheckTicket::Peer peer;
     peer.name = name;
+    peer.resend_interval = config.route_timeout;
+    peer.next_resend = now + peer.resend_interval;
     peer.ids.assign(ticket.chunks.size(), 0);
     peer.chunks_left = ticket.chunks.size();
     ticket.peers.push_back(std::move(peer));
   }
   if (ticket.chunks.empty()) ticket.complete_peers = static_cast<uint32_t>(peers.size());
-  ticket.resend_interval = config.route_timeout;
-  ticket.next_resend = now + ticket.resend_interval;
   if (ticket.add && ticket.complete_peers >= ticket.wanted) ticket.grace_end = now;
   CheckTicket& stored = check_tickets[ticket_id] = std::move(ticket);
   if (next_check_id == 0 && !stored.peers.empty()) next_check_id = rng.Next() | 1;
@@ -155,14 +160,13 @@ void Node::Impl::ServiceChecks() {
   for (auto& [id, ticket] : check_tickets) ids.push_back(id);
   for (uint64_t id : ids) {
     CheckTicket& t = check_tickets.at(id);
-    if (now >= t.next_resend) {
-      t.resend_interval = std::min(t.resend_interval * 2, config.route_timeout * kMaxResendTimeouts);
-      t.next_resend = now + t.resend_interval;
-      for (uint32_t p = 0; p < t.peers.size(); ++p) {
-        if (t.peers[p].failed) continue;
-        for (uint32_t c = 0; c < t.chunks.size(); ++c) {
-          if (t.peers[p].ids[c] != 0) SendCheck(t, p, c);
-        }
+    for (uint32_t p = 0; p < t.peers.size(); ++p) {
+      CheckTicket::Peer& peer = t.peers[p];
+      if (peer.failed || peer.chunks_left == 0 || now < peer.next_resend) continue;
+      peer.resend_interval = std::min(peer.resend_interval * 2, config.route_timeout * kMaxResendTimeouts);
+      peer.next_resend = now + peer.resend_interval;
+      for (uint32_t c = 0; c < t.chunks.size(); ++c) {
+        if (t.peers[p].ids[c] != 0) SendCheck(t, p, c);
       }
     }
     FinishCheckIfAnswered(id);
@@ -196,7 +200,10 @@ void Node::Impl::FinishCheckIfAnswered(uint64_t ticket_id) {
 Time Node::Impl::NextCheckWakeup() const {
   Time next = Time::max();
   for (const auto& [id, t] : check_tickets) {
-    next = std::min({next, t.next_resend, t.deadline, t.grace_end});
+    next = std::min({next, t.deadline, t.grace_end});
+    for (const CheckTicket::Peer& p : t.peers) {
+      if (!p.failed && p.chunks_left > 0) next = std::min(next, p.next_resend);
+    }
   }
   return next;
 }
@@ -236,8 +243,8 @@ void Node::Impl::HandleKeyCheckReply(const Address& from, const std::string& sen
   if (msg.refused()) {
     // A live peer without the filter yet (its catalog lags the add): asked
     // again after one route timeout, not on a silent peer's backoff.
-    t.resend_interval = config.route_timeout;
-    t.next_resend = std::min(t.next_resend, now + config.route_timeout);
+    peer.resend_interval = config.route_timeout;
+    peer.next_resend = std::min(peer.next_resend, now + config.route_timeout);
     return;
   }
   const CheckChunk& chunk = t.chunks[r.chunk];

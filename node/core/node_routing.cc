@@ -129,7 +129,9 @@ void Node::Impl::NotePeerAdds(const FilterState& state, std::span<const std::str
   for (size_t j = 0; j < keys.size(); ++j) {
     if (!full[j]) adds.keys.emplace_back(keys[j]);
   }
-  if (!adds.keys.empty()) peer_adds.push_back(std::move(adds));
+  // Empty when every key was refused (nothing to log) or for a repeated
+  // answer (nothing new to log, but its frame waits like the first one's).
+  if (!adds.keys.empty() || keys.empty()) peer_adds.push_back(std::move(adds));
 }
 
 bool Node::IsRouted(std::string_view filter) const {
@@ -299,6 +301,11 @@ void Node::Impl::HandleRouteAdd(const Address& from, const std::string& sender, 
       Stats([&](NodeCounters& s) { s.routed_served += keys.size(); });
       if (answer == nullptr) route_answers.Remember(sender, msg.id(), fresh, now);
       answer = &fresh;
+    } else {
+      // A resend answered from memory: the keys were reported with the first
+      // request; an empty report still makes the driver hold this answer
+      // until they are durable (the first answer may not have left yet).
+      NotePeerAdds(*state, {}, {});
     }
     reply->set_added(PackBits(answer->added));
     reply->set_full(PackBits(answer->full));

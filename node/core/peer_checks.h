@@ -46,9 +46,11 @@ inline constexpr uint32_t kMaxQuorumPeers = 16;
 // The longest a WAIT waits (its timeout, or no timeout, is cut to this), so
 // a ticket whose peers keep refusing ends and frees its slot.
 inline constexpr Duration kMaxWaitTime = std::chrono::seconds(60);
-// Unanswered chunks are sent again after route_timeout, then after twice the
-// last wait, up to this many route timeouts: a WAIT on a silent peer sends
-// each chunk about 40 times in 60 s (100 ms route timeout) instead of 600.
+// A peer's unanswered chunks are sent again after route_timeout, then after
+// twice its last wait, up to this many route timeouts: a WAIT on a silent
+// peer sends each chunk about 40 times in 60 s (100 ms route timeout)
+// instead of 600. Per peer, so one peer's "refused" (which resets its wait)
+// does not speed up the resends to a silent one.
 inline constexpr uint32_t kMaxResendTimeouts = 16;
 
 // Keys of one filter (the input of a WAIT).
@@ -76,6 +78,11 @@ struct CheckTicket {
     std::vector<uint64_t> ids;  // per chunk: the request id, 0 once answered
     size_t chunks_left = 0;
     bool failed = false;  // left the view, or cannot hold a key: it will not count
+    // Its unanswered chunks go again at next_resend; resend_interval doubles
+    // at each resend, up to kMaxResendTimeouts route timeouts, and falls back
+    // to one route timeout when the peer answers "refused".
+    Time next_resend{0};
+    Duration resend_interval{0};
   };
   bool add = false;     // WAIT (push and count) or quorum EXISTS (ask)
   uint32_t wanted = 0;  // WAIT: numreplicas
@@ -86,8 +93,6 @@ struct CheckTicket {
   bool every_live_peer = false;  // `peers` were every live member but self at the start
   Time began{0};
   Time deadline = Time::max();
-  Time next_resend{0};
-  Duration resend_interval{0};  // doubles at each resend, up to kMaxResendTimeouts route timeouts
   // WAIT: once `wanted` peers counted, the stragglers get until this time,
   // so one slow peer costs a short wait rather than a smaller count.
   Time grace_end = Time::max();

@@ -171,7 +171,10 @@ void AddLog::NotifyDurable(std::function<void(absl::Status)> done) {
   absl::Status now;
   {
     std::lock_guard lock(mu_);
-    if (mode_ == AppendFsync::kAlways && error_.ok() && !closed_ && synced_seq_ < appended_seq_) {
+    // Queued behind earlier notices even when already durable, so notices
+    // run in the order they were asked for.
+    if (mode_ == AppendFsync::kAlways && error_.ok() && !closed_ &&
+        (synced_seq_ < appended_seq_ || !notices_.empty())) {
       notices_.push_back(Notice{appended_seq_, std::move(done)});
       work_cv_.notify_one();
       return;

@@ -128,6 +128,7 @@ bool Driver::LogPeerAdds(std::vector<node::PeerAdds> adds) {
   // the asker's. Queued here; SendWhenDurable holds the answers meanwhile.
   absl::Status s;
   for (const node::PeerAdds& a : adds) {
+    if (a.keys.empty()) continue;  // a repeated answer: its keys were queued with the first
     if (persistence_->NeedsCreateRecord(a.filter)) {
       s = persistence_->LogCreate(node_, a.filter, false);
       if (absl::IsNotFound(s)) {  // deleted in the same call: nothing to log

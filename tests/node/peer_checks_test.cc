@@ -111,11 +111,13 @@ TEST(Wait, KeysOfAReplacedFilterAreNotPushed) {
   AddAt(c, 0, keys);
   const uint64_t incarnation = c.node(0).Version("crawl")->incarnation;
   // Recorded against another incarnation of "crawl" (one deleted and made
-  // again since): skipped, so no peer adds them.
+  // again since): not pushed, and 0 at once (nobody holds them).
   auto t = c.node(0).BeginWait({KeyBatch{"crawl", keys, incarnation + 1}}, 2, 1s, c.now());
   ASSERT_TRUE(t.ok()) << t.status();
   std::optional<PeerCheckResult> r = Answer(c, 0);
   ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->peers_acked, 0u);
+  EXPECT_FALSE(r->every_live_peer);  // the connection keeps its record (and its next WAIT answers 0)
   EXPECT_EQ(NodesHolding(c, keys, 0), 0u);
   // The incarnation that took them: pushed.
   t = c.node(0).BeginWait({KeyBatch{"crawl", keys, incarnation}}, 2, 1s, c.now());

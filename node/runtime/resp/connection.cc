@@ -208,6 +208,10 @@ void Connection::EndWaitingAtEof() {
   session_.deferred_answers_half_closed = false;
   closing_ = true;
   pending_input_ = false;
+  // Counted as the backstop counts an unanswered one: failed, timed to now.
+  session_.stats_outcome = CommandStats::Outcome::kFailed;
+  const uint64_t ended = FastNanos();
+  CountCommand(ctx_, session_, ended > deferred_started_ ? ended - deferred_started_ : 0);
 }
 
 bool Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
