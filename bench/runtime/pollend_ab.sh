@@ -9,6 +9,9 @@
 #   OLD=/tmp/old/build/node/runtime/pollend N=100000 ROUNDS=5 bash bench/runtime/pollend_ab.sh
 #
 # NEW defaults to build/node/runtime/pollend. CELLS as in redis_compare.sh.
+# NEW_ARGS / OLD_ARGS: more pollend flags for one side, e.g. the same binary
+# with and without a feature:
+#   OLD=build/node/runtime/pollend NEW_ARGS= OLD_ARGS="--resp-latency-tracking false" bash bench/runtime/pollend_ab.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 NEW=${NEW:-"$ROOT/build/node/runtime/pollend"}
@@ -27,17 +30,18 @@ cleanup() { for p in "${PIDS[@]:-}"; do kill -TERM "$p" 2>/dev/null || true; don
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-start() {  # binary, name: sets PORT and PID (not in a subshell: cleanup must see the PID)
-  local gossip http
+start() {  # binary, name, extra flags: sets PORT and PID (not in a subshell: cleanup must see the PID)
+  local gossip http extra
+  read -r -a extra <<< "${3:-}"
   PORT=$(free_port); gossip=$(free_port); http=$(free_port)
   POLLEN_SECRET=$(head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n') "$1" --node-name "$2" \
     --gossip-bind "127.0.0.1:$gossip" --resp-bind "127.0.0.1:$PORT" --http-bind "127.0.0.1:$http" \
-    --resp-threads "$RESP_THREADS" --log-level warn > "$WORK/$2.log" 2>&1 &
+    --resp-threads "$RESP_THREADS" --log-level warn "${extra[@]}" > "$WORK/$2.log" 2>&1 &
   PID=$!
   PIDS+=("$PID")
 }
-start "$NEW" new; NEW_PORT=$PORT; NEW_PID=$PID
-start "$OLD" old; OLD_PORT=$PORT; OLD_PID=$PID
+start "$NEW" new "${NEW_ARGS:-}"; NEW_PORT=$PORT; NEW_PID=$PID
+start "$OLD" old "${OLD_ARGS:-}"; OLD_PORT=$PORT; OLD_PID=$PID
 for _ in $(seq 1 300); do
   redis-cli -p "$NEW_PORT" PING >/dev/null 2>&1 && redis-cli -p "$OLD_PORT" PING >/dev/null 2>&1 && break
   sleep 0.1

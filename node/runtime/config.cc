@@ -170,6 +170,10 @@ const std::vector<Option>& Options() {
       {"resp-busy-poll-us", "50",
        "Microseconds a RESP thread keeps polling after a request before it sleeps (0 = sleep at once)",
        Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetU32(&c.resp_busy_poll_us, v, 0, 10000); }},
+      {"resp-latency-tracking", "true",
+       "Time every RESP command (pollen_resp_command_duration_seconds, INFO commandstats), as Redis' "
+       "latency-tracking; false saves a clock read per command and keeps no command stats",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBool(&c.resp_latency_tracking, v); }},
       {"resp-max-clients", "10000", "Most concurrent RESP connections", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.resp_max_clients, v, 1, 1000000); }},
       {"resp-idle-timeout", "300s", "Close RESP connections idle this long (0 = never)", Where::kAnywhere,
@@ -633,6 +637,7 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "resp-password = " << (c.resp_password.empty() ? "" : "(set)") << "\n"
       << "resp-threads = " << c.resp_threads << "\n"
       << "resp-busy-poll-us = " << c.resp_busy_poll_us << "\n"
+      << "resp-latency-tracking = " << (c.resp_latency_tracking ? "true" : "false") << "\n"
       << "resp-max-clients = " << c.resp_max_clients << "\n"
       << "resp-idle-timeout = " << FormatDuration(c.resp_idle_timeout) << "\n"
       << "http-bind = " << c.http_bind << "\n"

@@ -50,6 +50,7 @@ struct DaemonConfig {
   std::string resp_password;  // never logged
   uint32_t resp_threads = 1;
   uint32_t resp_busy_poll_us = 50;
+  bool resp_latency_tracking = true;
   uint32_t resp_max_clients = 0;
   node::Duration resp_idle_timeout{0};
 

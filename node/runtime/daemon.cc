@@ -211,6 +211,7 @@ int RunDaemon(int argc, char** argv) {
   };
   ctx->password = config.resp_password;
   ctx->limits.max_clients = config.resp_max_clients;
+  ctx->latency_tracking = config.resp_latency_tracking;
   ctx->limits.idle_timeout = std::chrono::duration_cast<std::chrono::seconds>(config.resp_idle_timeout);
   ctx->default_filter = default_filter;
   ctx->version = kPollenVersion;

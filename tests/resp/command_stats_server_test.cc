@@ -37,6 +37,20 @@ TEST(CommandStatsServer, CountsEachPipelinedCommandOnce) {
   EXPECT_EQ(s.f.ctx.command_stats.Read(StatsSlotOf("echo")).rejected, 1u);
 }
 
+TEST(CommandStatsServer, LatencyTrackingOffKeepsNoStats) {
+  ServerFixture s([](ServerContext& ctx) { ctx.latency_tracking = false; });
+  RawClient c(s.port());
+  ASSERT_TRUE(c.connected());
+  std::string batch;
+  for (int i = 0; i < 100; ++i) batch += Multibulk({"BF.ADD", "f", "key-" + std::to_string(i)});
+  batch += Multibulk({"ECHO"});  // rejected: arity
+  ASSERT_TRUE(c.Send(batch));
+  for (int i = 0; i < 101; ++i) ASSERT_TRUE(c.Read().has_value()) << i;
+  const CommandStats::Totals add = s.f.ctx.command_stats.Read(StatsSlotOf("bf.add"));
+  EXPECT_EQ(add.calls + add.rejected + add.failed, 0u);
+  EXPECT_EQ(s.f.ctx.command_stats.Read(StatsSlotOf("echo")).rejected, 0u);
+}
+
 TEST(CommandStatsServer, ADeferredReplyIsTimedUntilItIsWritten) {
   constexpr auto kPeerDelay = std::chrono::milliseconds(300);
   std::vector<std::jthread> answerers;  // joined even if an ASSERT returns early

@@ -92,6 +92,16 @@ TEST_F(ConfigTest, FilterSections) {
   EXPECT_EQ(cl->config.filters[1].owner, "n1");
 }
 
+TEST_F(ConfigTest, RespLatencyTrackingDefaultsOnAndTurnsOff) {
+  auto on = Parse({});
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->config.resp_latency_tracking);
+  auto off = Parse({"--resp-latency-tracking", "false"});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->config.resp_latency_tracking);
+  EXPECT_FALSE(Parse({"--resp-latency-tracking", "sometimes"}).ok());
+}
+
 TEST_F(ConfigTest, TcpOnlyFlagWithoutValue) {
   auto cl = Parse({"--tcp-only"});
   ASSERT_TRUE(cl.ok()) << cl.status();

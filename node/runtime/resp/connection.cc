@@ -313,7 +313,9 @@ void Connection::Process() {
   // thread never interleaves with it (exec_gate.h).
   ExecGate::SharedScope batch(ctx_.exec_gate, loop_index_);
   // One clock read per command: each command's end is the next one's start.
-  uint64_t started = FastNanos();
+  // None with latency tracking off (resp-latency-tracking).
+  const bool timed = ctx_.latency_tracking;
+  uint64_t started = timed ? FastNanos() : 0;
   while (!closing_) {
     if (out_.size() - out_pos_ >= kHighWaterBytes || executed >= ctx_.limits.max_batch_replies) {
       pending_input_ = start < in_len_;  // resume once the replies are sent
@@ -333,7 +335,7 @@ void Connection::Process() {
         start += parser_.error().skip;
       }
       parser_.Reset();
-      started = FastNanos();
+      if (timed) started = FastNanos();
       continue;
     }
     if (!parser_.args().empty()) {
@@ -343,7 +345,7 @@ void Connection::Process() {
       if (session_.deferred) {
         deferred_started_ = started;  // timed until its reply is written
         deferred_since_ = loop_->now();
-      } else {
+      } else if (timed) {
         const uint64_t ended = FastNanos();
         CountCommand(ctx_, session_, ended > started ? ended - started : 0);
         started = ended;

@@ -96,7 +96,7 @@ void Dispatch(ServerContext& context, Session& session, std::span<const std::str
 }
 
 void CountCommand(ServerContext& context, const Session& session, uint64_t nanos) {
-  if (session.stats_slot < 0 || session.stats_shard < 0) return;
+  if (!context.latency_tracking || session.stats_slot < 0 || session.stats_shard < 0) return;
   context.command_stats.Record(static_cast<size_t>(session.stats_shard), static_cast<size_t>(session.stats_slot),
                                nanos, session.stats_outcome);
 }

@@ -123,6 +123,9 @@ struct ServerContext {
 
   std::string password;  // empty: no AUTH required
   ServerLimits limits;
+  // Time and count each command in command_stats (Redis' latency-tracking).
+  // Off: no clock read per command, and no command stats at all.
+  bool latency_tracking = true;
 
   // What BF.ADD / BF.MADD / BF.INSERT create for a missing filter (RedisBloom
   // auto-creates with capacity 100, error 0.01; Pollen filters do not scale,
