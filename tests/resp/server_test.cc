@@ -97,26 +97,29 @@ struct Answerers {
   }
 };
 
+// A routed_add hook whose owners answer 300 ms later, from an answerer
+// thread (this lone node owns every key and decides at once).
+ServerContext::RoutedAddHook OwnersAnswerLater(ServerContext& ctx, std::atomic<Answerers*>& answerers) {
+  return [&answerers, &ctx](std::string filter, ServerContext::RoutedKeys keys, ServerContext::RoutedAddDone done) {
+    answerers.load()->Start([&ctx, filter, keys, done] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      absl::StatusOr<node::RoutedAddResult> result = absl::UnknownError("not answered");
+      EXPECT_TRUE(ctx.run_on_driver([&](node::Time now) {
+        std::vector<std::string_view> views(keys->begin(), keys->end());
+        absl::StatusOr<uint64_t> ticket = ctx.node->BeginAdd(filter, views, now);
+        if (!ticket.ok()) return ticket.status();
+        for (node::RoutedAddResult& r : ctx.node->TakeRoutedAdds()) result = std::move(r);
+        return absl::OkStatus();
+      }).ok());
+      done(std::move(result));
+    });
+  };
+}
+
 TEST(RespServer, AHalfClosedClientGetsItsRoutedAddsReplyAndWhatCameAfter) {
   std::atomic<Answerers*> answerers{nullptr};
   ServerFixture s([&](ServerContext& ctx) {
-    // The owners answer 300 ms later (this lone node owns every key and
-    // decides at once).
-    ctx.routed_add = [&answerers, &ctx](std::string filter, ServerContext::RoutedKeys keys,
-                                        ServerContext::RoutedAddDone done) {
-      answerers.load()->Start([&ctx, filter, keys, done] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        absl::StatusOr<node::RoutedAddResult> result = absl::UnknownError("not answered");
-        EXPECT_TRUE(ctx.run_on_driver([&](node::Time now) {
-          std::vector<std::string_view> views(keys->begin(), keys->end());
-          absl::StatusOr<uint64_t> ticket = ctx.node->BeginAdd(filter, views, now);
-          if (!ticket.ok()) return ticket.status();
-          for (node::RoutedAddResult& r : ctx.node->TakeRoutedAdds()) result = std::move(r);
-          return absl::OkStatus();
-        }).ok());
-        done(std::move(result));
-      });
-    };
+    ctx.routed_add = OwnersAnswerLater(ctx, answerers);
   });
   Answerers threads;
   answerers = &threads;
@@ -152,21 +155,7 @@ TEST(RespServer, AClientThatStopsSendingDuringAWaitGetsItsEarlierRepliesThenEof)
         done(r);
       });
     };
-    ctx.routed_add = [&answerers, &ctx](std::string filter, ServerContext::RoutedKeys keys,
-                                        ServerContext::RoutedAddDone done) {
-      answerers.load()->Start([&ctx, filter, keys, done] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        absl::StatusOr<node::RoutedAddResult> result = absl::UnknownError("not answered");
-        EXPECT_TRUE(ctx.run_on_driver([&](node::Time now) {
-          std::vector<std::string_view> views(keys->begin(), keys->end());
-          absl::StatusOr<uint64_t> ticket = ctx.node->BeginAdd(filter, views, now);
-          if (!ticket.ok()) return ticket.status();
-          for (node::RoutedAddResult& r : ctx.node->TakeRoutedAdds()) result = std::move(r);
-          return absl::OkStatus();
-        }).ok());
-        done(std::move(result));
-      });
-    };
+    ctx.routed_add = OwnersAnswerLater(ctx, answerers);
   });
   Answerers threads;
   answerers = &threads;

@@ -90,7 +90,8 @@ struct ServerContext {
   // filters are added to like any other (each node decides alone).
   using RoutedAddDone = std::function<void(absl::StatusOr<node::RoutedAddResult>)>;
   using RoutedKeys = std::shared_ptr<const std::vector<std::string>>;  // shared with the deferred reply: one copy
-  std::function<void(std::string filter, RoutedKeys keys, RoutedAddDone done)> routed_add;
+  using RoutedAddHook = std::function<void(std::string filter, RoutedKeys keys, RoutedAddDone done)>;
+  RoutedAddHook routed_add;
 
   // WAIT and POLLEN.QEXISTS: runs begin(now) on the driver thread (a
   // Node::BeginWait or BeginQuorumExists) without waiting for it; `done`
