@@ -198,20 +198,23 @@ void Connection::OnEvents(uint32_t events) {
   if (!closed_) UpdateInterest();
 }
 
-void Connection::EndWaitingAtEof() {
-  assert(awaiting_reply_ && peer_shut_write_);
-  // Its answer, if it comes, is dropped (it runs on a scratch session); the
-  // replies queued before it are still sent, then the connection closes.
-  ++defer_seq_;
+void Connection::StopAwaitingReply() {
+  assert(awaiting_reply_);
+  ++defer_seq_;  // its answer, if it comes, runs on a scratch session
   awaiting_reply_ = false;
   session_.deferred = false;
   session_.deferred_answers_half_closed = false;
-  closing_ = true;
-  pending_input_ = false;
-  // Counted as the backstop counts an unanswered one: failed, timed to now.
-  session_.stats_outcome = CommandStats::Outcome::kFailed;
+  session_.stats_outcome = CommandStats::Outcome::kFailed;  // timed to now
   const uint64_t ended = FastNanos();
   CountCommand(ctx_, session_, ended > deferred_started_ ? ended - deferred_started_ : 0);
+}
+
+void Connection::EndWaitingAtEof() {
+  assert(awaiting_reply_ && peer_shut_write_);
+  // The replies queued before it are still sent, then the connection closes.
+  StopAwaitingReply();
+  closing_ = true;
+  pending_input_ = false;
 }
 
 bool Connection::OnDeferredReply(uint64_t seq, const ReplyWriter& write) {
@@ -251,15 +254,9 @@ void Connection::OnTick(Clock::time_point now) {
   if (awaiting_reply_ && now >= deferred_since_ + ctx_.limits.deferred_backstop) {
     // The node never answered (a bug, or a driver stuck): answer the client
     // rather than hold it forever. The late answer, if any, is dropped.
-    ++defer_seq_;
-    awaiting_reply_ = false;
-    session_.deferred = false;
-    session_.deferred_answers_half_closed = false;
+    StopAwaitingReply();
     AppendError(&out_, "ERR timeout: the node did not answer in time (the command may have taken effect)");
     ctx_.counters.error_replies.fetch_add(1, std::memory_order_relaxed);
-    session_.stats_outcome = CommandStats::Outcome::kFailed;
-    const uint64_t ended = FastNanos();
-    CountCommand(ctx_, session_, ended > deferred_started_ ? ended - deferred_started_ : 0);
     last_activity_ = now;
     Process();
     if (!closed_) Flush();

@@ -85,6 +85,9 @@ class Connection final : public IoHandler {
   // waiting and closes once the replies before it are sent (as Redis frees a
   // blocked client at EOF). The caller flushes.
   void EndWaitingAtEof();
+  // Gives up on the outstanding deferred reply (EndWaitingAtEof, the
+  // backstop): a late answer is dropped; the command counts as failed.
+  void StopAwaitingReply();
   void ReadAndProcess();
   void Process();
   void Flush();
