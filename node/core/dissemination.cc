@@ -1,5 +1,6 @@
 #include "node/core/dissemination.h"
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <utility>
@@ -28,9 +29,13 @@ void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt:
 }
 
 std::vector<PendingAdds::Entry> PendingAdds::Drain(uint64_t* dropped) {
+  // The buffer handed back in exchange keeps the last round's capacity, so
+  // Push does not regrow it from empty every round; allocated outside the lock.
   std::vector<Entry> out;
+  out.reserve(last_drained_);
   std::lock_guard lock(mu_);
   out.swap(entries_);
+  last_drained_ = std::min(out.size(), max_words_);
   *dropped = std::exchange(dropped_, 0);
   return out;
 }

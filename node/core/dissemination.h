@@ -58,6 +58,7 @@ class PendingAdds {
   std::mutex mu_;
   std::vector<Entry> entries_;  // guarded by mu_; at most max_words_
   uint64_t dropped_ = 0;        // guarded by mu_
+  size_t last_drained_ = 0;     // Drain's thread only: the size it last took
 };
 
 class DeltaBuffer {

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/resp/server_test_util.h"
 
@@ -45,6 +46,93 @@ TEST(RespServer, PipelinesAThousandCommandsInOneWrite) {
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(r->elements.size(), 1000u);
   for (const auto& e : r->elements) EXPECT_EQ(e.integer, 1);  // no false negatives
+}
+
+// Pipelined runs (command_run.h): the same random script, sent in one stream
+// of random-sized writes to one server and one request at a time to another
+// (same secret), gets the same replies and the same command counts. The
+// script repeats commands in runs, as a pipelining client does, and breaks
+// them with everything a run must not swallow: another filter, another
+// spelling, MULTI blocks, inline requests, wrong arities, a full filter.
+TEST(RespServer, PipelinedRunsAnswerAsRequestsSentOneAtATime) {
+  std::mt19937_64 rng(1125);
+  std::vector<std::string> script;  // wire requests
+  auto add = [&](const std::vector<std::string>& args) { script.push_back(Multibulk(args)); };
+  add({"BF.RESERVE", "tiny", "0.01", "30", "NONSCALING"});
+  const std::vector<std::vector<std::string>> heads = {
+      {"BF.ADD", "f"}, {"bf.add", "f"}, {"BF.ADD", "tiny"}, {"BF.EXISTS", "f"}, {"BF.EXISTS", "tiny"},
+      {"BF.ADD", "made"}, {"BF.EXISTS", "never"}};
+  std::vector<std::string> head = heads[0];
+  while (script.size() < 3000) {
+    const uint64_t r = rng() % 100;
+    const std::string key = "k" + std::to_string(rng() % 400);
+    if (r < 80) {
+      if (rng() % 5 == 0) head = heads[rng() % heads.size()];
+      std::vector<std::string> args = head;
+      args.push_back(key);
+      add(args);
+    } else if (r < 84) {
+      add({"MULTI"});
+      for (int i = 0; i < 3; ++i) add({"BF.ADD", "f", key + "-m" + std::to_string(i)});
+      add({"EXEC"});
+    } else if (r < 88) {
+      script.push_back("BF.ADD f " + key + "\r\n");  // inline
+    } else if (r < 92) {
+      add({"BF.ADD", "f"});  // wrong arity
+    } else if (r < 96) {
+      add({"BF.ADD", "f", key, key + "-2"});  // one more item: not a run's
+    } else {
+      add({"BF.CARD", "f"});
+    }
+  }
+
+  ServerFixture streamed;
+  ServerFixture lockstep;
+  RawClient a(streamed.port());
+  RawClient b(lockstep.port());
+  ASSERT_TRUE(a.connected() && b.connected());
+  std::string wire;
+  for (const std::string& req : script) wire += req;
+  for (size_t pos = 0; pos < wire.size();) {  // random cuts land inside requests too
+    const size_t n = std::min<size_t>(wire.size() - pos, 1 + rng() % 3000);
+    ASSERT_TRUE(a.Send(std::string_view(wire).substr(pos, n)));
+    pos += n;
+  }
+  size_t ints = 0;
+  for (size_t i = 0; i < script.size(); ++i) {
+    ASSERT_TRUE(b.Send(script[i]));
+    const std::optional<Reply> expected = b.Read();
+    const std::optional<Reply> got = a.Read();
+    ASSERT_TRUE(expected.has_value() && got.has_value()) << "request " << i;
+    ASSERT_EQ(got->DebugString(), expected->DebugString()) << "request " << i << ": " << script[i];
+    ints += got->type == Reply::Type::kInteger;
+  }
+  EXPECT_GT(ints, 1800u);
+  // Counted as the requests one at a time: calls and failed calls per command.
+  auto counts = [](uint16_t port) {
+    std::string lines;
+    const std::vector<std::string> all = absl::StrSplit(Cli(port, "INFO commandstats"), absl::ByAnyChar("\r\n"), absl::SkipEmpty());
+    for (const std::string& line : all) {
+      if (line.rfind("cmdstat_bf.", 0) != 0) continue;
+      std::string kept;
+      const std::vector<std::string> fields = absl::StrSplit(line, ',');
+      for (const std::string& field : fields) {
+        if (field.find("usec") == std::string::npos) kept += field + ",";
+      }
+      lines += kept + "\n";
+    }
+    return lines;
+  };
+  const std::string counted = counts(streamed.port());
+  EXPECT_EQ(counted, counts(lockstep.port()));
+  EXPECT_NE(counted.find("cmdstat_bf.add:calls="), std::string::npos) << counted;
+  EXPECT_NE(counted.find("cmdstat_bf.exists:calls="), std::string::npos) << counted;
+  auto processed = [](uint16_t port) {
+    const std::string info = Cli(port, "INFO stats");
+    const size_t at = info.find("total_commands_processed:");
+    return at == std::string::npos ? std::string() : info.substr(at, info.find('\r', at) - at);
+  };
+  EXPECT_EQ(processed(streamed.port()), processed(lockstep.port()));
 }
 
 TEST(RespServer, InlineCommandsAndQuit) {

@@ -13,8 +13,12 @@
 // the whole; unknown commands, and commands MULTI queues, are not counted; a
 // rejected call (arity, NOAUTH) counts as rejected, without a duration.
 //
-// Cost: the connection reads FastNanos() once per command (in a pipelined
-// batch one command's end is the next one's start) and Record() adds to
+// A pipelined run of BF.ADD or BF.EXISTS requests (command_run.h) executes
+// as one batch: each of its requests counts with the run's time divided by
+// its length.
+//
+// Cost: the connection reads FastNanos() once per command or run (in a
+// pipelined batch one command's end is the next one's start) and Record() adds to
 // counters only its thread writes. bench/runtime/pollend_ab.sh measured
 // the whole against a build without it (figures in docs/metrics.md).
 //

@@ -403,6 +403,63 @@ void CmdBfExists(CommandCall& call) {
   AppendInteger(call.out, *found ? 1 : 0);
 }
 
+size_t RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
+                 std::span<const std::string_view> items, std::string* out) {
+  const size_t n = items.size();
+  auto fail_all = [out, n](const absl::Status& status) {
+    for (size_t i = 0; i < n; ++i) ReplyStatus(out, status);
+    return n;
+  };
+  // A routed filter that became routed after the connection checked (a
+  // delete and a re-create in between) is answered by its owners here, on
+  // this thread, as inside EXEC: a run has no way to defer n replies.
+  std::vector<bool> full;
+  absl::StatusOr<std::vector<bool>> added = AddNow(ctx, ChoosePath(ctx, filter, items), filter, items, &full);
+  if (absl::IsNotFound(added.status())) added = CreateThenAdd(ctx, DefaultConfig(ctx, filter), items, &full);
+  if (!added.ok()) return fail_all(added.status());
+  ctx.counters.keys_added.fetch_add(n, std::memory_order_relaxed);
+  ctx.touches.Touch(filter);  // WATCH compares counts for equality: one touch marks the run
+  if (ctx.log_adds) {
+    absl::Status logged = ctx.log_adds(filter, items);
+    if (!logged.ok()) return fail_all(absl::UnavailableError(Cat("ERR persistence: ", ToStd(logged.message()))));
+  }
+  // Each request is its own BF.ADD: a refused key (a full NONSCALING
+  // filter) fails its own request only, and WAIT covers every other key.
+  const size_t refused = static_cast<size_t>(std::count(full.begin(), full.end(), true));
+  auto incarnation = [&ctx, filter] { return IncarnationOf(*ctx.node, filter); };
+  if (refused == 0) {
+    session.wait_record.Add(filter, items, incarnation);
+  } else {
+    std::vector<std::string_view> taken;
+    for (size_t i = 0; i < n; ++i) {
+      if (!full[i]) taken.push_back(items[i]);
+    }
+    session.wait_record.Add(filter, taken, incarnation);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (full[i]) {
+      AppendError(out, node::kFilterFullError);
+    } else {
+      AppendInteger(out, (*added)[i] ? 1 : 0);
+    }
+  }
+  return refused;
+}
+
+size_t RunBfExists(ServerContext& ctx, std::string_view filter, std::span<const std::string_view> items,
+                   std::string* out) {
+  ctx.counters.keys_queried.fetch_add(items.size(), std::memory_order_relaxed);
+  absl::StatusOr<std::vector<bool>> found = ctx.node->ExistsMany(filter, items);
+  if (absl::IsNotFound(found.status())) {
+    found = std::vector<bool>(items.size(), false);  // RedisBloom: unknown filter answers 0
+  } else if (!found.ok()) {
+    for (size_t i = 0; i < items.size(); ++i) ReplyStatus(out, found.status());
+    return items.size();
+  }
+  for (bool b : *found) AppendInteger(out, b ? 1 : 0);
+  return 0;
+}
+
 void CmdBfMexists(CommandCall& call) {
   if (call.args.size() < 3) return ReplyWrongArity(call);
   CheckItems(call, call.args[1], call.args.subspan(2), true);

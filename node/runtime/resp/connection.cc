@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
@@ -335,8 +337,32 @@ void Connection::Process() {
       if (timed) started = FastNanos();
       continue;
     }
+    const size_t consumed = parser_.consumed();
     if (!parser_.args().empty()) {
-      Dispatch(ctx_, session_, parser_.args(), &out_);
+      const RunKind kind =
+          parser_.args_in_buffer() ? RunKindOf(ctx_, session_, parser_.args()) : RunKind::kNone;
+      if (kind == RunKind::kNone) {
+        Dispatch(ctx_, session_, parser_.args(), &out_);
+      } else {
+        // Views into in_, valid after the parser moves on (args_in_buffer).
+        const std::array<std::string_view, 3> first = {parser_.args()[0], parser_.args()[1], parser_.args()[2]};
+        parser_.Reset();
+        size_t next = start + consumed;
+        const size_t limit = std::min(kMaxRunRequests, ctx_.limits.max_batch_replies - executed);
+        CollectRun(kind, first, limit, &next);
+        if (run_items_.size() > 1) {
+          const RunResult run = DispatchRun(ctx_, session_, kind, first[1], run_items_, &out_);
+          executed += run.requests;
+          if (timed) {
+            const uint64_t ended = FastNanos();
+            CountRun(ctx_, session_, kind, run, ended > started ? ended - started : 0);
+            started = ended;
+          }
+          start = next;
+          continue;
+        }
+        Dispatch(ctx_, session_, first, &out_);
+      }
       ++executed;
       if (session_.close_after_reply) closing_ = true;
       if (session_.deferred) {
@@ -348,7 +374,7 @@ void Connection::Process() {
         started = ended;
       }
     }
-    start += parser_.consumed();
+    start += consumed;
     parser_.Reset();
     if (session_.deferred) {
       // Its reply comes later: what follows waits for it, in order.
@@ -373,6 +399,21 @@ void Connection::Process() {
     ctx_.counters.output_limit_disconnects.fetch_add(1, std::memory_order_relaxed);
     Shutdown();
   }
+}
+
+void Connection::CollectRun(RunKind kind, std::span<const std::string_view> first, size_t limit, size_t* next) {
+  run_items_.assign(1, first[2]);
+  // Bounded by `limit` and by the input: every round takes a whole request.
+  while (run_items_.size() < limit) {
+    const RequestParser::Status st = parser_.Parse(std::string_view(in_.data() + *next, in_len_ - *next));
+    const bool continues =
+        st == RequestParser::Status::kComplete && parser_.args_in_buffer() && ContinuesRun(first, parser_.args());
+    if (!continues || (run_items_.size() == 1 && !RunMayBatch(ctx_, kind, first[1]))) break;
+    run_items_.push_back(parser_.args()[2]);
+    *next += parser_.consumed();
+    parser_.Reset();
+  }
+  parser_.Reset();  // a request that does not continue the run is parsed again, on its own
 }
 
 void Connection::Flush() {

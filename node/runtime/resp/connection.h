@@ -19,10 +19,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "node/runtime/resp/client_table.h"
+#include "node/runtime/resp/command_run.h"
 #include "node/runtime/resp/dispatcher.h"
 #include "node/runtime/resp/event_loop.h"
 #include "node/runtime/resp/request_parser.h"
@@ -90,6 +93,11 @@ class Connection final : public IoHandler {
   void StopAwaitingReply();
   void ReadAndProcess();
   void Process();
+  // Pipelined runs (command_run.h): after a run's first request `first`,
+  // takes the requests at in_[*next...] that continue it into run_items_
+  // (which starts with first's item), at most `limit` items in all; *next
+  // ends after the last request taken. Leaves the parser reset.
+  void CollectRun(RunKind kind, std::span<const std::string_view> first, size_t limit, size_t* next);
   void Flush();
   void UpdateInterest();
   // After the last reply of a closing connection: half-close, then read and
@@ -110,6 +118,7 @@ class Connection final : public IoHandler {
   std::shared_ptr<ClientRecord> record_;  // in ctx_.clients from Start() to Shutdown()
   std::string in_;   // in_[0, in_len_) is received, unconsumed input
   size_t in_len_ = 0;
+  std::vector<std::string_view> run_items_;  // CollectRun's items, views into in_
   std::string out_;  // out_[out_pos_, size) is not yet taken by the kernel
   size_t out_pos_ = 0;
   uint32_t interest_ = 0;       // events registered with the loop

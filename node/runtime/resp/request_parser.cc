@@ -124,6 +124,7 @@ void RequestParser::Reset() {
   inline_scanned_ = 0;
   views_.clear();
   consumed_ = 0;
+  args_in_buffer_ = false;
   error_ = ParseError();
   // Do not keep a huge argument vector around after one huge request.
   if (spans_.capacity() > 4096) spans_.shrink_to_fit();
@@ -193,6 +194,7 @@ RequestParser::Status RequestParser::ParseMultibulk(std::string_view buf) {
   }
   views_.reserve(spans_.size());
   for (const auto& [off, len] : spans_) views_.emplace_back(buf.data() + off, len);
+  args_in_buffer_ = true;
   consumed_ = pos_;
   return Status::kComplete;
 }
@@ -217,6 +219,7 @@ RequestParser::Status RequestParser::ParseInline(std::string_view buf) {
   }
   views_.reserve(spans_.size());
   for (const auto& [off, len] : spans_) views_.emplace_back(storage_.data() + off, len);
+  args_in_buffer_ = false;
   consumed_ = nl + 1;
   return Status::kComplete;
 }

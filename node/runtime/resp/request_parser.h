@@ -51,6 +51,10 @@ class RequestParser {
 
   // Valid after kComplete, until the buffer changes or Reset().
   std::span<const std::string_view> args() const { return views_; }
+  // True when args() point into the buffer given to Parse() (the multibulk
+  // form): they then stay valid after Reset(), until the buffer changes.
+  // False for the inline form, whose arguments live in the parser.
+  bool args_in_buffer() const { return args_in_buffer_; }
   size_t consumed() const { return consumed_; }
   const ParseError& error() const { return error_; }
 
@@ -70,6 +74,7 @@ class RequestParser {
   size_t inline_scanned_ = 0;  // bytes searched for '\n' so far
   std::vector<std::string_view> views_;
   size_t consumed_ = 0;
+  bool args_in_buffer_ = false;
   ParseError error_;
 };
 
