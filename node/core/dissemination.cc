@@ -31,11 +31,12 @@ void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt:
 std::vector<PendingAdds::Entry> PendingAdds::Drain(uint64_t* dropped) {
   // The buffer handed back in exchange keeps the last round's capacity, so
   // Push does not regrow it from empty every round; allocated outside the lock.
+  constexpr size_t kMaxKeptEntries = 16384;  // 512 KiB: a burst's size is not kept
   std::vector<Entry> out;
   out.reserve(last_drained_);
   std::lock_guard lock(mu_);
   out.swap(entries_);
-  last_drained_ = std::min(out.size(), max_words_);
+  last_drained_ = std::min(out.size(), kMaxKeptEntries);
   *dropped = std::exchange(dropped_, 0);
   return out;
 }

@@ -49,8 +49,8 @@ class PendingAdds {
 
   // Any thread. Queues the non-zero words of each result.
   void Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt::AddResult> results);
-  // One thread at a time (the driver). Returns the pending entries in push
-  // order and how many words were dropped since the last Drain.
+  // The driver thread only. Returns the pending entries in push order and
+  // how many words were dropped since the last Drain.
   std::vector<Entry> Drain(uint64_t* dropped);
 
  private:
@@ -58,7 +58,7 @@ class PendingAdds {
   std::mutex mu_;
   std::vector<Entry> entries_;  // guarded by mu_; at most max_words_
   uint64_t dropped_ = 0;        // guarded by mu_
-  size_t last_drained_ = 0;     // Drain's thread only: the size it last took
+  size_t last_drained_ = 0;     // Drain's (the driver's) only: the size it last took, capped
 };
 
 class DeltaBuffer {

@@ -243,6 +243,8 @@ void Node::Impl::DrainPending() {
       clock.set_bits[slot] += bits;
     }
     summary_cache.MarkWords(uid, slot, words);
+    // A group the delta buffer has no room for is refused whole (counted as
+    // an overflow, as one word was): anti-entropy repairs what was dropped.
     if (!alone) Buffer(*it->second, slot, words);
   }
 }

@@ -349,6 +349,8 @@ std::string RenderMetrics(const MetricsInput& in) {
     w.One("pollen_resp_sent_bytes_total", "counter", "Bytes sent to RESP clients.", Get(r.bytes_out));
     w.One("pollen_resp_keys_added_total", "counter", "Keys in BF.ADD/MADD/INSERT commands.", Get(r.keys_added));
     w.One("pollen_resp_keys_queried_total", "counter", "Keys in BF.EXISTS/MEXISTS commands.", Get(r.keys_queried));
+    w.One("pollen_resp_batched_requests_total", "counter",
+          "BF.ADD/BF.EXISTS requests executed in pipelined runs of two or more.", Get(r.batched_requests));
   }
   if (in.command_stats != nullptr) RenderCommandStats(w, *in.command_stats);
   if (in.persistence != nullptr) {

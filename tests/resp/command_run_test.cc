@@ -20,9 +20,11 @@ struct Side {
   testing::NodeFixture f;
   Session session;
   bool log_fails = false;
+  std::vector<std::string> logged;  // "filter/key", in log order
 
   Side() {
-    f.ctx.log_adds = [this](std::string_view, std::span<const std::string_view>) {
+    f.ctx.log_adds = [this](std::string_view filter, std::span<const std::string_view> keys) {
+      for (std::string_view key : keys) logged.push_back(std::string(filter) + "/" + std::string(key));
       return log_fails ? absl::UnavailableError("disk full") : absl::OkStatus();
     };
   }
@@ -60,8 +62,10 @@ TEST(CommandRun, RandomRunsAnswerAsTheirRequestsOneAtATime) {
     ASSERT_EQ(side->Run({"BF.RESERVE", "f", "0.01", "500"}), "+OK\r\n");
     // Full after 40 keys: refusals land in the middle of runs.
     ASSERT_EQ(side->Run({"BF.RESERVE", "tiny", "0.01", "40", "NONSCALING"}), "+OK\r\n");
+    // Grows a layer every few keys: growth lands in the middle of runs.
+    ASSERT_EQ(side->Run({"BF.RESERVE", "grows", "0.01", "4", "EXPANSION", "1"}), "+OK\r\n");
   }
-  const std::vector<std::string> filters = {"f", "tiny", "made-by-add-1", "made-by-add-2", "never"};
+  const std::vector<std::string> filters = {"f", "tiny", "grows", "made-by-add-1", "made-by-add-2", "never"};
   std::mt19937_64 rng(20261125);
   size_t refusals = 0;
   for (int round = 0; round < 400; ++round) {
@@ -76,8 +80,9 @@ TEST(CommandRun, RandomRunsAnswerAsTheirRequestsOneAtATime) {
     const std::vector<std::string_view> views(items.begin(), items.end());
 
     std::string run_out;
-    const RunResult result = DispatchRun(runs.f.ctx, runs.session, add ? RunKind::kAdd : RunKind::kExists, filter,
-                                         views, &run_out);
+    const std::optional<RunResult> result = DispatchRun(
+        runs.f.ctx, runs.session, add ? RunKind::kAdd : RunKind::kExists, filter, views, &run_out);
+    ASSERT_TRUE(result.has_value());
     std::string single_out;
     size_t errors = 0;
     for (const std::string& item : items) {
@@ -87,15 +92,41 @@ TEST(CommandRun, RandomRunsAnswerAsTheirRequestsOneAtATime) {
       single_out += reply;
     }
     ASSERT_EQ(run_out, single_out) << "round " << round << " filter " << filter;
-    EXPECT_EQ(result.requests, n);
-    EXPECT_EQ(result.errors, errors) << "round " << round;
+    EXPECT_EQ(result->requests, n);
+    EXPECT_EQ(result->errors, errors) << "round " << round;
     ExpectSameCounters(runs.f.ctx, singles.f.ctx);
   }
   ExpectSameWaitRecord(runs.session.wait_record, singles.session.wait_record);
+  EXPECT_EQ(runs.logged, singles.logged);
   EXPECT_GT(refusals, 0u) << "no run met a full filter: the test lost its point";
-  for (const std::string& card : {"f", "tiny", "made-by-add-1"}) {
+  for (const std::string& card : {"f", "tiny", "grows", "made-by-add-1"}) {
     EXPECT_EQ(runs.Run({"BF.CARD", card}), singles.Run({"BF.CARD", card})) << card;
   }
+  const std::string info = runs.Run({"BF.INFO", "grows", "FILTERS"});
+  EXPECT_NE(info, ":1\r\n") << "the scaling filter never grew: the test lost its point";
+  EXPECT_EQ(info, singles.Run({"BF.INFO", "grows", "FILTERS"}));
+}
+
+// WATCH sees a run's adds as it sees one add: EXEC aborts.
+TEST(CommandRun, ARunTouchesTheFilterForWatch) {
+  testing::NodeFixture f;
+  Session watcher, adder;
+  auto run = [&f](Session& s, std::vector<std::string> args) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::string out;
+    Dispatch(f.ctx, s, views, &out);
+    return out;
+  };
+  ASSERT_EQ(run(adder, {"BF.ADD", "f", "a"}), ":1\r\n");
+  ASSERT_EQ(run(watcher, {"WATCH", "f"}), "+OK\r\n");
+  ASSERT_EQ(run(watcher, {"MULTI"}), "+OK\r\n");
+  ASSERT_EQ(run(watcher, {"BF.EXISTS", "f", "a"}), "+QUEUED\r\n");
+  // Keys already present: no bit changes, yet a write, as in Redis.
+  const std::vector<std::string_view> items = {"a", "a"};
+  std::string out;
+  ASSERT_TRUE(DispatchRun(f.ctx, adder, RunKind::kAdd, "f", items, &out).has_value());
+  EXPECT_EQ(out, ":0\r\n:0\r\n");
+  EXPECT_EQ(run(watcher, {"EXEC"}), "*-1\r\n");
 }
 
 TEST(CommandRun, OnlySingleItemBfAddAndBfExistsOutsideMultiStartARun) {
@@ -136,6 +167,19 @@ TEST(CommandRun, RoutedAddsAreNotBatched) {
   EXPECT_FALSE(RunMayBatch(f.ctx, RunKind::kAdd, "r"));
   EXPECT_TRUE(RunMayBatch(f.ctx, RunKind::kExists, "r"));  // reads are local
   EXPECT_TRUE(RunMayBatch(f.ctx, RunKind::kAdd, "not-routed"));
+  f.ctx.default_filter.routed = true;  // a missing filter would be made routed by its first add
+  EXPECT_FALSE(RunMayBatch(f.ctx, RunKind::kAdd, "missing"));
+
+  // A run that finds its filter routed hands its requests back untouched.
+  const uint64_t processed = f.ctx.counters.commands_processed.load();
+  const std::vector<std::string_view> items = {"a", "b"};
+  out.clear();
+  EXPECT_FALSE(DispatchRun(f.ctx, session, RunKind::kAdd, "r", items, &out).has_value());
+  EXPECT_FALSE(DispatchRun(f.ctx, session, RunKind::kAdd, "missing", items, &out).has_value());
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(f.ctx.counters.commands_processed.load(), processed);
+  EXPECT_EQ(f.ctx.counters.keys_added.load(), 0u);
+  EXPECT_EQ(session.wait_record.count, 0u);
 }
 
 }  // namespace

@@ -133,6 +133,9 @@ TEST(RespServer, PipelinedRunsAnswerAsRequestsSentOneAtATime) {
     return at == std::string::npos ? std::string() : info.substr(at, info.find('\r', at) - at);
   };
   EXPECT_EQ(processed(streamed.port()), processed(lockstep.port()));
+  // And runs did form (the comparison above would pass without them).
+  EXPECT_GT(streamed.f.ctx.counters.batched_requests.load(), 1000u);
+  EXPECT_EQ(lockstep.f.ctx.counters.batched_requests.load(), 0u);
 }
 
 TEST(RespServer, InlineCommandsAndQuit) {
@@ -226,6 +229,34 @@ TEST(RespServer, AHalfClosedClientGetsItsRoutedAddsReplyAndWhatCameAfter) {
   EXPECT_EQ(pong->str, "PONG");
   EXPECT_TRUE(c.ReadsEof());
   EXPECT_EQ(threads.started(), 1u);  // the add did wait for its owner
+}
+
+// Pipelined adds to a routed filter are not batched: each one's owners
+// decide it and its reply is deferred; the same for a filter the first add
+// creates when filters are routed by default.
+TEST(RespServer, PipelinedAddsToARoutedFilterGoToTheirOwnersOneByOne) {
+  for (const bool routed_by_default : {false, true}) {
+    std::atomic<Answerers*> answerers{nullptr};
+    ServerFixture s([&](ServerContext& ctx) {
+      ctx.routed_add = OwnersAnswerLater(ctx, answerers);
+      ctx.default_filter.routed = routed_by_default;
+    });
+    Answerers threads;
+    answerers = &threads;
+    RawClient c(s.port());
+    std::string wire;
+    if (!routed_by_default) wire += Multibulk({"BF.RESERVE", "r", "0.01", "1000", "ROUTED"});
+    for (int i = 0; i < 4; ++i) wire += Multibulk({"BF.ADD", "r", "k" + std::to_string(i)});
+    ASSERT_TRUE(c.Send(wire));
+    if (!routed_by_default) EXPECT_EQ(c.Read()->str, "OK");
+    for (int i = 0; i < 4; ++i) {
+      const std::optional<Reply> added = c.Read();
+      ASSERT_TRUE(added.has_value()) << i;
+      EXPECT_EQ(added->integer, 1) << i;
+    }
+    EXPECT_EQ(threads.started(), 4u) << "routed by default: " << routed_by_default;
+    EXPECT_EQ(s.f.ctx.counters.batched_requests.load(), 0u);
+  }
 }
 
 // A WAIT (a blocking read) whose client stops sending ends, as Redis frees

@@ -15,25 +15,30 @@ RunKind RunKindOf(const ServerContext& ctx, const Session& session, std::span<co
 }
 
 bool RunMayBatch(ServerContext& ctx, RunKind kind, std::string_view filter) {
-  return kind != RunKind::kAdd || !ctx.routed_add || !ctx.node->IsRouted(filter);
+  if (kind != RunKind::kAdd || !ctx.routed_add) return true;
+  if (ctx.node->IsRouted(filter)) return false;
+  // A missing filter is created by the first add, routed if the default is.
+  return !ctx.default_filter.routed || ctx.node->Version(filter).has_value();
 }
 
 bool ContinuesRun(std::span<const std::string_view> first, std::span<const std::string_view> next) {
   return next.size() == 3 && next[0] == first[0] && next[1] == first[1];
 }
 
-RunResult DispatchRun(ServerContext& ctx, Session& session, RunKind kind, std::string_view filter,
-                      std::span<const std::string_view> items, std::string* out) {
+std::optional<RunResult> DispatchRun(ServerContext& ctx, Session& session, RunKind kind, std::string_view filter,
+                                     std::span<const std::string_view> items, std::string* out) {
   assert(kind != RunKind::kNone && !items.empty() && items.size() <= kMaxRunRequests);
-  ctx.counters.commands_processed.fetch_add(items.size(), std::memory_order_relaxed);
   RunResult run{items.size(), 0};
   if (kind == RunKind::kAdd) {
-    if (session.record != nullptr) session.record->set_last_command("bf.add");
-    run.errors = RunBfAdds(ctx, session, filter, items, out);
+    const std::optional<size_t> errors = RunBfAdds(ctx, session, filter, items, out);
+    if (!errors.has_value()) return std::nullopt;
+    run.errors = *errors;
   } else {
-    if (session.record != nullptr) session.record->set_last_command("bf.exists");
     run.errors = RunBfExists(ctx, filter, items, out);
   }
+  if (session.record != nullptr) session.record->set_last_command(kind == RunKind::kAdd ? "bf.add" : "bf.exists");
+  ctx.counters.commands_processed.fetch_add(items.size(), std::memory_order_relaxed);
+  if (items.size() > 1) ctx.counters.batched_requests.fetch_add(items.size(), std::memory_order_relaxed);
   if (run.errors > 0) ctx.counters.error_replies.fetch_add(run.errors, std::memory_order_relaxed);
   return run;
 }

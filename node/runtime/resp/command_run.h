@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,8 +59,11 @@ struct RunResult {
 
 // Executes a run of items.size() requests (>= 1) of `kind` on `filter`:
 // items[i] is request i's item. Counts them as Dispatch would count each.
-RunResult DispatchRun(ServerContext& ctx, Session& session, RunKind kind, std::string_view filter,
-                      std::span<const std::string_view> items, std::string* out);
+// nullopt, with nothing changed and nothing appended, when the run's adds
+// turn out to need the owners of a routed filter (RunMayBatch said yes, but
+// the filter was made routed since): Dispatch them one by one.
+std::optional<RunResult> DispatchRun(ServerContext& ctx, Session& session, RunKind kind, std::string_view filter,
+                                     std::span<const std::string_view> items, std::string* out);
 
 // CountCommand for a run that took `nanos` in all.
 void CountRun(ServerContext& ctx, const Session& session, RunKind kind, const RunResult& run, uint64_t nanos);

@@ -118,9 +118,11 @@ void CmdBfInsert(CommandCall& call);
 void CmdBfExists(CommandCall& call);
 // A run of BF.ADD (BF.EXISTS) requests on one filter, one item each
 // (command_run.h): appends one reply per item, each what that request
-// would get alone, and returns how many of them are errors.
-size_t RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
-                 std::span<const std::string_view> items, std::string* out);
+// would get alone, and returns how many of them are errors. RunBfAdds
+// returns nullopt, having changed nothing, when the filter is routed (its
+// owners decide each add: the requests must run one by one).
+std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
+                                std::span<const std::string_view> items, std::string* out);
 size_t RunBfExists(ServerContext& ctx, std::string_view filter, std::span<const std::string_view> items,
                    std::string* out);
 void CmdBfMexists(CommandCall& call);

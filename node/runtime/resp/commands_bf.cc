@@ -403,24 +403,34 @@ void CmdBfExists(CommandCall& call) {
   AppendInteger(call.out, *found ? 1 : 0);
 }
 
-size_t RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
-                 std::span<const std::string_view> items, std::string* out) {
+std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
+                                std::span<const std::string_view> items, std::string* out) {
   const size_t n = items.size();
   auto fail_all = [out, n](const absl::Status& status) {
     for (size_t i = 0; i < n; ++i) ReplyStatus(out, status);
     return n;
   };
-  // A routed filter that became routed after the connection checked (a
-  // delete and a re-create in between) is answered by its owners here, on
-  // this thread, as inside EXEC: a run has no way to defer n replies.
+  // The owners of a routed filter decide its adds, and each add defers its
+  // reply: a run cannot, so it hands its requests back before changing
+  // anything (ChoosePath answers kOwners with no side effect). The
+  // connection checked before the run; this covers a filter made routed
+  // since (created by this add with a routed default, or re-created).
+  AddPath path = ChoosePath(ctx, filter, items);
+  if (path == AddPath::kOwners) return std::nullopt;
   std::vector<bool> full;
-  absl::StatusOr<std::vector<bool>> added = AddNow(ctx, ChoosePath(ctx, filter, items), filter, items, &full);
-  if (absl::IsNotFound(added.status())) added = CreateThenAdd(ctx, DefaultConfig(ctx, filter), items, &full);
+  absl::StatusOr<std::vector<bool>> added = AddNow(ctx, path, filter, items, &full);
+  if (absl::IsNotFound(added.status())) {  // CreateThenAdd, with the same hand-back
+    const absl::Status created = CreateFilter(ctx, DefaultConfig(ctx, filter));
+    if (!created.ok() && !absl::IsAlreadyExists(created)) return fail_all(created);
+    path = ChoosePath(ctx, filter, items);
+    if (path == AddPath::kOwners) return std::nullopt;
+    added = AddNow(ctx, path, filter, items, &full);
+  }
   if (!added.ok()) return fail_all(added.status());
   ctx.counters.keys_added.fetch_add(n, std::memory_order_relaxed);
   ctx.touches.Touch(filter);  // WATCH compares counts for equality: one touch marks the run
   if (ctx.log_adds) {
-    absl::Status logged = ctx.log_adds(filter, items);
+    absl::Status logged = ctx.log_adds(filter, items);  // fails as a whole (ServerContext::log_adds)
     if (!logged.ok()) return fail_all(absl::UnavailableError(Cat("ERR persistence: ", ToStd(logged.message()))));
   }
   // Each request is its own BF.ADD: a refused key (a full NONSCALING

@@ -219,7 +219,8 @@ std::string InfoSection(CommandCall& call, std::string_view section, const absl:
                "\r\nclient_output_limit_disconnections:", load(k.output_limit_disconnects),
                "\r\nclient_idle_disconnections:", load(k.idle_disconnects),
                "\r\ntotal_net_input_bytes:", load(k.bytes_in), "\r\ntotal_net_output_bytes:", load(k.bytes_out),
-               "\r\nkeys_added:", load(k.keys_added), "\r\nkeys_queried:", load(k.keys_queried), "\r\n", extra);
+               "\r\nkeys_added:", load(k.keys_added), "\r\nkeys_queried:", load(k.keys_queried),
+               "\r\nbatched_requests:", load(k.batched_requests), "\r\n", extra);
   }
   if (section == "replication") {
     // A Redis master with no replicas; Pollen's own replication (gossip

@@ -349,19 +349,20 @@ void Connection::Process() {
         parser_.Reset();
         size_t next = start + consumed;
         const size_t limit = std::min(kMaxRunRequests, ctx_.limits.max_batch_replies - executed);
-        CollectRun(kind, first, limit, &next);
-        if (run_items_.size() > 1) {
-          const RunResult run = DispatchRun(ctx_, session_, kind, first[1], run_items_, &out_);
-          executed += run.requests;
+        CollectRun(kind, first, start, limit, &next);
+        const std::optional<RunResult> run =
+            run_items_.size() > 1 ? DispatchRun(ctx_, session_, kind, first[1], run_items_, &out_) : std::nullopt;
+        if (run.has_value()) {
+          executed += run->requests;
           if (timed) {
             const uint64_t ended = FastNanos();
-            CountRun(ctx_, session_, kind, run, ended > started ? ended - started : 0);
+            CountRun(ctx_, session_, kind, *run, ended > started ? ended - started : 0);
             started = ended;
           }
           start = next;
           continue;
         }
-        Dispatch(ctx_, session_, first, &out_);
+        Dispatch(ctx_, session_, first, &out_);  // alone; what followed it is parsed again
       }
       ++executed;
       if (session_.close_after_reply) closing_ = true;
@@ -401,11 +402,20 @@ void Connection::Process() {
   }
 }
 
-void Connection::CollectRun(RunKind kind, std::span<const std::string_view> first, size_t limit, size_t* next) {
+void Connection::CollectRun(RunKind kind, std::span<const std::string_view> first, size_t first_at, size_t limit,
+                            size_t* next) {
   run_items_.assign(1, first[2]);
+  // A request that continues the run starts with the same bytes as its first
+  // one, up to the item ("*3\r\n$6\r\nBF.ADD\r\n$10\r\ncrawl:seen\r\n"):
+  // comparing them first ends a run without parsing the request after it
+  // (which the main loop parses anyway).
+  const char* const head_begin = in_.data() + first_at;
+  const std::string_view head(head_begin, static_cast<size_t>(first[1].data() + first[1].size() + 2 - head_begin));
   // Bounded by `limit` and by the input: every round takes a whole request.
   while (run_items_.size() < limit) {
-    const RequestParser::Status st = parser_.Parse(std::string_view(in_.data() + *next, in_len_ - *next));
+    const std::string_view rest(in_.data() + *next, in_len_ - *next);
+    if (rest.substr(0, head.size()) != head) break;
+    const RequestParser::Status st = parser_.Parse(rest);
     const bool continues =
         st == RequestParser::Status::kComplete && parser_.args_in_buffer() && ContinuesRun(first, parser_.args());
     if (!continues || (run_items_.size() == 1 && !RunMayBatch(ctx_, kind, first[1]))) break;

@@ -93,11 +93,12 @@ class Connection final : public IoHandler {
   void StopAwaitingReply();
   void ReadAndProcess();
   void Process();
-  // Pipelined runs (command_run.h): after a run's first request `first`,
-  // takes the requests at in_[*next...] that continue it into run_items_
-  // (which starts with first's item), at most `limit` items in all; *next
-  // ends after the last request taken. Leaves the parser reset.
-  void CollectRun(RunKind kind, std::span<const std::string_view> first, size_t limit, size_t* next);
+  // Pipelined runs (command_run.h): after a run's first request `first`
+  // (at in_[first_at]), takes the requests at in_[*next...] that continue it
+  // into run_items_ (which starts with first's item), at most `limit` items
+  // in all; *next ends after the last request taken. Leaves the parser reset.
+  void CollectRun(RunKind kind, std::span<const std::string_view> first, size_t first_at, size_t limit,
+                  size_t* next);
   void Flush();
   void UpdateInterest();
   // After the last reply of a closing connection: half-close, then read and

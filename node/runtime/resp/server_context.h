@@ -74,6 +74,7 @@ struct ServerCounters {
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> keys_added{0};            // BF.ADD/MADD/INSERT items
   std::atomic<uint64_t> keys_queried{0};          // BF.EXISTS/MEXISTS items
+  std::atomic<uint64_t> batched_requests{0};      // requests executed in pipelined runs (command_run.h)
 };
 
 struct ServerContext {
@@ -105,7 +106,9 @@ struct ServerContext {
   // Append-only log of adds: called AFTER the node accepted the adds and
   // BEFORE the reply is sent (so durability follows appendfsync). An error is
   // reported to the client as "ERR persistence: <message>" (the adds stay in
-  // memory). May be empty.
+  // memory). A call fails or succeeds as a whole, whatever its keys: a
+  // pipelined run of BF.ADD requests (command_run.h) logs its keys in one
+  // call and answers every request with that call's error. May be empty.
   std::function<absl::Status(std::string_view filter, std::span<const std::string_view> keys)> log_adds;
 
   // DEL/UNLINK: log a delete record (a tombstone) for `filter` before the
