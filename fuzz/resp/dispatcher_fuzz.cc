@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "node/core/node.h"
+#include "node/runtime/resp/command_run.h"
 #include "node/runtime/resp/dispatcher.h"
 #include "node/runtime/resp/reply_reader.h"
 #include "node/runtime/resp/request_parser.h"
@@ -63,6 +64,46 @@ void RunOne(World& w, pollen::resp::Session& session, std::span<const std::strin
   if (!pollen::resp::ParseReply(out, &reply, &consumed).ok() || consumed != out.size()) std::abort();
 }
 
+// A pipelined run (command_run.h) of the requests in `buf` that continue
+// `first`'s: executed with DispatchRun, which must append exactly one
+// well-formed reply per request (or, handing them back, nothing). Returns
+// the bytes the run's later requests took.
+size_t RunPipelined(World& w, pollen::resp::Session& session, pollen::resp::RequestParser& parser,
+                    pollen::resp::RunKind kind, std::span<const std::string_view> first, std::string_view buf) {
+  std::vector<std::string_view> items = {first[2]};
+  size_t taken = 0;
+  while (items.size() < pollen::resp::kMaxRunRequests) {
+    if (parser.Parse(buf.substr(taken)) != pollen::resp::RequestParser::Status::kComplete ||
+        !parser.args_in_buffer() || !pollen::resp::ContinuesRun(first, parser.args())) {
+      break;
+    }
+    items.push_back(parser.args()[2]);
+    taken += parser.consumed();
+    parser.Reset();
+  }
+  parser.Reset();
+  std::string out;
+  const auto run = pollen::resp::DispatchRun(w.ctx, session, kind, first[1], items, &out);
+  if (!run.has_value()) {
+    if (!out.empty()) std::abort();
+    for (std::string_view item : items) {
+      const std::string_view args[] = {first[0], first[1], item};
+      RunOne(w, session, args);
+    }
+    return taken;
+  }
+  if (run->requests != items.size()) std::abort();
+  std::string_view rest = out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    pollen::resp::Reply reply;
+    size_t consumed = 0;
+    if (!pollen::resp::ParseReply(rest, &reply, &consumed).ok() || consumed == 0) std::abort();
+    rest.remove_prefix(consumed);
+  }
+  if (!rest.empty()) std::abort();
+  return taken;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -96,11 +137,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_inline_bytes = 1024;
   pollen::resp::RequestParser parser(limits);
   std::string_view buf(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const bool runs = (data[0] & 4) != 0;  // consecutive BF.ADD / BF.EXISTS as pipelined runs
   while (!buf.empty()) {
     const auto st = parser.Parse(buf);
     if (st != pollen::resp::RequestParser::Status::kComplete) break;
+    const size_t consumed = parser.consumed();
+    const auto kind = runs && parser.args_in_buffer() ? pollen::resp::RunKindOf(w.ctx, session, parser.args())
+                                                       : pollen::resp::RunKind::kNone;
+    if (kind != pollen::resp::RunKind::kNone) {
+      const std::vector<std::string_view> first(parser.args().begin(), parser.args().end());
+      parser.Reset();
+      buf.remove_prefix(consumed);
+      buf.remove_prefix(RunPipelined(w, session, parser, kind, first, buf));
+      continue;
+    }
     if (!parser.args().empty()) RunOne(w, session, parser.args());
-    buf.remove_prefix(parser.consumed());
+    buf.remove_prefix(consumed);
     parser.Reset();
   }
   return 0;
