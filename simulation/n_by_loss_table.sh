@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Issue 11's N x loss table: one seeded pollen-sim run per row, printed as
+# Markdown (simulation/README.md, "N × loss table").
+#   bash simulation/n_by_loss_table.sh            # uses build/simulation/pollen-sim
+#   SIM=/path/to/pollen-sim ROWS=100 bash simulation/n_by_loss_table.sh   # N=100 rows only
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SIM=${SIM:-"$ROOT/build/simulation/pollen-sim"}
+ROWS=${ROWS:-"100 1000"}
+[ -x "$SIM" ] || { echo "no $SIM; build it first (cmake --build build --target pollen-sim)" >&2; exit 1; }
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+
+row() {  # label, pollen-sim options...
+  local label=$1; shift
+  "$SIM" "$@" --json > "$OUT"
+  /usr/bin/python3 - "$label" "$OUT" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2]))
+tx = d['transmissions_per_bit']
+print("| %s | %.1f (%.3f·(N−1)) | %d | %d | %s, %s | %s | %.0f | %.1f | %s |" % (
+    sys.argv[1], tx, tx / d['n_minus_1'], round(d['bytes_per_new_key']), round(d['window_bytes_per_new_key']),
+    d['p999_median_seconds'], d['p999_max_seconds'], d['convergence_seconds'],
+    d['membership_bytes_per_node_second'], d['virtual_seconds'] / max(d['cpu_seconds'], 1e-9), d['passed']))
+PY
+}
+
+echo "| run | tx per bit | bytes/key (all) | bytes/key (window) | 99.9% median, max (s) | convergence after faults (s) | membership B/node/s | sim s per CPU s | passed |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for n in $ROWS; do
+  case "$n" in
+    100)
+      base=(--nodes=100 --warmup=30 --duration=60 --digest-owners=0 --seed=1)
+      row "N=100, loss 0, 20 adds/s" "${base[@]}"
+      row "N=100, loss 10%" "${base[@]}" --loss=0.1
+      row "N=100, partition-heal" "${base[@]}" --scenario=partition-heal
+      row "N=100, 20,000 adds/s" "${base[@]}" --add-rate=20000 --capacity=2000000 ;;
+    1000)
+      base=(--nodes=1000 --warmup=20 --duration=15 --add-rate=0.5 --sample-every=1.5 --digest-owners=0
+            --digest-rotate=0 --capacity=10000 --liveness-bound=60 --seed=1)
+      row "N=1000, loss 0" "${base[@]}"
+      row "N=1000, loss 10%" "${base[@]}" --loss=0.1
+      row "N=1000, partition-heal" "${base[@]}" --scenario=partition-heal ;;
+    *) echo "no rows for N=$n (100, 1000; 10,000 needs ~43 GB)" >&2; exit 2 ;;
+  esac
+done
