@@ -189,6 +189,7 @@ Faults (each off by default):
 Node and workload:
   --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
   --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
+  --tree-push-delay-ms=MS how long a tree push waits to gather more bits before it is forwarded (default 50)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
   --lifeguard=on|off      Lifeguard's local health awareness in membership (default on; off = plain SWIM)
   --capacity=N            crawl filter capacity (default 100000)
@@ -239,6 +240,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"pause", false},
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
+        {"tree-push-delay-ms", true},
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
@@ -326,6 +328,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 0, 1e7) o.workload.contended_spread = FromMillis(v);
     } else if (name == "routed") {
       o.workload.routed = true;
+    } else if (name == "tree-push-delay-ms") {
+      POLLEN_NUM(v, 0, 10000) o.tree_push_delay = FromMillis(v);
     } else if (name == "route-timeout-ms") {
       POLLEN_NUM(v, 1, 1e6) o.workload.route_timeout = FromMillis(v);
     } else if (name == "wait-every-ms") {

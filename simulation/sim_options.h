@@ -117,6 +117,7 @@ struct SimOptions {
   uint32_t fanout = 3;
   bool lifeguard = true;  // Membership's Lifeguard (--lifeguard=off: plain SWIM)
   node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
+  node::Duration tree_push_delay{milliseconds(50)};  // NodeConfig::tree_push_delay
   node::Duration anti_entropy_interval{seconds(10)};
   node::Duration probe_interval{seconds(1)};
   uint64_t capacity = 100'000;     // crawl filter

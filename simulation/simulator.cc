@@ -72,6 +72,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.gossip_interval = o.gossip_interval;
   c.fanout = o.fanout;
   c.dissemination = o.dissemination;
+  c.tree_push_delay = o.tree_push_delay;
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
   c.route_timeout = o.workload.route_timeout;
