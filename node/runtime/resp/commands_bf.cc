@@ -155,13 +155,30 @@ absl::StatusOr<std::vector<bool>> AddNow(ServerContext& ctx, AddPath path, std::
   return absl::InternalError("unreachable");
 }
 
+// After an add answered NotFound: creates the filter, or finds it created
+// concurrently.
+absl::Status CreateOrFind(ServerContext& ctx, const node::FilterConfig& config) {
+  absl::Status created = CreateFilter(ctx, config);
+  return absl::IsAlreadyExists(created) ? absl::OkStatus() : created;
+}
+
 // After an add answered NotFound: creates the filter (or finds it created
 // concurrently) and adds again.
 absl::StatusOr<std::vector<bool>> CreateThenAdd(ServerContext& ctx, const node::FilterConfig& config,
                                                 std::span<const std::string_view> items, std::vector<bool>* full) {
-  absl::Status created = CreateFilter(ctx, config);
-  if (!created.ok() && !absl::IsAlreadyExists(created)) return created;
+  if (absl::Status s = CreateOrFind(ctx, config); !s.ok()) return s;
   return AddNow(ctx, ChoosePath(ctx, config.name, items), config.name, items, full);
+}
+
+// Keys a filter has taken: counts them, touches the filter for WATCH, logs
+// them (persistence). The error is the reply for the log's failure.
+absl::Status NoteAdded(ServerContext& ctx, std::string_view filter, std::span<const std::string_view> items) {
+  ctx.counters.keys_added.fetch_add(items.size(), std::memory_order_relaxed);
+  ctx.touches.Touch(filter);
+  if (!ctx.log_adds) return absl::OkStatus();
+  absl::Status logged = ctx.log_adds(filter, items);  // fails as a whole (ServerContext::log_adds)
+  if (logged.ok()) return logged;
+  return absl::UnavailableError(Cat("ERR persistence: ", ToStd(logged.message())));
 }
 
 // Replies to an add whose keys the filter has taken (or the error): counts
@@ -170,12 +187,7 @@ void ReplyAdded(ServerContext& ctx, Session& session, std::string* out, std::str
                 std::span<const std::string_view> items, const absl::StatusOr<std::vector<bool>>& added,
                 const std::vector<bool>& full, bool multi) {
   if (!added.ok()) return ReplyStatus(out, added.status());
-  ctx.counters.keys_added.fetch_add(items.size(), std::memory_order_relaxed);
-  ctx.touches.Touch(filter);
-  if (ctx.log_adds) {
-    absl::Status logged = ctx.log_adds(filter, items);
-    if (!logged.ok()) return AppendError(out, Cat("ERR persistence: ", ToStd(logged.message())));
-  }
+  if (absl::Status noted = NoteAdded(ctx, filter, items); !noted.ok()) return ReplyStatus(out, noted);
   // As RedisBloom, the reply stops at the first refused key (a full
   // NONSCALING filter): [results before it..., the error]. The keys after it
   // changed nothing: the filter was full for them too.
@@ -420,19 +432,14 @@ std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::strin
   std::vector<bool> full;
   absl::StatusOr<std::vector<bool>> added = AddNow(ctx, path, filter, items, &full);
   if (absl::IsNotFound(added.status())) {  // CreateThenAdd, with the same hand-back
-    const absl::Status created = CreateFilter(ctx, DefaultConfig(ctx, filter));
-    if (!created.ok() && !absl::IsAlreadyExists(created)) return fail_all(created);
+    if (absl::Status s = CreateOrFind(ctx, DefaultConfig(ctx, filter)); !s.ok()) return fail_all(s);
     path = ChoosePath(ctx, filter, items);
     if (path == AddPath::kOwners) return std::nullopt;
     added = AddNow(ctx, path, filter, items, &full);
   }
   if (!added.ok()) return fail_all(added.status());
-  ctx.counters.keys_added.fetch_add(n, std::memory_order_relaxed);
-  ctx.touches.Touch(filter);  // WATCH compares counts for equality: one touch marks the run
-  if (ctx.log_adds) {
-    absl::Status logged = ctx.log_adds(filter, items);  // fails as a whole (ServerContext::log_adds)
-    if (!logged.ok()) return fail_all(absl::UnavailableError(Cat("ERR persistence: ", ToStd(logged.message()))));
-  }
+  // One touch marks the run for WATCH, which compares counts for equality.
+  if (absl::Status noted = NoteAdded(ctx, filter, items); !noted.ok()) return fail_all(noted);
   // Each request is its own BF.ADD: a refused key (a full NONSCALING
   // filter) fails its own request only, and WAIT covers every other key.
   const size_t refused = static_cast<size_t>(std::count(full.begin(), full.end(), true));
