@@ -22,7 +22,9 @@
 // (k = 10, two seeds).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "crdt/sizing.h"
 
@@ -65,5 +67,14 @@ bool VectorProbeAvailable();
 // All k bits of `hash` set in the 8-word `block`? The AVX-512 form; call only
 // if VectorProbeAvailable(). `block` is 64-byte aligned.
 bool BlockHasAllVector(const uint64_t* block, uint64_t hash, uint32_t k);
+
+// out[i] = BlockHasAllVector(block of hashes[i], hashes[i], k) for every i, over
+// a filter of `blocks` blocks at `words`, prefetching `prefetch_distance` keys
+// ahead (0: none; rounded up to groups of 8, at most 240). Addresses and seeds
+// are computed 8 keys per vector instruction and no call is made per key:
+// 2-2.3x the throughput of a BlockHasAllVector call per key (measurements in
+// block_probe_avx512.cc).
+void BlocksHaveAllVector(const uint64_t* words, uint64_t blocks, uint32_t k, std::span<const uint64_t> hashes,
+                         std::span<bool> out, size_t prefetch_distance);
 
 }  // namespace pollen::crdt::probe

@@ -25,9 +25,7 @@ uint64_t Fmix64(uint64_t x) {
   return x;
 }
 
-// How far ahead the batch forms prefetch. 8 blocks in flight keeps the 10-12
-// line-fill buffers of a core busy without evicting lines before use.
-constexpr size_t kPrefetchDistance = 8;
+constexpr size_t kPrefetchDistance = BlockedFilter::kDefaultPrefetchDistance;
 
 }  // namespace
 
@@ -79,10 +77,6 @@ std::array<uint64_t, kWordsPerBlock> BlockedFilter::MasksOf(uint64_t hash) const
   return masks;
 }
 
-void BlockedFilter::PrefetchBlock(uint64_t block) const {
-  __builtin_prefetch(words_ + block * kWordsPerBlock, 0, 3);
-}
-
 // Loads first and only issues fetch_or for words missing a bit: an add of a key
 // already present dirties no cache line, so a dedup stream full of repeats runs
 // at the cost of a test. Relaxed ordering suffices: bits only ever go from 0 to
@@ -121,12 +115,17 @@ void BlockedFilter::AddMany(std::span<const uint64_t> hashes, std::span<AddResul
   }
 }
 
-void BlockedFilter::MightContainMany(std::span<const uint64_t> hashes, std::span<bool> out) const {
+void BlockedFilter::MightContainMany(std::span<const uint64_t> hashes, std::span<bool> out,
+                                     size_t prefetch_distance) const {
   assert(hashes.size() == out.size());
-  for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) PrefetchBlock(BlockOf(hashes[i]));
+  if (vector_probe_) {
+    probe::BlocksHaveAllVector(words_, shape_.blocks, shape_.k, hashes, out, prefetch_distance);
+    return;
+  }
+  for (size_t i = 0; i < hashes.size() && i < prefetch_distance; ++i) PrefetchBlock(BlockOf(hashes[i]));
   for (size_t i = 0; i < hashes.size(); ++i) {
-    if (i + kPrefetchDistance < hashes.size()) PrefetchBlock(BlockOf(hashes[i + kPrefetchDistance]));
-    out[i] = MightContain(hashes[i]);
+    if (i + prefetch_distance < hashes.size()) PrefetchBlock(BlockOf(hashes[i + prefetch_distance]));
+    out[i] = MightContainPortable(hashes[i]);
   }
 }
 

@@ -76,9 +76,14 @@ class BlockedFilter {
   void Prefetch(uint64_t hash) const { PrefetchBlock(BlockOf(hash)); }
 
   // Batch forms: prefetch the blocks of upcoming hashes to overlap cache misses.
-  // `out` has the same length as `hashes`.
+  // `out` has the same length as `hashes`. MightContainMany prefetches
+  // `prefetch_distance` keys ahead (0: none, for a filter that fits in cache).
   void AddMany(std::span<const uint64_t> hashes, std::span<AddResult> out);
-  void MightContainMany(std::span<const uint64_t> hashes, std::span<bool> out) const;
+  void MightContainMany(std::span<const uint64_t> hashes, std::span<bool> out,
+                        size_t prefetch_distance = kDefaultPrefetchDistance) const;
+  // 8 blocks in flight keeps the 10-12 line-fill buffers of a core busy
+  // without evicting lines before use.
+  static constexpr size_t kDefaultPrefetchDistance = 8;
 
   // ORs `words` in (indices must be < word_count(), else InvalidArgument and
   // nothing changes). Appends the bits that were new to `changed` if non-null.
@@ -120,7 +125,8 @@ class BlockedFilter {
   }
   uint64_t LoadRelaxed(uint64_t index) const;
   AddResult AddMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks);
-  void PrefetchBlock(uint64_t block) const;
+  // Inline: as a call it was 8% of a 14-layer stack's batch test (perf).
+  void PrefetchBlock(uint64_t block) const { __builtin_prefetch(words_ + block * kWordsPerBlock, 0, 3); }
 
   FilterShape shape_;
   uint64_t* words_;  // page-aligned (so 64-byte aligned) and zero-filled

@@ -6,13 +6,16 @@
 //   - single: a fixed-size filter for 10^7 keys at 1%.
 // Read every figure as a ratio to the single filter's in the same run:
 //
-//   bench_scaling --benchmark_min_time=0.5 --benchmark_repetitions=5 \
+//   bench_scaling --benchmark_min_time=0.5 --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   (one command line)
 //
 // Members are drawn from the keys of the newest layer (most keys live there
-// at expansion 2); non-members are never-added keys (every layer is probed). Batch forms go through MightContainMany (one SipHash per key,
-// then each layer's probes prefetched 16 keys ahead); single forms through
-// MightContain.
+// at expansion 2); non-members are never-added keys (every layer is probed).
+// Keys are ~21 bytes; the Url forms test 64-byte non-members (crawl URLs),
+// where SipHash is a larger share of a test. Batch forms go through
+// MightContainMany (one SipHash per key, then one batch call per layer,
+// prefetching 128 keys ahead); single forms through MightContain.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -36,6 +39,7 @@ struct Filters {
   std::unique_ptr<GenerationSet> stack, single;
   uint32_t layers = 0;
   std::vector<std::string> non_members, newest_members;
+  std::vector<std::string> url_non_members;  // 64-byte keys, like crawl URLs
 };
 
 std::unique_ptr<GenerationSet> Make(uint64_t capacity, uint32_t expansion) {
@@ -69,6 +73,11 @@ const Filters& Shared() {
       f->non_members.push_back(Key('n', i));
       // Layers 0..12 hold 1000 * (2^13 - 1) = 8.19M keys: the last 1.5M are in layer 13.
       f->newest_members.push_back(Key('m', kKeys - 1 - (i % 1'500'000)));
+    }
+    for (size_t i = 0; i < kProbeKeys; ++i) {  // after the others, so no list's strings interleave
+      std::string url = "https://crawl.example.org/section/page?id=" + Key('u', i);
+      url.resize(64, '/');
+      f->url_non_members.push_back(std::move(url));
     }
     return f;
   }();
@@ -106,6 +115,8 @@ void BM_NonMember_Stack(benchmark::State& s) {
 }
 void BM_NonMemberBatch_Single(benchmark::State& s) { Batch(s, *Shared().single, Shared().non_members); }
 void BM_NonMemberBatch_Stack(benchmark::State& s) { Batch(s, *Shared().stack, Shared().non_members); }
+void BM_UrlNonMemberBatch_Single(benchmark::State& s) { Batch(s, *Shared().single, Shared().url_non_members); }
+void BM_UrlNonMemberBatch_Stack(benchmark::State& s) { Batch(s, *Shared().stack, Shared().url_non_members); }
 void BM_Member_Single(benchmark::State& s) { Single(s, *Shared().single, Shared().newest_members); }
 void BM_MemberNewest_Stack(benchmark::State& s) { Single(s, *Shared().stack, Shared().newest_members); }
 void BM_MemberBatch_Single(benchmark::State& s) { Batch(s, *Shared().single, Shared().newest_members); }
@@ -115,6 +126,8 @@ BENCHMARK(BM_NonMember_Single);
 BENCHMARK(BM_NonMember_Stack);
 BENCHMARK(BM_NonMemberBatch_Single);
 BENCHMARK(BM_NonMemberBatch_Stack);
+BENCHMARK(BM_UrlNonMemberBatch_Single);
+BENCHMARK(BM_UrlNonMemberBatch_Stack);
 BENCHMARK(BM_Member_Single);
 BENCHMARK(BM_MemberNewest_Stack);
 BENCHMARK(BM_MemberBatch_Single);

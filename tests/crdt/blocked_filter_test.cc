@@ -253,5 +253,37 @@ TEST(BlockedFilter, BatchFormsAgreeWithSingleForms) {
   for (size_t i = 0; i < probes.size(); ++i) ASSERT_EQ(found[i], batch->MightContain(probes[i]));
 }
 
+// The batch test (one AVX-512 call per batch where the CPU has it) must give
+// the scalar probe's answer at every k (k > 7 takes the early reject on the
+// first seed's 7 probes, then the full test), at fills where both answers
+// occur, for prefetch distances shorter than, equal to and past the batch.
+TEST(BlockedFilter, BatchTestAgreesWithScalarProbeAtEveryKAndDistance) {
+  std::mt19937_64 rng(9);
+  for (uint32_t k = 1; k <= kMaxK; ++k) {
+    for (int adds : {200, 1500}) {
+      auto filter = Make(64, k);
+      std::vector<uint64_t> hashes;
+      for (int i = 0; i < adds; ++i) {
+        hashes.push_back(rng());
+        filter->Add(hashes.back());
+      }
+      for (int i = 0; i < 600; ++i) hashes.push_back(rng());
+      for (size_t distance : {size_t{0}, size_t{1}, size_t{8}, size_t{128}, hashes.size() + 5}) {
+        std::unique_ptr<bool[]> found(new bool[hashes.size()]);
+        filter->MightContainMany(hashes, {found.get(), hashes.size()}, distance);
+        size_t present = 0;
+        for (size_t i = 0; i < hashes.size(); ++i) {
+          ASSERT_EQ(found[i], filter->MightContainPortable(hashes[i])) << "k=" << k << " i=" << i;
+          if (i < static_cast<size_t>(adds)) {
+            ASSERT_TRUE(found[i]) << "false negative, k=" << k;
+          }
+          present += found[i];
+        }
+        EXPECT_LT(present, hashes.size()) << "k=" << k << ": some strangers must be absent";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pollen::crdt

@@ -6,6 +6,8 @@
 // max-register, and snapshots carry the whole stack.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +82,36 @@ TEST(Scaling, GrowsAsRedisBloomAndNeverLosesAKey) {
     for (const std::string& k : keys) EXPECT_FALSE(set->Add(k).was_new);
     EXPECT_EQ(set->layers(0), layers);
   }
+}
+
+// A batch test over a stack of layers in two generations (each layer one
+// batch call, the keys found in newer layers dropped before older ones) must
+// answer exactly as the single-key test, at lengths around the prefetch depth.
+TEST(Scaling, BatchTestsOfAStackAgreeWithSingleTests) {
+  auto set = Scaling(50, 0.01, 2, /*generations=*/2);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1500; ++i) keys.push_back("old-" + std::to_string(i));
+  for (const std::string& k : keys) set->Add(k);
+  ASSERT_TRUE(set->Advance(1).ok());
+  for (int i = 0; i < 700; ++i) {
+    keys.push_back("new-" + std::to_string(i));
+    set->Add(keys.back());
+  }
+  ASSERT_GE(set->layers(0), 5u);
+  ASSERT_GE(set->layers(1), 4u);
+  for (int i = 0; i < 2000; ++i) keys.push_back("stranger-" + std::to_string(i));
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<std::string_view> mixed = views;
+  std::shuffle(mixed.begin(), mixed.end(), std::mt19937_64(4));
+  for (size_t n : {size_t{1}, size_t{127}, size_t{128}, size_t{129}, mixed.size()}) {
+    std::unique_ptr<bool[]> found(new bool[n]);
+    const auto probe = std::span<const std::string_view>(mixed).first(n);
+    set->MightContainMany(probe, std::span<bool>(found.get(), n));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(found[i], set->MightContain(probe[i])) << "n=" << n << " i=" << i;
+  }
+  std::unique_ptr<bool[]> found(new bool[views.size()]);
+  set->MightContainMany(views, std::span<bool>(found.get(), views.size()));
+  for (size_t i = 0; i < 2200; ++i) ASSERT_TRUE(found[i]) << "false negative: " << keys[i];
 }
 
 TEST(Scaling, BatchAddsGrowLikeSingleAdds) {
