@@ -99,7 +99,7 @@ TEST(CommandRun, RandomRunsAnswerAsTheirRequestsOneAtATime) {
   ExpectSameWaitRecord(runs.session.wait_record, singles.session.wait_record);
   EXPECT_EQ(runs.logged, singles.logged);
   EXPECT_GT(refusals, 0u) << "no run met a full filter: the test lost its point";
-  for (const std::string& card : {"f", "tiny", "grows", "made-by-add-1"}) {
+  for (const char* card : {"f", "tiny", "grows", "made-by-add-1"}) {
     EXPECT_EQ(runs.Run({"BF.CARD", card}), singles.Run({"BF.CARD", card})) << card;
   }
   const std::string info = runs.Run({"BF.INFO", "grows", "FILTERS"});

@@ -248,7 +248,9 @@ TEST(RespServer, PipelinedAddsToARoutedFilterGoToTheirOwnersOneByOne) {
     if (!routed_by_default) wire += Multibulk({"BF.RESERVE", "r", "0.01", "1000", "ROUTED"});
     for (int i = 0; i < 4; ++i) wire += Multibulk({"BF.ADD", "r", "k" + std::to_string(i)});
     ASSERT_TRUE(c.Send(wire));
-    if (!routed_by_default) EXPECT_EQ(c.Read()->str, "OK");
+    if (!routed_by_default) {
+      EXPECT_EQ(c.Read()->str, "OK");
+    }
     for (int i = 0; i < 4; ++i) {
       const std::optional<Reply> added = c.Read();
       ASSERT_TRUE(added.has_value()) << i;
