@@ -77,4 +77,9 @@ bool BlockHasAllVector(const uint64_t* block, uint64_t hash, uint32_t k);
 void BlocksHaveAllVector(const uint64_t* words, uint64_t blocks, uint32_t k, std::span<const uint64_t> hashes,
                          std::span<bool> out, size_t prefetch_distance);
 
+// out[i] = Mix64(hashes[i] ^ salt) (crdt/mix64.h), 8 per instruction.
+// Written with intrinsics rather than left to the vectorizer, which GCC 12
+// does not apply to this loop at -O2. Call only if VectorProbeAvailable().
+void RemixVector(std::span<const uint64_t> hashes, uint64_t salt, std::span<uint64_t> out);
+
 }  // namespace pollen::crdt::probe

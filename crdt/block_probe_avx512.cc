@@ -8,6 +8,7 @@
 #include <cassert>
 
 #include "crdt/block_probe.h"
+#include "crdt/mix64.h"
 
 namespace pollen::crdt::probe {
 namespace {
@@ -150,11 +151,13 @@ struct GroupRing {
 
 // Fills ring slot g % kRingGroups with the block addresses and first seeds of
 // keys [8g, 8g + 8) of `hashes` (fewer for the last group), and prefetches
-// their blocks if asked. (A function, not a lambda: a lambda does not inherit
-// the target attribute its intrinsics need.)
-__attribute__((target("avx512f,avx512dq"))) inline void PrepareGroup(const uint64_t* words, __m512i block_count,
+// their blocks if asked. (Called directly, never through a lambda: a lambda
+// does not inherit the target attribute, and passing a vector between code
+// with and without AVX-512 changes the calling convention.)
+__attribute__((target("avx512f,avx512dq"))) inline void PrepareGroup(const uint64_t* words, uint64_t blocks,
                                                                        std::span<const uint64_t> hashes, size_t g,
                                                                        bool prefetch, GroupRing& ring) {
+  const __m512i block_count = _mm512_set1_epi64(static_cast<long long>(blocks));
   const size_t first = g * kGroup;
   const size_t count = std::min(kGroup, hashes.size() - first);
   const __mmask8 lanes = static_cast<__mmask8>((1u << count) - 1);
@@ -175,9 +178,10 @@ __attribute__((target("avx512f,avx512dq"))) inline void PrepareGroup(const uint6
 }  // namespace
 
 // Per key, the common work (block address, first seed, the first 7 probes)
-// is a handful of vector instructions with no call and no branch; only a key
+// is a handful of vector instructions and no call; one branch sends a key
 // whose first 7 bits are all set (every member; 1 in 128 non-members at fill
-// 1/2) takes HasAll's full test. bench_scaling, 1024-key batches of ~21-byte
+// 1/2) to HasAll's full test, which tests those 7 again (cheaper than a
+// second entry point for the rest). bench_scaling, 1024-key batches of ~21-byte
 // non-members, same machine: the 14-layer stack 84 us a batch with a
 // BlockHasAllVector call per key, 42 us with this form; the single 12 MB
 // filter 22.9 us and 9.8 us.
@@ -189,17 +193,15 @@ __attribute__((target("avx512f,avx512dq"))) void BlocksHaveAllVector(const uint6
   assert(hashes.size() == out.size());
   const size_t n = hashes.size();
   const size_t groups = (n + kGroup - 1) / kGroup;
-  const size_t ahead = std::min(kMaxAheadGroups, (prefetch_distance + kGroup - 1) / kGroup);
-  const __m512i block_count = _mm512_set1_epi64(static_cast<long long>(blocks));
+  const size_t ahead = std::min(kMaxAheadGroups, prefetch_distance / kGroup + (prefetch_distance % kGroup != 0));
   GroupRing ring;
-  const auto prepare = [&](size_t g, bool prefetch) { PrepareGroup(words, block_count, hashes, g, prefetch, ring); };
   const __mmask8 first_lanes = LanesOfPass(std::min(k, kFieldsPerSeed), 0);
-  for (size_t g = 0; g < std::min(ahead, groups); ++g) prepare(g, true);
+  for (size_t g = 0; g < std::min(ahead, groups); ++g) PrepareGroup(words, blocks, hashes, g, true, ring);
   for (size_t g = 0; g < groups; ++g) {
     if (ahead == 0) {
-      prepare(g, false);
+      PrepareGroup(words, blocks, hashes, g, false, ring);
     } else if (g + ahead < groups) {
-      prepare(g + ahead, true);
+      PrepareGroup(words, blocks, hashes, g + ahead, true, ring);
     }
     const size_t first = g * kGroup;
     const size_t count = std::min(kGroup, n - first);
@@ -210,6 +212,31 @@ __attribute__((target("avx512f,avx512dq"))) void BlocksHaveAllVector(const uint6
       if (k > kFieldsPerSeed && has) has = HasAll(block, hashes[first + i], k);
       out[first + i] = has;
     }
+  }
+}
+
+namespace {
+
+// Mix64 (crdt/mix64.h) on 8 lanes.
+__attribute__((target("avx512f,avx512dq"))) inline __m512i Mix64Lanes(__m512i x) {
+  x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)),
+                         _mm512_set1_epi64(static_cast<long long>(kMix64Mul1)));
+  x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)),
+                         _mm512_set1_epi64(static_cast<long long>(kMix64Mul2)));
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+
+}  // namespace
+
+__attribute__((target("avx512f,avx512dq"))) void RemixVector(std::span<const uint64_t> hashes, uint64_t salt,
+                                                               std::span<uint64_t> out) {
+  assert(hashes.size() == out.size());
+  const __m512i salts = _mm512_set1_epi64(static_cast<long long>(salt));
+  const size_t n = hashes.size();
+  for (size_t i = 0; i < n; i += kGroup) {
+    const __mmask8 lanes = static_cast<__mmask8>((1u << std::min(kGroup, n - i)) - 1);
+    const __m512i h = _mm512_maskz_loadu_epi64(lanes, hashes.data() + i);
+    _mm512_mask_storeu_epi64(out.data() + i, lanes, Mix64Lanes(_mm512_xor_si512(h, salts)));
   }
 }
 

@@ -85,6 +85,8 @@ class BlockedFilter {
   // without evicting lines before use.
   static constexpr size_t kDefaultPrefetchDistance = 8;
 
+  bool vector_probe() const { return vector_probe_; }  // the AVX-512 probes run here
+
   // ORs `words` in (indices must be < word_count(), else InvalidArgument and
   // nothing changes). Appends the bits that were new to `changed` if non-null.
   absl::Status Merge(std::span<const WordBits> words, std::vector<WordBits>* changed);

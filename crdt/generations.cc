@@ -47,20 +47,18 @@ inline uint64_t LayerHash(const SubFilter& sub, uint64_t sip) {
   return sub.layer == 0 ? sip : RemixForLayer(sip, sub.salt);
 }
 
-// out[i] = LayerHash(sub, sips[i]). The x86-64-v4 (AVX-512) clone remixes 8
-// hashes per instruction with a 64-bit vector multiply (SSE2 has none: GCC's
-// default clone builds each from three 32-bit ones); bench_scaling's 14-layer
-// batch non-member test spent ~15% of its time here before, 3% after.
-__attribute__((target_clones("default", "arch=x86-64-v4"))) void LayerHashes(const SubFilter& sub,
-                                                                         std::span<const uint64_t> sips,
-                                                                         std::span<uint64_t> out) {
+// out[i] = LayerHash(sub, sips[i]), 8 per instruction where the vector probes
+// run (bench_scaling's 14-layer batch non-member test spent ~15% of its time
+// remixing one hash at a time, 3% after).
+void LayerHashes(const SubFilter& sub, std::span<const uint64_t> sips, std::span<uint64_t> out) {
   assert(sips.size() == out.size());
   if (sub.layer == 0) {
     std::copy(sips.begin(), sips.end(), out.begin());
-    return;
+  } else if (sub.filter->vector_probe()) {
+    probe::RemixVector(sips, sub.salt, out);
+  } else {
+    for (size_t i = 0; i < sips.size(); ++i) out[i] = RemixForLayer(sips[i], sub.salt);
   }
-  const uint64_t salt = sub.salt;
-  for (size_t i = 0; i < sips.size(); ++i) out[i] = RemixForLayer(sips[i], salt);
 }
 
 // Calls probe(i, SipHash of keys[i]) for every i in order; the blocks of

@@ -9,9 +9,12 @@
 
 namespace pollen::crdt {
 
+inline constexpr uint64_t kMix64Mul1 = 0xbf58476d1ce4e5b9ULL;
+inline constexpr uint64_t kMix64Mul2 = 0x94d049bb133111ebULL;
+
 constexpr uint64_t Mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x = (x ^ (x >> 30)) * kMix64Mul1;
+  x = (x ^ (x >> 27)) * kMix64Mul2;
   return x ^ (x >> 31);
 }
 

@@ -1,4 +1,5 @@
 #include "crdt/blocked_filter.h"
+#include "crdt/mix64.h"
 
 #include <bit>
 #include <random>
@@ -253,7 +254,8 @@ TEST(BlockedFilter, BatchFormsAgreeWithSingleForms) {
   for (size_t i = 0; i < probes.size(); ++i) ASSERT_EQ(found[i], batch->MightContain(probes[i]));
 }
 
-// The batch test (one AVX-512 call per batch where the CPU has it) must give
+// The batch test (one AVX-512 call per batch where the CPU has it; on a CPU
+// without AVX-512F and DQ this compares the scalar probe with itself) must give
 // the scalar probe's answer at every k (k > 7 takes the early reject on the
 // first seed's 7 probes, then the full test), at fills where both answers
 // occur, for prefetch distances shorter than, equal to and past the batch.
@@ -261,7 +263,10 @@ TEST(BlockedFilter, BatchTestAgreesWithScalarProbeAtEveryKAndDistance) {
   std::mt19937_64 rng(9);
   for (uint32_t k = 1; k <= kMaxK; ++k) {
     for (int adds : {200, 1500}) {
-      auto filter = Make(64, k);
+      // 1,000,003 blocks (64 MB, mapped lazily): a count that is neither a
+      // power of two nor small, so the vector block index (a 64x32 high
+      // multiply) differs from the scalar one if its low-half carry is wrong.
+      auto filter = Make(adds == 200 ? 64 : 1'000'003, k);
       std::vector<uint64_t> hashes;
       for (int i = 0; i < adds; ++i) {
         hashes.push_back(rng());
@@ -282,6 +287,26 @@ TEST(BlockedFilter, BatchTestAgreesWithScalarProbeAtEveryKAndDistance) {
         EXPECT_LT(present, hashes.size()) << "k=" << k << ": some strangers must be absent";
       }
     }
+  }
+}
+
+// Where the vector probes run, the vector remix must equal Mix64 lane for
+// lane, at every tail length, and write nothing past its output. (Elsewhere it
+// must never be called: filters then report no vector probe.)
+TEST(BlockedFilter, VectorRemixIsMix64) {
+  if (!probe::VectorProbeAvailable()) {
+    EXPECT_FALSE(Make(64, 7)->vector_probe());
+    return;
+  }
+  EXPECT_TRUE(Make(64, 7)->vector_probe());
+  std::mt19937_64 rng(5);
+  for (size_t n : {0, 1, 7, 8, 9, 100}) {
+    std::vector<uint64_t> in(n), out(n + 1, 42);
+    for (uint64_t& h : in) h = rng();
+    const uint64_t salt = rng();
+    probe::RemixVector(in, salt, std::span<uint64_t>(out.data(), n));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], Mix64(in[i] ^ salt)) << "n=" << n << " i=" << i;
+    ASSERT_EQ(out[n], 42u) << "wrote past the end, n=" << n;
   }
 }
 
