@@ -191,6 +191,8 @@ Node and workload:
   --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
   --tree-push-delay-ms=MS how long a tree push waits to gather more bits before it is forwarded (default 50)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
+  --anti-entropy-max-ms=MS  with tree dissemination, the anti-entropy interval doubles after each run with no sign
+                          of trouble, up to this (default 60000; at or below --anti-entropy-ms: fixed)
   --lifeguard=on|off      Lifeguard's local health awareness in membership (default on; off = plain SWIM)
   --capacity=N            crawl filter capacity (default 100000)
   --expansion=N           crawl filter scales: each layer N times the last (default 0: fixed size)
@@ -236,6 +238,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"duration", true},    {"warmup", true},          {"liveness-bound", true},
         {"scenario", true},    {"latency-min-ms", true},  {"latency-tail-ms", true},
         {"gossip-interval-ms", true}, {"fanout", true},   {"anti-entropy-ms", true}, {"dissemination", true},
+        {"anti-entropy-max-ms", true},
         {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"pause", false},
@@ -302,6 +305,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       }
     } else if (name == "anti-entropy-ms") {
       POLLEN_NUM(v, 1, 1e8) o.anti_entropy_interval = FromMillis(v);
+    } else if (name == "anti-entropy-max-ms") {
+      POLLEN_NUM(v, 1, 1e9) o.anti_entropy_max_interval = FromMillis(v);
     } else if (name == "probe-interval-ms") {
       POLLEN_NUM(v, 1, 1e8) o.probe_interval = FromMillis(v);
     } else if (name == "capacity") {

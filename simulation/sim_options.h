@@ -119,6 +119,7 @@ struct SimOptions {
   node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration tree_push_delay{milliseconds(50)};  // NodeConfig::tree_push_delay
   node::Duration anti_entropy_interval{seconds(10)};
+  node::Duration anti_entropy_max_interval{seconds(60)};  // NodeConfig's; at or below the interval: fixed
   node::Duration probe_interval{seconds(1)};
   uint64_t capacity = 100'000;     // crawl filter
   uint32_t expansion = 0;          // crawl filter: 0 fixed-size, else it scales (a layer expansion^L larger)

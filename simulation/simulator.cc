@@ -77,6 +77,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.lifeguard = o.lifeguard;
   c.route_timeout = o.workload.route_timeout;
   c.anti_entropy_interval = o.anti_entropy_interval;
+  c.anti_entropy_max_interval = o.anti_entropy_max_interval;
   c.refresh_unread_members = false;  // nothing here reads Members()
   c.filters = Filters();
   auto created = node::Node::Create(std::move(c));

@@ -106,13 +106,14 @@ void Node::Tick(Time now) {
   if (impl.delivery != nullptr && now >= impl.delivery->NextWakeup()) impl.ServiceDelivery();
   if (now >= impl.next_gossip) {
     impl.CheckGrowth();  // once a round: an estimate per changed filter
+    impl.CheckAntiEntropyWait();
     impl.GossipRound();
     impl.next_gossip = now + impl.config.gossip_interval;
   }
   if (now >= impl.next_anti_entropy) {
     std::vector<Address> peers = impl.PickPeers(1);
     if (!peers.empty() && !impl.membership->left()) impl.StartAntiEntropy(peers[0]);
-    impl.next_anti_entropy = now + impl.config.anti_entropy_interval;
+    impl.next_anti_entropy = now + impl.NextAntiEntropyWait();
   }
 }
 

@@ -82,6 +82,7 @@ void Node::Impl::PumpMembership(bool force) {
   // incarnation and the live count catch the rest.
   const bool refresh = !member_events.empty() || membership->incarnation() != cached_incarnation ||
                        membership->LiveCount() != cached_live;
+  membership_changes += member_events.size();
   for (Event& e : member_events) {
     if (e.kind == Event::Kind::kMemberJoined || e.kind == Event::Kind::kMemberAlive) QueueAntiEntropy(e.subject);
     events.push_back(std::move(e));

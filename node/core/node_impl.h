@@ -176,7 +176,8 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
   if (c.cluster_label.size() > protocol::kMaxLabelBytes) return absl::InvalidArgumentError("cluster label too long");
   auto positive = [](Duration d) { return d.count() > 0; };
   if (!positive(c.gossip_interval) || !positive(c.probe_interval) || !positive(c.probe_timeout) ||
-      !positive(c.anti_entropy_interval) || !positive(c.dead_reconnect_interval)) {
+      !positive(c.anti_entropy_interval) || !positive(c.anti_entropy_max_interval) ||
+      !positive(c.dead_reconnect_interval)) {
     return absl::InvalidArgumentError("intervals must be positive");
   }
   if (c.probe_timeout >= c.probe_interval) return absl::InvalidArgumentError("probe_timeout must be below probe_interval");
@@ -341,8 +342,41 @@ struct Node::Impl {
   Time now{0};
   Time next_gossip = Time::max();
   Time next_anti_entropy = Time::max();
+  // Adaptive anti-entropy (NodeConfig::anti_entropy_max_interval), driver
+  // only: the current wait, and TroubleCount() when it was last set.
+  Duration anti_entropy_wait{0};
+  uint64_t trouble_seen = 0;
+  uint64_t membership_changes = 0;  // member events (PumpMembership)
 
   // ---- helpers ----
+  // Signs that anti-entropy may have something to repair: a count that only
+  // grows (NodeConfig::anti_entropy_max_interval).
+  uint64_t TroubleCount() {
+    std::lock_guard lock(stats_mu);
+    return membership_changes + frame_rejects + membership_stalls + stats.delta_overflows + stats.held_deltas_refused +
+           stats.held_deltas_dropped + stats.tree_parent_changes + stats.tree_resends;
+  }
+  // The wait from one anti-entropy run to the next, called once per run.
+  Duration NextAntiEntropyWait() {
+    const Duration base = config.anti_entropy_interval;
+    const uint64_t trouble = TroubleCount();
+    if (tree == nullptr || trouble != trouble_seen || anti_entropy_wait.count() == 0) {
+      anti_entropy_wait = base;
+    } else {
+      anti_entropy_wait = std::min(std::max(base, config.anti_entropy_max_interval), 2 * anti_entropy_wait);
+    }
+    trouble_seen = trouble;
+    return anti_entropy_wait;
+  }
+  // Once a gossip round: trouble since the last run cuts a long wait short.
+  void CheckAntiEntropyWait() {
+    if (anti_entropy_wait <= config.anti_entropy_interval) return;
+    const uint64_t trouble = TroubleCount();
+    if (trouble == trouble_seen) return;
+    trouble_seen = trouble;
+    anti_entropy_wait = config.anti_entropy_interval;
+    next_anti_entropy = std::min(next_anti_entropy, now + anti_entropy_wait);
+  }
   template <typename F>
   void Stats(F f) {
     std::lock_guard lock(stats_mu);

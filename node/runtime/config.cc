@@ -238,6 +238,14 @@ const std::vector<Option>& Options() {
        [](DaemonConfig& c, std::string_view v) {
          return SetDur(&c.anti_entropy_interval, v, milliseconds(100), hours(1));
        }},
+      {"anti-entropy-max-interval", "60s",
+       "Longest time between anti-entropy exchanges: with tree dissemination the interval doubles after each "
+       "exchange with no sign of trouble, up to this, and drops back at the first (at or below "
+       "anti-entropy-interval: fixed)",
+       Where::kAnywhere,
+       [](DaemonConfig& c, std::string_view v) {
+         return SetDur(&c.anti_entropy_max_interval, v, milliseconds(100), hours(24));
+       }},
       {"dead-reconnect-interval", "30s", "Time between attempts to reach dead members", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) {
          return SetDur(&c.dead_reconnect_interval, v, milliseconds(100), hours(1));
@@ -654,6 +662,7 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "suspicion-multiplier = " << c.suspicion_multiplier << "\n"
       << "lifeguard = " << (c.lifeguard ? "true" : "false") << "\n"
       << "anti-entropy-interval = " << FormatDuration(c.anti_entropy_interval) << "\n"
+      << "anti-entropy-max-interval = " << FormatDuration(c.anti_entropy_max_interval) << "\n"
       << "dead-reconnect-interval = " << FormatDuration(c.dead_reconnect_interval) << "\n"
       << "max-datagram-bytes = " << c.max_datagram_bytes << "\n"
       << "join-timeout = " << FormatDuration(c.join_timeout) << "\n"

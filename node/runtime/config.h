@@ -70,6 +70,7 @@ struct DaemonConfig {
   double suspicion_multiplier = 0;
   bool lifeguard = true;
   node::Duration anti_entropy_interval{0};
+  node::Duration anti_entropy_max_interval{0};  // NodeConfig::anti_entropy_max_interval
   node::Duration dead_reconnect_interval{0};
   uint32_t max_datagram_bytes = 0;
   node::Duration join_timeout{0};

@@ -76,6 +76,7 @@ node::NodeConfig MakeNodeConfig(const DaemonConfig& c, const crdt::ClusterSecret
   nc.suspicion_multiplier = c.suspicion_multiplier;
   nc.lifeguard = c.lifeguard;
   nc.anti_entropy_interval = c.anti_entropy_interval;
+  nc.anti_entropy_max_interval = c.anti_entropy_max_interval;
   nc.dead_reconnect_interval = c.dead_reconnect_interval;
   nc.max_datagram_bytes = c.max_datagram_bytes;
   nc.tcp_only = c.tcp_only;

@@ -73,6 +73,7 @@ struct ClusterOptions {
   std::vector<FilterConfig> filters;
   Duration gossip_interval = 200ms;
   Duration anti_entropy_interval = 2s;
+  Duration anti_entropy_max_interval{0};  // NodeConfig's; 0 (the tests' default): a fixed interval
   Duration step = 50ms;
   double datagram_loss = 0;  // applied to every datagram
   bool tcp_only = false;
@@ -102,6 +103,7 @@ class Cluster {
     c.rng_seed = options_.seed * 1000 + i;
     c.gossip_interval = options_.gossip_interval;
     c.anti_entropy_interval = options_.anti_entropy_interval;
+    c.anti_entropy_max_interval = std::max(options_.anti_entropy_interval, options_.anti_entropy_max_interval);
     c.tcp_only = options_.tcp_only;
     c.dissemination = options_.dissemination;
     c.filters = options_.filters;

@@ -160,6 +160,65 @@ TEST(Replication, AntiEntropyBetweenEqualReplicasIsOneDatagram) {
   EXPECT_EQ(ranges, 0u);
 }
 
+// With tree dissemination and nothing going wrong, the wait between
+// anti-entropy runs doubles up to anti_entropy_max_interval (the runs go on:
+// the safety net stays); a member event (here a restart) brings it back to
+// anti_entropy_interval within a gossip round, on every node that sees it
+// (here: a node cut off until the others suspect it).
+TEST(Replication, AntiEntropyBacksOffWhileHealthyAndReturnsOnTrouble) {
+  ClusterOptions o = Options(4, 11);
+  o.anti_entropy_interval = 1s;
+  o.anti_entropy_max_interval = 16s;
+  bool isolated = false;
+  o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope&) {
+    return isolated && (from == 3 || out.to == AddressOf(3));
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  const auto runs = [&] {
+    std::vector<uint64_t> r;
+    for (size_t n = 0; n < c.size(); ++n) r.push_back(c.node(n).Counters().anti_entropy_runs);
+    return r;
+  };
+  c.RunFor(60s);  // 1 + 2 + 4 + 8 + 16 s: at the cap by now
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
+  const std::vector<uint64_t> before = runs();
+  c.RunFor(160s);
+  const std::vector<uint64_t> healthy = runs();
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 50));
+  for (size_t n = 0; n < c.size(); ++n) {
+    const uint64_t ran = healthy[n] - before[n];
+    EXPECT_GE(ran, 160u / 16 - 1) << "node " << n << ": the safety net stopped";
+    EXPECT_LE(ran, 160u / 16 + 1) << "node " << n << ": no back-off (a fixed 1 s interval runs 160)";
+  }
+  // Once a node suspects the isolated one it waits 1 s, then 2 s, 4 s...:
+  // at least two runs in the 8 s after its first suspicion, where a node
+  // still backed off to 16 s makes at most one.
+  isolated = true;
+  std::vector<bool> suspected(3, false);
+  std::vector<uint64_t> at_suspicion(3, 0);
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        for (size_t n = 0; n < 3; ++n) {
+          if (suspected[n]) continue;
+          for (const MemberInfo& m : c.node(n).Members()) {
+            if (m.name == NameOf(3) && m.state != MemberState::kAlive) {
+              suspected[n] = true;
+              at_suspicion[n] = c.node(n).Counters().anti_entropy_runs;
+            }
+          }
+        }
+        return std::count(suspected.begin(), suspected.end(), true) == 3;
+      },
+      60s));
+  c.RunFor(8s);
+  for (size_t n = 0; n < 3; ++n) {
+    EXPECT_GE(c.node(n).Counters().anti_entropy_runs - at_suspicion[n], 2u)
+        << "node " << n << ": still backed off after a member event";
+  }
+}
+
 // Replicas that differ in one key (dissemination is lost): the exchange
 // descends digest -> groups -> ranges and repairs it with a few hundred bytes
 // of summaries, where the flat protocol sent all 1024 range summaries.
