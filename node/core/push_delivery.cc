@@ -24,8 +24,11 @@ PushDelivery::Link& PushDelivery::At(const std::string& link) {
 
 // ---- sender ----
 
-void PushDelivery::Trim(Link& l, Time now) const {
-  while (!l.window.empty() && l.window.front().at + config_.retain < now) l.window.pop_front();
+void PushDelivery::Trim(Link& l, Time now) {
+  while (!l.window.empty() && l.window.front().at + config_.retain < now) {
+    l.window.pop_front();  // never acked (acked pushes leave at once)
+    ++abandoned_;
+  }
   if (l.window.empty()) l.probe_due = Time::max();
 }
 
@@ -39,7 +42,10 @@ PushDelivery::Numbered PushDelivery::Send(const std::string& link, Body body, ui
   assert(body != nullptr);
   Link& l = At(link);
   Trim(l, now);
-  if (l.window.size() == kWindow) l.window.pop_front();  // its loss is left to anti-entropy
+  if (l.window.size() == kWindow) {  // its loss is left to anti-entropy
+    l.window.pop_front();
+    ++abandoned_;
+  }
   const Numbered n{l.stream, l.next_seq++, body, bits};
   l.window.push_back(Sent{n.seq, now, std::move(body), bits});
   // Probes are for an idle link: on a busy one the next push shows a gap.
@@ -64,7 +70,11 @@ std::vector<PushDelivery::Numbered> PushDelivery::OnFeedback(const std::string& 
   Trim(l, now);
   for (uint64_t seq : nacks) {
     auto sent = std::find_if(l.window.begin(), l.window.end(), [seq](const Sent& s) { return s.seq == seq; });
-    if (sent != l.window.end()) resend.push_back(Numbered{l.stream, sent->seq, sent->body, sent->bits});
+    if (sent != l.window.end()) {
+      resend.push_back(Numbered{l.stream, sent->seq, sent->body, sent->bits});
+    } else if (seq < l.next_seq) {
+      ++abandoned_;  // missing there and no longer held here
+    }
   }
   return resend;
 }
@@ -82,17 +92,20 @@ void PushDelivery::Advance(Link& l) const {
 
 // Raises the frontier to `seq`; numbers more than kWindow below it are given
 // up (counted as arrived): the mask holds kWindow numbers.
-void PushDelivery::Extend(Link& l, uint64_t seq) const {
+void PushDelivery::Extend(Link& l, uint64_t seq) {
   l.highest = std::max(l.highest, seq);
   if (l.highest <= l.contiguous + kWindow) return;
   const uint64_t shift = l.highest - kWindow - l.contiguous;
+  const uint64_t shifted_out = shift >= 64 ? ~uint64_t{0} : (uint64_t{1} << shift) - 1;
+  if (shift > 64 || (l.above & shifted_out) != shifted_out) ++abandoned_;  // a number never arrived
   l.above = shift >= 64 ? 0 : l.above >> shift;
   l.contiguous += shift;
   l.nack_tries = 0;
   Advance(l);
 }
 
-void PushDelivery::ResetReceive(Link& l, uint32_t stream) const {
+void PushDelivery::ResetReceive(Link& l, uint32_t stream) {
+  if (l.highest > l.contiguous) ++abandoned_;  // the old stream's gaps
   l.replaced_rx_stream = l.rx_stream;
   l.rx_stream = stream;
   l.contiguous = l.above = l.highest = l.acked_said = 0;
@@ -163,6 +176,7 @@ PushDelivery::Control PushDelivery::TakeControl(const std::string& link, Time no
     if (l.nack_tries >= kMaxNackTries) {
       // Give up on the oldest run of missing numbers, all of it: every bit
       // below the lowest arrived one (or, with none above, up to highest).
+      ++abandoned_;
       if (l.above == 0) {
         l.contiguous = l.highest;
       } else {
@@ -216,7 +230,13 @@ void PushDelivery::Retain(const std::vector<std::string>& links) {
   next_wakeup_.reset();
   assert(std::is_sorted(links.begin(), links.end()));
   for (auto it = links_.begin(); it != links_.end();) {
-    it = std::binary_search(links.begin(), links.end(), it->first) ? std::next(it) : links_.erase(it);
+    if (std::binary_search(links.begin(), links.end(), it->first)) {
+      ++it;
+      continue;
+    }
+    // Unacked pushes, and gaps, on a link that goes away.
+    if (!it->second.window.empty() || it->second.highest > it->second.contiguous) ++abandoned_;
+    it = links_.erase(it);
   }
 }
 

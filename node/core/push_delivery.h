@@ -115,6 +115,13 @@ class PushDelivery {
   // Drops every link not in `links` (ascending).
   void Retain(const std::vector<std::string>& links);
   size_t unacked(const std::string& link) const;
+  // Times a push may have been lost for good, left to anti-entropy: on the
+  // sender, an unacked push dropped from the window (full, or older than
+  // `retain`) or NACKed after it was dropped; on the receiver, a gap given
+  // up (kMaxNackTries, shifted out of the mask, or its stream replaced).
+  // Only grows. (A push sent again and delivered is not counted: that loss
+  // is repaired here.)
+  uint64_t abandoned() const { return abandoned_; }
 
  private:
   struct Sent {
@@ -142,11 +149,11 @@ class PushDelivery {
     uint32_t nack_tries = 0;
   };
   Link& At(const std::string& link);
-  void Trim(Link& l, Time now) const;
+  void Trim(Link& l, Time now);
   void ScheduleProbe(Link& l, Time at) const;
-  void Extend(Link& l, uint64_t seq) const;
+  void Extend(Link& l, uint64_t seq);
   void Advance(Link& l) const;
-  void ResetReceive(Link& l, uint32_t stream) const;
+  void ResetReceive(Link& l, uint32_t stream);
   std::vector<uint64_t> Missing(const Link& l) const;
   Time DueAt(const Link& l) const;
 
@@ -157,6 +164,7 @@ class PushDelivery {
   // of them clears it): the node asks after every frame and tick, and the walk
   // of the links was 4% of pollen-sim's steady state at N=1000 (perf).
   mutable std::optional<Time> next_wakeup_;
+  uint64_t abandoned_ = 0;
 };
 
 }  // namespace pollen::node

@@ -61,6 +61,7 @@ TEST(PushDelivery, AGapIsNackedAfterTheDelayAndTheSenderResendsIt) {
   EXPECT_EQ(tx.unacked("r"), 2u);  // 1 acked; 2 and 3 held
   rx.OnPush("s", sent[0].stream, 2, At(10));
   EXPECT_EQ(rx.TakeControl("s", At(11), true).ack, 3u);
+  EXPECT_EQ(tx.abandoned() + rx.abandoned(), 0u);  // repaired here: nothing for anti-entropy
 }
 
 TEST(PushDelivery, ALostLastPushIsFoundByAProbe) {
@@ -114,12 +115,15 @@ TEST(PushDelivery, GivesUpOnAGapAfterMaxTries) {
   EXPECT_EQ(nacks, static_cast<int>(PushDelivery::kMaxNackTries));
   EXPECT_EQ(last_ack, 3u);  // 2 given up: the ack moves past it, so the sender lets go
   EXPECT_EQ(rx.NextWakeup(), Time::max());
+  EXPECT_EQ(rx.abandoned(), 1u);  // for anti-entropy to repair
 }
 
 TEST(PushDelivery, ANewStreamStartsAfresh) {
   PushDelivery rx({}, 9);
   rx.OnPush("s", 3, 10, At(0));  // 1..9 missing on stream 3
+  EXPECT_EQ(rx.abandoned(), 0u);
   rx.OnPush("s", 4, 1, At(1));   // the sender restarted: stream 4
+  EXPECT_EQ(rx.abandoned(), 1u);  // 1..9 of stream 3
   EXPECT_EQ(rx.NextWakeup(), Time::max());
   EXPECT_EQ(rx.TakeControl("s", At(2), true).ack, 1u);
 }
@@ -135,8 +139,14 @@ TEST(PushDelivery, WindowAndNacksAreBounded) {
   PushDelivery tx({}, 11), rx({}, 12);
   for (int i = 0; i < 100; ++i) tx.Send("r", Body(), 1, At(i));
   EXPECT_EQ(tx.unacked("r"), PushDelivery::kWindow);
+  EXPECT_EQ(tx.abandoned(), 100 - PushDelivery::kWindow);  // unacked pushes pushed out
+  const auto stream = tx.Send("r", Body(), 1, At(100)).stream;
+  EXPECT_TRUE(tx.OnFeedback("r", stream, 0, {5}, At(101)).empty());  // 5 is no longer held
+  EXPECT_EQ(tx.abandoned(), 100 - PushDelivery::kWindow + 2);
   rx.OnPush("s", 3, 1, At(0));
+  EXPECT_EQ(rx.abandoned(), 0u);
   rx.OnPush("s", 3, 1000, At(0));  // far ahead: all but the last kWindow are given up
+  EXPECT_EQ(rx.abandoned(), 1u);
   const Control c = rx.TakeControl("s", At(10), false);
   EXPECT_EQ(c.nacks.size(), PushDelivery::kMaxNacks);
   EXPECT_EQ(c.nacks.front(), 1000 - PushDelivery::kWindow + 1);
@@ -150,6 +160,7 @@ TEST(PushDelivery, RetainDropsLinksThatAreGone) {
   d.Retain({"b"});
   EXPECT_EQ(d.unacked("a"), 0u);
   EXPECT_EQ(d.unacked("b"), 1u);
+  EXPECT_EQ(d.abandoned(), 1u);  // a's unacked push
 }
 
 // Two ends over a channel that loses 10% of frames each way and delays each
@@ -207,6 +218,7 @@ TEST(PushDelivery, EveryPushArrivesOverALossyChannel) {
   EXPECT_GT(resent, sent / 20);      // about 10% were lost and sent again
   EXPECT_LT(resent, sent * 3 / 10);  // without a storm of duplicates
   EXPECT_EQ(tx.unacked("r"), 0u);    // the last probe's answer emptied the window
+  EXPECT_EQ(tx.abandoned() + rx.abandoned(), 0u);  // every loss repaired by resends
 }
 
 }  // namespace
