@@ -191,8 +191,9 @@ Node and workload:
   --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
   --tree-push-delay-ms=MS how long a tree push waits to gather more bits before it is forwarded (default 50)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
-  --anti-entropy-max-ms=MS  with tree dissemination, the anti-entropy interval doubles after each run with no sign
-                          of trouble, up to this (default 60000; at or below --anti-entropy-ms: fixed)
+  --anti-entropy-max-ms=MS  with tree dissemination, once three anti-entropy intervals pass with no sign of trouble,
+                          the interval doubles at each run, up to this (default 60000; at or below
+                          --anti-entropy-ms: fixed)
   --lifeguard=on|off      Lifeguard's local health awareness in membership (default on; off = plain SWIM)
   --capacity=N            crawl filter capacity (default 100000)
   --expansion=N           crawl filter scales: each layer N times the last (default 0: fixed size)

@@ -51,10 +51,10 @@ struct NodeConfig {
   double suspicion_multiplier = 4.0;  // suspicion timeout = mult * log10(N+1) * probe_interval
   bool lifeguard = true;              // MembershipConfig::lifeguard (false: plain SWIM)
   Duration anti_entropy_interval = std::chrono::seconds(10);
-  // kTree only: after a run with no sign of trouble since the previous one
-  // (no member event, tree push given up by its sender or receiver, parent
-  // change, rejected frame, dropped buffer or held delta, stall), the wait to
-  // the next run doubles, up to
+  // kTree only: once three anti_entropy_intervals have passed with no sign of
+  // trouble (member event, tree push given up by its sender or receiver,
+  // parent change, rejected frame, dropped buffer or held delta, stall), the
+  // wait doubles at each run, up to
   // this; any sign brings it back to anti_entropy_interval within a gossip
   // round. Per-link acks already repair a lost push, so in a healthy cluster
   // anti-entropy mostly re-sends bits still in flight (N=100 at 20,000

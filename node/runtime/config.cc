@@ -239,9 +239,9 @@ const std::vector<Option>& Options() {
          return SetDur(&c.anti_entropy_interval, v, milliseconds(100), hours(1));
        }},
       {"anti-entropy-max-interval", "60s",
-       "Longest time between anti-entropy exchanges: with tree dissemination the interval doubles after each "
-       "exchange with no sign of trouble, up to this, and drops back at the first (at or below "
-       "anti-entropy-interval: fixed)",
+       "Longest time between anti-entropy exchanges: with tree dissemination, once three intervals pass with no "
+       "sign of trouble the interval doubles at each exchange, up to this, and drops back at the first sign (at "
+       "or below anti-entropy-interval: fixed)",
        Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) {
          return SetDur(&c.anti_entropy_max_interval, v, milliseconds(100), hours(24));
