@@ -25,10 +25,7 @@ PushDelivery::Link& PushDelivery::At(const std::string& link) {
 // ---- sender ----
 
 void PushDelivery::Trim(Link& l, Time now) {
-  while (!l.window.empty() && l.window.front().at + config_.retain < now) {
-    l.window.pop_front();  // never acked (acked pushes leave at once)
-    ++abandoned_;
-  }
+  while (!l.window.empty() && l.window.front().at + config_.retain < now) l.window.pop_front();
   if (l.window.empty()) l.probe_due = Time::max();
 }
 
@@ -42,10 +39,7 @@ PushDelivery::Numbered PushDelivery::Send(const std::string& link, Body body, ui
   assert(body != nullptr);
   Link& l = At(link);
   Trim(l, now);
-  if (l.window.size() == kWindow) {  // its loss is left to anti-entropy
-    l.window.pop_front();
-    ++abandoned_;
-  }
+  if (l.window.size() == kWindow) l.window.pop_front();  // its loss is left to anti-entropy
   const Numbered n{l.stream, l.next_seq++, body, bits};
   l.window.push_back(Sent{n.seq, now, std::move(body), bits});
   // Probes are for an idle link: on a busy one the next push shows a gap.

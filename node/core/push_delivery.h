@@ -115,12 +115,14 @@ class PushDelivery {
   // Drops every link not in `links` (ascending).
   void Retain(const std::vector<std::string>& links);
   size_t unacked(const std::string& link) const;
-  // Times a push may have been lost for good, left to anti-entropy: on the
-  // sender, an unacked push dropped from the window (full, or older than
-  // `retain`) or NACKed after it was dropped; on the receiver, a gap given
-  // up (kMaxNackTries, shifted out of the mask, or its stream replaced).
-  // Only grows. (A push sent again and delivered is not counted: that loss
-  // is repaired here.)
+  // Times a push was lost for good, left to anti-entropy: on the receiver, a
+  // gap given up (kMaxNackTries, shifted out of the mask, its stream
+  // replaced, its link dropped); on the sender, a NACK for a push no longer
+  // held, or a link dropped with pushes unacked. Only grows. Not counted: a
+  // push sent again and delivered (repaired here), and an unacked push that
+  // merely leaves a full or old window: a one-way busy link is acked only by
+  // the next beacon (every 5 s), so that happens without any loss; if the
+  // push was lost, the receiver's NACK or a probe's answer finds it gone.
   uint64_t abandoned() const { return abandoned_; }
 
  private:
