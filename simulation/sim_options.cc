@@ -190,6 +190,7 @@ Node and workload:
   --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
   --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
   --tree-push-delay-ms=MS how long a tree push waits to gather more bits before it is forwarded (default 50)
+  --compact-refs=on|off   tree pushes name known filters by name and digest, not full parameters (default on)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
   --anti-entropy-max-ms=MS  with tree dissemination, once three anti-entropy intervals pass with no sign of trouble,
                           the interval doubles at each run, up to this (default 60000; at or below
@@ -244,7 +245,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"pause", false},
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
-        {"tree-push-delay-ms", true},
+        {"tree-push-delay-ms", true}, {"compact-refs", true},
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
@@ -371,13 +372,14 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       if (has_value) {
         POLLEN_NUM(v, 0.1, 1e6) o.faults.pause_gap = FromSeconds(v);
       }
-    } else if (name == "lifeguard") {
+    } else if (name == "lifeguard" || name == "compact-refs") {
+      bool& flag = name == "lifeguard" ? o.lifeguard : o.compact_refs;
       if (value == "on") {
-        o.lifeguard = true;
+        flag = true;
       } else if (value == "off") {
-        o.lifeguard = false;
+        flag = false;
       } else {
-        return absl::InvalidArgumentError(absl::StrCat("ERR --lifeguard must be on or off, not '", value, "'"));
+        return absl::InvalidArgumentError(absl::StrCat("ERR --", name, " must be on or off, not '", value, "'"));
       }
     } else if (name == "clock-drift") {
       o.faults.clock_drift = true;

@@ -118,6 +118,7 @@ struct SimOptions {
   bool lifeguard = true;  // Membership's Lifeguard (--lifeguard=off: plain SWIM)
   node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration tree_push_delay{milliseconds(50)};  // NodeConfig::tree_push_delay
+  bool compact_refs = true;  // NodeConfig::tree_compact_refs (--compact-refs=off: full references only)
   node::Duration anti_entropy_interval{seconds(10)};
   node::Duration anti_entropy_max_interval{seconds(60)};  // NodeConfig's; at or below the interval: fixed
   node::Duration probe_interval{seconds(1)};

@@ -73,6 +73,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.fanout = o.fanout;
   c.dissemination = o.dissemination;
   c.tree_push_delay = o.tree_push_delay;
+  c.tree_compact_refs = o.compact_refs;
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
   c.route_timeout = o.workload.route_timeout;

@@ -84,6 +84,11 @@ struct NodeConfig {
   // A push received is forwarded this long after it arrived, with whatever
   // else arrived meanwhile: the hop latency, traded against frames per bit.
   Duration tree_push_delay = std::chrono::milliseconds(50);
+  // Name filters in tree pushes by a compact reference (name and digest,
+  // wire.proto FilterRef.digest) to neighbours that advertise it, once the
+  // filter's catalog entry is no longer being announced. false: full
+  // references only, and none advertised (for comparisons).
+  bool tree_compact_refs = true;
 
   // Owner-routed adds (FilterConfig::routed): how long an asker waits for
   // an owner's answer before asking again (node/core/routing.h).

@@ -272,6 +272,9 @@ struct Node::Impl {
   uint64_t retained_shape = ~uint64_t{0};
   uint64_t tree_seen_view = ~uint64_t{0};
   uint64_t tree_seen_shape = ~uint64_t{0};
+  // Tree neighbours whose last beacon advertised kTreeFeatureCompactRefs
+  // (a subset of tree->Neighbours(), pruned with the delivery links).
+  std::set<std::string> compact_ref_links;
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
   std::vector<Outgoing> out;
@@ -687,7 +690,9 @@ struct Node::Impl {
   void PushEntries(const std::string* exclude, std::span<const std::string> links);
   // Sends one numbered push (new or again) to a tree link, with the link's
   // piggybacked delivery fields.
-  void SendPush(const std::string& link, const PushDelivery::Numbered& push);
+  // `resend`: a push the link NACKed, sent with full filter references
+  // (a compact one it could not resolve is what a NACK may be about).
+  void SendPush(const std::string& link, const PushDelivery::Numbered& push, bool resend);
   // Sends the probes, acks and NACKs that are due, each link's in one frame.
   void ServiceDelivery();
   void SendTree(std::span<const Address> peers, const wire::Tree& msg);
@@ -831,7 +836,8 @@ struct Node::Impl {
   // our own filters' parameters is valid by construction (skips re-validating
   // it, which hashes the name).
   // `matched` (optional): the state whose parameters the reference equals, if
-  // the shortcut applied; nullptr otherwise.
+  // the shortcut applied; nullptr otherwise. A compact reference resolves only
+  // to a filter held here with its name and digest (NotFound otherwise).
   absl::StatusOr<crdt::FilterParams> ParamsFromWire(const wire::FilterRef& ref,
                                                     std::shared_ptr<const FilterState>* matched = nullptr) const;
 
@@ -840,6 +846,7 @@ struct Node::Impl {
     uint64_t slot = 0;
     std::vector<crdt::WordBits> words;
     uint64_t bits = 0;  // CountBits(words), counted once while decoding
+    bool unresolved = false;  // refused: a compact reference to no filter held here
     // The filter state `params` were taken from while `filters` was at
     // `filters_version` (nullptr if they came from the wire): while the map is
     // unchanged it is what MatchFilter(params) would find, so ApplyDelta skips
@@ -878,6 +885,9 @@ struct Node::Impl {
     std::vector<Tombstone> dead;
     DecodedEpochs epochs;
     std::vector<DecodedDelta> deltas;
+    // Refused because a delta's compact reference names no filter held here
+    // (everything before it was valid; the rest was not looked at).
+    bool unresolved_ref = false;
   };
   // Validates every part of `g` without touching state.
   bool DecodeGossip(const wire::Gossip& g, DecodedGossip* out);

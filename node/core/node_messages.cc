@@ -7,6 +7,13 @@ absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::Filter
                                                               std::shared_ptr<const FilterState>* matched) const {
   if (matched != nullptr) matched->reset();
   auto it = filters.find(ref.name());
+  if (IsCompactRef(ref)) {
+    if (it == filters.end() || ParamsDigest(it->second->entry.params) != ref.digest()) {
+      return absl::NotFoundError("compact filter reference names no filter held here");
+    }
+    if (matched != nullptr) *matched = it->second;
+    return it->second->entry.params;
+  }
   if (it != filters.end()) {
     const crdt::FilterParams& p = it->second->entry.params;
     if (p.filter_id == ref.filter_id() && p.shape.blocks == ref.blocks() && p.shape.k == ref.k() &&
@@ -22,6 +29,7 @@ absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::Filter
 bool Node::Impl::DecodeDelta(const wire::Delta& delta, size_t* budget, DecodedDelta* out) const {
   absl::StatusOr<crdt::FilterParams> params = ParamsFromWire(delta.filter(), &out->state);
   out->filters_version = filters_version;
+  out->unresolved = absl::IsNotFound(params.status());
   if (!params.ok() || delta.epoch() > kMaxEpoch || delta.layer() >= crdt::kMaxLayers) return false;
   absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(*params, delta.layer());
   if (!shape.ok()) return false;
@@ -141,6 +149,7 @@ bool Node::Impl::DecodeGossip(const wire::Gossip& g, DecodedGossip* out) {
   out->deltas.resize(ok ? static_cast<size_t>(g.deltas_size()) : 0);
   for (size_t i = 0; ok && i < out->deltas.size(); ++i) {
     ok = DecodeDelta(g.deltas(static_cast<int>(i)), &budget, &out->deltas[i]);
+    out->unresolved_ref = !ok && out->deltas[i].unresolved;
   }
   return ok;
 }

@@ -9,6 +9,7 @@ namespace pollen::node {
 
 PushDelivery::PushDelivery(Config config, uint64_t stream_ids) : config_(config), stream_ids_(stream_ids) {
   assert(config_.probe_delay.count() > 0 && config_.max_probe_interval >= config_.probe_delay);
+  assert(config_.quiet_probe_delay >= config_.probe_delay);
   assert(config_.nack_retry.count() > 0 && config_.retain.count() > 0);
 }
 
@@ -29,6 +30,10 @@ void PushDelivery::Trim(Link& l, Time now) {
   if (l.window.empty()) l.probe_due = Time::max();
 }
 
+Duration PushDelivery::FirstProbeDelay(const Link& l) const {
+  return l.clean_streak >= kCleanStreak ? config_.quiet_probe_delay : config_.probe_delay;
+}
+
 // A probe is worth sending only while the newest push is still held.
 void PushDelivery::ScheduleProbe(Link& l, Time at) const {
   l.probe_due = !l.window.empty() && at <= l.window.back().at + config_.retain ? at : Time::max();
@@ -43,8 +48,8 @@ PushDelivery::Numbered PushDelivery::Send(const std::string& link, Body body, ui
   const Numbered n{l.stream, l.next_seq++, body, bits};
   l.window.push_back(Sent{n.seq, now, std::move(body), bits});
   // Probes are for an idle link: on a busy one the next push shows a gap.
-  l.probe_interval = config_.probe_delay;
-  ScheduleProbe(l, now + config_.probe_delay);
+  l.probe_interval = FirstProbeDelay(l);
+  ScheduleProbe(l, now + l.probe_interval);
   return n;
 }
 
@@ -57,9 +62,10 @@ std::vector<PushDelivery::Numbered> PushDelivery::OnFeedback(const std::string& 
   Link& l = it->second;
   const size_t before = l.window.size();
   while (!l.window.empty() && l.window.front().seq <= ack) l.window.pop_front();
+  l.clean_streak = nacks.empty() ? std::min<uint64_t>(kCleanStreak, l.clean_streak + (before - l.window.size())) : 0;
   if (l.window.size() != before) {  // progress: the probe clock starts again
-    l.probe_interval = config_.probe_delay;
-    ScheduleProbe(l, now + config_.probe_delay);
+    l.probe_interval = FirstProbeDelay(l);
+    ScheduleProbe(l, now + l.probe_interval);
   }
   Trim(l, now);
   for (uint64_t seq : nacks) {

@@ -201,5 +201,47 @@ TEST(Catalog, KeyringRotationKeepsTheClusterTalking) {
   EXPECT_TRUE(c.RunUntil([&] { return *c.node(0).Exists("crawl", "after-rotation"); }, 5s));
 }
 
+// A compact reference (tree pushes) carries the name and a digest of the other
+// pinned fields: equal parameters give equal digests, any field changed gives
+// another, and the full-form parser refuses it (only a node holding the filter
+// can resolve it).
+TEST(Catalog, CompactFilterReferences) {
+  auto entry = MakeCatalogEntry(SharedFilter("crawl"), TestSecret(), 0, "");
+  ASSERT_TRUE(entry.ok());
+  const crdt::FilterParams& p = entry->params;
+  wire::FilterRef ref;
+  ToWire(p, &ref);
+  EXPECT_FALSE(IsCompactRef(ref));
+  CompactRef(&ref);
+  EXPECT_TRUE(IsCompactRef(ref));
+  EXPECT_EQ(ref.name(), "crawl");
+  EXPECT_EQ(ref.digest(), ParamsDigest(p));
+  EXPECT_NE(ref.digest(), 0u);
+  EXPECT_FALSE(FromWire(ref).ok());
+  wire::FilterRef full;
+  ToWire(p, &full);
+  EXPECT_LT(ref.ByteSizeLong() + 15, full.ByteSizeLong());
+  // Every pinned field moves the digest.
+  for (int field = 0; field < 9; ++field) {
+    crdt::FilterParams q = p;
+    switch (field) {
+      case 0: ++q.filter_id; break;
+      case 1: ++q.shape.blocks; break;
+      case 2: ++q.shape.k; break;
+      case 3: ++q.generations; break;
+      case 4: ++q.hash_scheme; break;
+      case 5: ++q.key_id; break;
+      case 6: ++q.expansion; break;
+      case 7: ++q.capacity; break;
+      case 8: q.fpr = 0.02; break;
+    }
+    EXPECT_NE(ParamsDigest(q), ParamsDigest(p)) << field;
+  }
+  // A digest beside full fields is neither form.
+  full.set_digest(ParamsDigest(p));
+  EXPECT_FALSE(IsCompactRef(full));
+  EXPECT_FALSE(FromWire(full).ok());
+}
+
 }  // namespace
 }  // namespace pollen::node::testing

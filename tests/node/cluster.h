@@ -79,6 +79,7 @@ struct ClusterOptions {
   bool tcp_only = false;
   NodeConfig::Dissemination dissemination = NodeConfig::Dissemination::kTree;  // the node default
   bool report_peer_adds = false;  // NodeConfig::report_peer_adds
+  bool compact_refs = true;       // NodeConfig::tree_compact_refs
   bool inspect = false;  // count delivered frames by (channel, type) in delivered()
   // Return true to drop a frame (from, outgoing, peeked envelope if it opened).
   std::function<bool(size_t from, const Outgoing&, const wire::Envelope&)> drop;
@@ -108,6 +109,7 @@ class Cluster {
     c.dissemination = options_.dissemination;
     c.filters = options_.filters;
     c.report_peer_adds = options_.report_peer_adds;
+    c.tree_compact_refs = options_.compact_refs;
     return c;
   }
 

@@ -8,6 +8,7 @@
 #include "node/core/anti_entropy.h"
 #include "node/core/catalog.h"
 #include "node/core/dissemination.h"
+#include "node/core/epochs.h"
 #include "node/core/push_delivery.h"
 #include "tests/node/cluster.h"
 
@@ -349,6 +350,57 @@ TEST_F(HeldDeltasFrames, NeverHeldForADeletedNameAndDroppedByADeletion) {
   Deliver(CatalogFrame(again));
   EXPECT_EQ(SetBits("gone"), 0u);
   EXPECT_EQ(node().Counters().held_deltas_released, 0u);
+}
+
+// Compact filter references (catalog.h: CompactRef) resolve only against a
+// filter held here with the same name and digest. In a tree push one that
+// does not resolve is counted as unresolved_ref and changes nothing (a
+// neighbour would NACK it: tree_dissemination_test); anywhere else, and in a
+// form that mixes the two, it is malformed.
+TEST_F(Frames, CompactFilterReferences) {
+  wire::Envelope env;
+  *env.mutable_tree()->mutable_data()->add_deltas() = DeltaEnvelope(params_, 0).delta();
+  env.mutable_tree()->set_stream(9);
+  env.mutable_tree()->set_seq(1);
+  wire::FilterRef* ref = env.mutable_tree()->mutable_data()->mutable_deltas(0)->mutable_filter();
+  CompactRef(ref);
+  // Counted, not logged as a rejected frame: a neighbour resends it in full.
+  const auto expect_unresolved = [&](const std::string& frame) {
+    const Observed before = Observe(*cluster_, 0);
+    const uint64_t count = Count("unresolved_ref");
+    node().HandleDatagram("addr-evil", frame, cluster_->now());
+    EXPECT_EQ(Count("unresolved_ref"), count + 1);
+    EXPECT_EQ(Observe(*cluster_, 0), before);
+    EXPECT_TRUE(node().TakeEvents().empty());
+    EXPECT_TRUE(node().TakeOutgoing().empty());
+  };
+  ref->set_digest(ParamsDigest(params_) ^ 1);  // other parameters
+  expect_unresolved(forger_.Seal(env));
+  ref->set_name("nosuch");
+  ref->set_digest(ParamsDigest(params_));
+  expect_unresolved(forger_.Seal(env));
+  ref->set_name("crawl");
+  ref->set_blocks(params_.shape.blocks);  // digest and a full field: neither form
+  ExpectRejected(forger_.Seal(env), "malformed");
+  ref->clear_blocks();
+  env.mutable_tree()->clear_seq();  // not a numbered push: nothing to NACK
+  env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_epoch(kMaxEpoch + 1);
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_epoch(0);
+
+  wire::Envelope delta = DeltaEnvelope(params_, 0);  // a plain delta frame takes it only if it resolves
+  CompactRef(delta.mutable_delta()->mutable_filter());
+  delta.mutable_delta()->mutable_filter()->set_digest(ParamsDigest(params_) ^ 1);
+  ExpectRejected(forger_.Seal(delta), "malformed");
+
+  // Resolved: merged like a full reference.
+  const Observed before = Observe(*cluster_, 0);
+  node().HandleDatagram("addr-evil", forger_.Seal(env), cluster_->now());
+  delta.mutable_delta()->mutable_filter()->set_digest(ParamsDigest(params_));
+  node().HandleDatagram("addr-evil", forger_.Seal(delta), cluster_->now());
+  EXPECT_NE(Observe(*cluster_, 0), before);
+  EXPECT_EQ(Count("malformed"), 3u);
+  EXPECT_EQ(Count("unresolved_ref"), 2u);
 }
 
 TEST_F(Frames, GossipFrameAppliesCatalogThenEpochsThenDeltas) {

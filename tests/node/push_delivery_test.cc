@@ -100,6 +100,34 @@ TEST(PushDelivery, ProbesBackOffAndStopOnceAcked) {
   EXPECT_EQ(tx.NextWakeup(), Time::max());
 }
 
+// A link whose last kCleanStreak pushes were all acked with no NACK is probed
+// after quiet_probe_delay; a NACK brings back probe_delay at once.
+TEST(PushDelivery, ACleanLinkIsProbedLater) {
+  PushDelivery tx({}, 8);
+  int64_t t = 0;
+  uint32_t stream = 0;
+  const auto first_probe_after = [&](int64_t sent_at) {
+    for (int64_t ms = sent_at; ms <= sent_at + 3000; ++ms) {
+      if (!tx.Due(At(ms)).empty()) return ms - sent_at;
+    }
+    return int64_t{-1};
+  };
+  for (uint64_t seq = 1; seq <= PushDelivery::kCleanStreak; ++seq, t += 10) {
+    stream = tx.Send("r", Body(), 1, At(t)).stream;
+    if (seq < PushDelivery::kCleanStreak) {
+      EXPECT_EQ(first_probe_after(t), 150) << seq;  // not clean yet
+    }
+    tx.OnFeedback("r", stream, seq, {}, At(t + 1));
+  }
+  tx.Send("r", Body(), 1, At(t));
+  EXPECT_EQ(first_probe_after(t), 1200);
+  // A NACK (here for a push no longer held) ends the streak.
+  tx.OnFeedback("r", stream, PushDelivery::kCleanStreak, {1}, At(t + 1));
+  t += 10;
+  tx.Send("r", Body(), 1, At(t));
+  EXPECT_EQ(first_probe_after(t), 150);
+}
+
 TEST(PushDelivery, GivesUpOnAGapAfterMaxTries) {
   PushDelivery rx({}, 8);
   rx.OnPush("s", 3, 1, At(0));

@@ -3,7 +3,9 @@
 // once per node, and the cluster converges through loss and a crash.
 #include <gtest/gtest.h>
 
+#include "node/core/catalog.h"
 #include "node/core/rng.h"
+#include "node/core/dissemination.h"
 #include "tests/node/cluster.h"
 
 namespace pollen::node::testing {
@@ -24,6 +26,12 @@ uint64_t SetBits(Node& node) {
   uint64_t bits = 0;
   for (const GenerationInfo& g : info->generations) bits += g.set_bits;
   return bits;
+}
+
+uint64_t TreeBytes(Cluster& c) {
+  uint64_t bytes = 0;
+  for (size_t n = 0; n < c.size(); ++n) bytes += c.node(n).Counters().bytes_out_by_type["tree"];
+  return bytes;
 }
 
 uint64_t BitsSent(Cluster& c) {
@@ -176,6 +184,112 @@ TEST(TreeDissemination, IsDeterministic) {
     return sent;
   };
   EXPECT_EQ(run(), run());
+}
+
+// Pushes name a filter the neighbour holds by name and digest (catalog.h,
+// CompactRef): every key still reaches every node, nearly every delta goes
+// compact, and the tree sends fewer bytes than with full references.
+TEST(TreeDissemination, PushesNameKnownFiltersCompactly) {
+  uint64_t tree_bytes[2] = {0, 0};
+  for (bool compact : {false, true}) {
+    ClusterOptions o = TreeOptions(12);
+    o.anti_entropy_interval = 1000s;
+    o.compact_refs = compact;
+    bool counting = false;
+    uint64_t compact_deltas = 0, full_deltas = 0;
+    o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
+      if (counting && env.has_tree()) {
+        for (const wire::Delta& d : env.tree().data().deltas()) ++(IsCompactRef(d.filter()) ? compact_deltas : full_deltas);
+      }
+      return false;
+    };
+    Cluster c(o);
+    c.StartAll();
+    ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+    c.RunFor(20s);
+    counting = true;
+    const uint64_t before = TreeBytes(c);
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
+      if (i % 10 == 9) c.Step();
+    }
+    ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 200); }, 5s)) << "compact " << compact;
+    ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 5s));
+    tree_bytes[compact] = TreeBytes(c) - before;
+    if (compact) {
+      EXPECT_GT(compact_deltas, 20 * full_deltas);
+    } else {
+      EXPECT_EQ(compact_deltas, 0u);
+      EXPECT_GT(full_deltas, 0u);
+    }
+  }
+  EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+}
+
+// A compact reference the receiver cannot resolve (it lacks the filter, or
+// holds it with other parameters) does not count as received: the push is
+// NACKed at once, nothing is merged, and the NACKed push comes again with full
+// references.
+TEST(TreeDissemination, AnUnresolvedCompactReferenceIsNackedAndResentInFull) {
+  ClusterOptions o = TreeOptions(2);
+  o.anti_entropy_interval = 1000s;
+  // n0's first push after `watch` is lost on its way to n1; its resend is kept.
+  bool watch = false;
+  std::optional<std::pair<uint32_t, uint64_t>> lost;  // (stream, seq)
+  std::vector<wire::Tree> resends;
+  o.drop = [&](size_t from, const Outgoing&, const wire::Envelope& env) {
+    if (!watch || from != 0 || !env.has_tree() || env.tree().seq() == 0) return false;
+    const wire::Tree& t = env.tree();
+    if (!lost) {
+      lost = {t.stream(), t.seq()};
+      EXPECT_TRUE(IsCompactRef(t.data().deltas(0).filter()));
+      return true;
+    }
+    if (std::make_pair(t.stream(), t.seq()) == *lost) resends.push_back(t);
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);  // n0 and n1 are tree neighbours and have seen each other's beacons
+
+  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
+  ASSERT_TRUE(entry.ok());
+  const crdt::FilterParams& params = entry->params;
+  wire::Envelope env;
+  env.set_sender_name(NameOf(0));
+  env.set_sender_address(AddressOf(0));
+  wire::Delta* delta = env.mutable_tree()->mutable_data()->add_deltas();
+  ToWire(params, delta->mutable_filter());
+  CompactRef(delta->mutable_filter());
+  delta->mutable_filter()->set_digest(ParamsDigest(params) ^ 1);  // not n1's parameters
+  const std::vector<crdt::WordBits> words = {{5, 0xff}};
+  delta->set_positions(EncodeWords(words, 0, params.shape.bits()));
+  env.mutable_tree()->set_stream(77);
+  env.mutable_tree()->set_seq(1);
+  (void)c.node(1).TakeOutgoing();
+  const uint64_t bits_before = SetBits(c.node(1));
+  c.node(1).HandleDatagram(AddressOf(0), Forger(TestSecret(), 0xC0FFEE).Seal(env), c.now());
+  NodeCounters counters = c.node(1).Counters();
+  EXPECT_EQ(counters.rejected_by_reason["unresolved_ref"], 1u);
+  EXPECT_EQ(counters.rejected_by_reason["malformed"], 0u);
+  EXPECT_EQ(SetBits(c.node(1)), bits_before);
+  bool nacked = false;
+  for (const Outgoing& out : c.node(1).TakeOutgoing()) {
+    std::optional<wire::Envelope> e = Peek(TestSecret(), out.bytes);
+    ASSERT_TRUE(e.has_value());
+    nacked = nacked || (out.to == AddressOf(0) && e->has_tree() && e->tree().ack_stream() == 77 &&
+                        e->tree().nack_size() == 1 && e->tree().nack(0) == 1);
+  }
+  EXPECT_TRUE(nacked);
+
+  // A push lost on the way goes again with full references.
+  watch = true;
+  ASSERT_TRUE(c.node(0).Add("crawl", Key(1)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 1, 2); }, 5s));
+  ASSERT_TRUE(lost.has_value());
+  ASSERT_FALSE(resends.empty());
+  for (const wire::Delta& d : resends.front().data().deltas()) EXPECT_FALSE(IsCompactRef(d.filter()));
 }
 
 }  // namespace
