@@ -91,11 +91,7 @@ void ToWire(const crdt::FilterParams& p, wire::FilterRef* out) {
   out->set_fpr(p.fpr);
 }
 
-absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref) {
-  if (ref.name().size() > crdt::kMaxFilterNameBytes) return absl::InvalidArgumentError("filter name too long");
-  // A compact reference is resolved against local state (Node's
-  // ParamsFromWire), never taken as parameters.
-  if (ref.digest() != 0) return absl::InvalidArgumentError("a compact filter reference here");
+crdt::FilterParams Unvalidated(const wire::FilterRef& ref) {
   crdt::FilterParams p;
   p.name = ref.name();
   p.filter_id = ref.filter_id();
@@ -107,34 +103,32 @@ absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref) {
   p.expansion = ref.expansion();
   p.capacity = ref.capacity();
   p.fpr = ref.fpr();
+  return p;
+}
+
+absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref) {
+  if (ref.name().size() > crdt::kMaxFilterNameBytes) return absl::InvalidArgumentError("filter name too long");
+  // A compact reference is resolved against local state (Node's
+  // ParamsFromWire), never taken as parameters.
+  if (ref.digest() != 0) return absl::InvalidArgumentError("a compact filter reference here");
+  crdt::FilterParams p = Unvalidated(ref);
   if (absl::Status s = crdt::ValidateParams(p); !s.ok()) return s;
   return p;
 }
 
-namespace {
-
-// The pinned fields a compact reference stands for, in wire order (2-10).
-uint64_t DigestOf(uint64_t filter_id, uint64_t blocks, uint32_t k, uint32_t generations, uint32_t hash_scheme,
-                  uint64_t key_id, uint32_t expansion, uint64_t capacity, double fpr) {
+uint64_t ParamsDigest(const crdt::FilterParams& p) {
   uint64_t h = 0x706c6e7265663031ULL;  // "plnref01"
-  for (uint64_t v : {filter_id, blocks, uint64_t{k}, uint64_t{generations}, uint64_t{hash_scheme}, key_id,
-                     uint64_t{expansion}, capacity, std::bit_cast<uint64_t>(fpr)}) {
+  for (uint64_t v : {p.filter_id, p.shape.blocks, uint64_t{p.shape.k}, uint64_t{p.generations},
+                     uint64_t{p.hash_scheme}, p.key_id, uint64_t{p.expansion}, p.capacity,
+                     std::bit_cast<uint64_t>(p.fpr)}) {
     h = crdt::Mix64(h ^ v);
   }
   return h == 0 ? 1 : h;
 }
 
-}  // namespace
-
-uint64_t ParamsDigest(const crdt::FilterParams& p) {
-  return DigestOf(p.filter_id, p.shape.blocks, p.shape.k, p.generations, p.hash_scheme, p.key_id, p.expansion,
-                  p.capacity, p.fpr);
-}
-
 void CompactRef(wire::FilterRef* ref) {
-  assert(!IsCompactRef(*ref));
-  const uint64_t digest = DigestOf(ref->filter_id(), ref->blocks(), ref->k(), ref->generations(), ref->hash_scheme(),
-                                   ref->key_id(), ref->expansion(), ref->capacity(), ref->fpr());
+  assert(ref->digest() == 0);
+  const uint64_t digest = ParamsDigest(Unvalidated(*ref));
   std::string name = std::move(*ref->mutable_name());
   ref->Clear();
   ref->set_name(std::move(name));

@@ -66,14 +66,17 @@ bool Precedes(const CatalogEntry& a, const CatalogEntry& b);
 // ValidateFilterConfig, consistency of name and params) and never touch state.
 void ToWire(const crdt::FilterParams& params, wire::FilterRef* out);
 absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref);
+// The fields of `ref` as parameters, nothing checked (FromWire checks them).
+crdt::FilterParams Unvalidated(const wire::FilterRef& ref);
 void ToWire(const CatalogEntry& entry, uint64_t epoch, wire::CatalogEntry* out);
 absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& entry);
 
 // Compact filter references (wire.proto, FilterRef.digest): a tree push names
-// a filter its neighbour already holds by name and a 64-bit digest of the
-// other pinned fields, 12-20 bytes instead of ~60 (a third of a one-key push
-// frame). ParamsDigest is never 0 (0 marks the full form); equal parameters
-// give equal digests, different ones collide with probability ~2^-64.
+// a filter its neighbour already holds by its name and a 64-bit digest of the
+// other pinned fields: 23 bytes for "crawl:seen" instead of 42 (a fixed-size
+// filter) or ~60 (a scaling one), of a one-key push's ~157. ParamsDigest is
+// never 0 (0 marks the full form); equal parameters give equal digests,
+// different ones collide with probability ~2^-64.
 inline constexpr uint32_t kTreeFeatureCompactRefs = 1;  // TreeBeacon.features bit
 uint64_t ParamsDigest(const crdt::FilterParams& params);
 // Rewrites a full reference in place to its compact form.

@@ -338,7 +338,7 @@ struct Node::Impl {
   mutable std::mutex estimates_mu;
   mutable std::map<std::tuple<uint64_t, uint32_t, uint64_t>, std::pair<double, double>> estimates;
 
-  uint64_t frame_rejects = 0;             // driver only: Reject() calls so far
+  uint64_t frame_rejects = 0;             // driver only: Reject() calls and unresolved tree pushes so far
   absl::flat_hash_map<std::string, Time> last_data;  // driver only: by member name, see Peers(); never iterated in order
 
   bool started = false;

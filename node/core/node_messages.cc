@@ -6,6 +6,7 @@ namespace pollen::node {
 absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::FilterRef& ref,
                                                               std::shared_ptr<const FilterState>* matched) const {
   if (matched != nullptr) matched->reset();
+  if (ref.digest() != 0 && !IsCompactRef(ref)) return absl::InvalidArgumentError("digest beside full parameters");
   auto it = filters.find(ref.name());
   if (IsCompactRef(ref)) {
     if (it == filters.end() || ParamsDigest(it->second->entry.params) != ref.digest()) {

@@ -231,9 +231,10 @@ void Node::Impl::SendPush(const std::string& link, const PushDelivery::Numbered&
   if (address == nullptr) return;
   wire::Tree msg;
   *msg.mutable_data() = *push.body;
-  // Compact references save ~45 of a one-key push's ~125 bytes (pollen-sim,
-  // N=100, 20 adds/s). Not for a filter whose catalog entry is still being
-  // announced: the link may not hold it yet (the entry rides in this push).
+  // Compact references save 19 of a one-key push's ~157 bytes for a
+  // fixed-size filter, ~37 for a scaling one (catalog.h). Not for a filter
+  // whose catalog entry is still being announced: the link may not hold it
+  // yet (the entry rides in this push).
   if (!resend && compact_ref_links.contains(link)) {
     for (wire::Delta& delta : *msg.mutable_data()->mutable_deltas()) {
       const std::string& name = delta.filter().name();
@@ -285,15 +286,20 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   const bool data_ok = control_ok && DecodeGossip(msg.data(), &data);
   // A push naming a filter by a compact reference this node cannot resolve
   // (it lacks the filter: restarted empty, joined late, or the filter was
-  // replaced) is taken as not received: its number counts as sent, so it is
-  // NACKed and comes again with full references. The rest of the frame
-  // (beacon, delivery control) is used as usual.
+  // replaced) is taken as not received: from a tree neighbour it is NACKed at
+  // once and comes again with full references; from anyone else its bits are
+  // left to anti-entropy. The rest of the frame (beacon, delivery control)
+  // is used as usual. Counted, and a sign of trouble for anti-entropy's
+  // interval, but not logged: it repairs itself.
   const bool unresolved = control_ok && !data_ok && data.unresolved_ref && msg.seq() != 0;
   if (!data_ok && !unresolved) {
     Reject(from, "malformed");
     return;
   }
-  if (unresolved) Stats([](NodeCounters& s) { ++s.rejected_by_reason["unresolved_ref"]; });
+  if (unresolved) {
+    ++frame_rejects;  // also keeps the frame from counting as data from the sender (HandleFrame)
+    Stats([](NodeCounters& s) { ++s.rejected_by_reason["unresolved_ref"]; });
+  }
   // Bits from anyone who holds the key count (the frame is authenticated);
   // the tree changes only for live members, in tree mode.
   const bool linked = tree != nullptr && started && !membership->left() && sender != config.name &&
@@ -314,7 +320,7 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   }
   if (msg.link() == 1 && tree->IsNeighbour(sender)) beacon_changed = true;  // a newcomer needs ours
   if (msg.has_beacon() && tree->IsNeighbour(sender)) {
-    if ((b.features() & kTreeFeatureCompactRefs) != 0) {
+    if (config.tree_compact_refs && (b.features() & kTreeFeatureCompactRefs) != 0) {
       compact_ref_links.insert(sender);
     } else {
       compact_ref_links.erase(sender);
@@ -329,8 +335,11 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
     if (!was_child && tree->IsChild(sender)) StartAntiEntropy(from);
   }
   if (tree->IsNeighbour(sender)) {
-    if (msg.seq() != 0 && !unresolved) delivery->OnPush(sender, msg.stream(), msg.seq(), now);
-    if (unresolved) delivery->OnProbe(sender, msg.stream(), msg.seq(), now);  // NACKed after nack_delay
+    if (unresolved) {
+      delivery->OnRefused(sender, msg.stream(), msg.seq(), now);
+    } else if (msg.seq() != 0) {
+      delivery->OnPush(sender, msg.stream(), msg.seq(), now);
+    }
     if (msg.probe() != 0) delivery->OnProbe(sender, msg.stream(), msg.probe(), now);
     if (msg.ack_stream() != 0) {
       const std::vector<uint64_t> nacks(msg.nack().begin(), msg.nack().end());

@@ -9,7 +9,8 @@ namespace pollen::node {
 
 PushDelivery::PushDelivery(Config config, uint64_t stream_ids) : config_(config), stream_ids_(stream_ids) {
   assert(config_.probe_delay.count() > 0 && config_.max_probe_interval >= config_.probe_delay);
-  assert(config_.quiet_probe_delay >= config_.probe_delay);
+  assert(config_.quiet_probe_delay >= config_.probe_delay && config_.quiet_probe_delay <= config_.max_probe_interval);
+  assert(config_.quiet_probe_delay < config_.retain);
   assert(config_.nack_retry.count() > 0 && config_.retain.count() > 0);
 }
 
@@ -155,6 +156,21 @@ void PushDelivery::OnProbe(const std::string& link, uint32_t stream, uint64_t la
   } else if (l.nack_due == Time::max()) {
     l.nack_due = now;
   }
+}
+
+void PushDelivery::OnRefused(const std::string& link, uint32_t stream, uint64_t seq, Time now) {
+  next_wakeup_.reset();
+  assert(stream != 0 && seq != 0);
+  Link& l = At(link);
+  if (stream == l.replaced_rx_stream) return;
+  if (stream != l.rx_stream) {
+    ResetReceive(l, stream);
+    l.contiguous = l.highest = seq - 1;
+  }
+  Extend(l, seq);
+  if (seq <= l.contiguous) return;  // counted as arrived or given up already: nothing to ask for
+  l.ack_due = true;
+  l.nack_due = now;  // at once, older gaps with it (a refusal is rare: one early NACK is cheap)
 }
 
 // ---- both ----

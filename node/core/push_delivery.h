@@ -112,6 +112,13 @@ class PushDelivery {
   void OnPush(const std::string& link, uint32_t stream, uint64_t seq, Time now);
   // The link asked for an ack: it has sent up to `last`.
   void OnProbe(const std::string& link, uint32_t stream, uint64_t last, Time now);
+  // A numbered push arrived but could not be used (a compact filter
+  // reference this node cannot resolve): it counts as not received and is
+  // NACKed at once. On a stream met for the first time, the numbers below it
+  // are not asked for (they went to this node's previous life, or before the
+  // link), so a refused push far into a stream is NACKed first, not after
+  // kWindow older numbers the sender no longer holds.
+  void OnRefused(const std::string& link, uint32_t stream, uint64_t seq, Time now);
 
   // ---- both ----
   // What a frame to `link` sent now should carry; marks it said. With

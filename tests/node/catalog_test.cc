@@ -237,6 +237,16 @@ TEST(Catalog, CompactFilterReferences) {
     }
     EXPECT_NE(ParamsDigest(q), ParamsDigest(p)) << field;
   }
+  // A scaling filter's reference (expansion, capacity and rate set) too.
+  auto scaling = crdt::MakeParams("grow", 1000, 0.01, 1, TestSecret(), 2);
+  ASSERT_TRUE(scaling.ok());
+  wire::FilterRef grow;
+  ToWire(*scaling, &grow);
+  const size_t full_bytes = grow.ByteSizeLong();
+  CompactRef(&grow);
+  EXPECT_EQ(grow.digest(), ParamsDigest(*scaling));
+  EXPECT_NE(grow.digest(), ParamsDigest(p));
+  EXPECT_LT(grow.ByteSizeLong() + 30, full_bytes);
   // A digest beside full fields is neither form.
   full.set_digest(ParamsDigest(p));
   EXPECT_FALSE(IsCompactRef(full));

@@ -379,12 +379,20 @@ TEST_F(Frames, CompactFilterReferences) {
   ref->set_name("nosuch");
   ref->set_digest(ParamsDigest(params_));
   expect_unresolved(forger_.Seal(env));
-  ref->set_name("crawl");
-  ref->set_blocks(params_.shape.blocks);  // digest and a full field: neither form
-  ExpectRejected(forger_.Seal(env), "malformed");
-  ref->clear_blocks();
   env.mutable_tree()->clear_seq();  // not a numbered push: nothing to NACK
-  env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_epoch(kMaxEpoch + 1);
+  ExpectRejected(forger_.Seal(env), "malformed");
+  env.mutable_tree()->set_seq(1);
+  ref->set_name("crawl");
+  wire::FilterRef mixed;  // every full field, matching this node's filter, and a digest: neither form
+  ToWire(params_, &mixed);
+  mixed.set_digest(ParamsDigest(params_));
+  *ref = mixed;
+  ExpectRejected(forger_.Seal(env), "malformed");
+  ref->Clear();
+  ref->set_name("crawl");
+  ref->set_digest(ParamsDigest(params_));
+  env.mutable_tree()->clear_seq();
+  env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_epoch(kMaxEpoch + 1);  // resolves, bad epoch
   ExpectRejected(forger_.Seal(env), "malformed");
   env.mutable_tree()->mutable_data()->mutable_deltas(0)->set_epoch(0);
 
@@ -399,7 +407,7 @@ TEST_F(Frames, CompactFilterReferences) {
   delta.mutable_delta()->mutable_filter()->set_digest(ParamsDigest(params_));
   node().HandleDatagram("addr-evil", forger_.Seal(delta), cluster_->now());
   EXPECT_NE(Observe(*cluster_, 0), before);
-  EXPECT_EQ(Count("malformed"), 3u);
+  EXPECT_EQ(Count("malformed"), 4u);
   EXPECT_EQ(Count("unresolved_ref"), 2u);
 }
 

@@ -128,6 +128,29 @@ TEST(PushDelivery, ACleanLinkIsProbedLater) {
   EXPECT_EQ(first_probe_after(t), 150);
 }
 
+// A refused push (a compact reference the receiver could not resolve) is
+// NACKed at once; on a stream met for the first time, far into it (the
+// receiver restarted), it is NACKed itself rather than the numbers below it,
+// which the sender no longer holds.
+TEST(PushDelivery, ARefusedPushIsNackedAtOnce) {
+  PushDelivery rx({}, 9);
+  rx.OnRefused("s", 7, 5000, At(0));
+  ASSERT_EQ(rx.Due(At(0)), std::vector<std::string>{"s"});
+  Control c = rx.TakeControl("s", At(0), false);
+  EXPECT_EQ(c.ack_stream, 7u);
+  EXPECT_EQ(c.ack, 4999u);
+  EXPECT_EQ(c.nacks, std::vector<uint64_t>{5000});
+  // Its resend arrives: nothing more to ask.
+  rx.OnPush("s", 7, 5000, At(5));
+  EXPECT_TRUE(rx.TakeControl("s", At(6), false).nacks.empty());
+  // On a known stream, a refused push joins the gaps it leaves.
+  rx.OnPush("s", 7, 5002, At(10));
+  rx.OnRefused("s", 7, 5003, At(11));
+  c = rx.TakeControl("s", At(11), false);
+  EXPECT_EQ(c.ack, 5000u);
+  EXPECT_EQ(c.nacks, (std::vector<uint64_t>{5001, 5003}));
+}
+
 TEST(PushDelivery, GivesUpOnAGapAfterMaxTries) {
   PushDelivery rx({}, 8);
   rx.OnPush("s", 3, 1, At(0));

@@ -283,13 +283,49 @@ TEST(TreeDissemination, AnUnresolvedCompactReferenceIsNackedAndResentInFull) {
   }
   EXPECT_TRUE(nacked);
 
-  // A push lost on the way goes again with full references.
+  // A push lost on the way goes again with full references (a NACK may be
+  // about a reference the link could not resolve).
   watch = true;
   ASSERT_TRUE(c.node(0).Add("crawl", Key(1)).ok());
   ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 1, 2); }, 5s));
   ASSERT_TRUE(lost.has_value());
   ASSERT_FALSE(resends.empty());
   for (const wire::Delta& d : resends.front().data().deltas()) EXPECT_FALSE(IsCompactRef(d.filter()));
+}
+
+// Between real neighbours: n1 has not learned a filter n0 created (everything
+// that would carry its catalog entry to n1 is lost), n0's announcement ends,
+// and n0 adds a key. The compact push is refused and NACKed, and the full
+// resend is held for want of the entry (HeldDeltas, for one anti-entropy
+// interval); once nothing is hidden the key reaches n1.
+TEST(TreeDissemination, AFilterTheNeighbourLacksArrivesByTheFullResend) {
+  ClusterOptions o = TreeOptions(2);
+  o.anti_entropy_interval = 5s;  // brings the entry once nothing is hidden
+  bool hide = false;  // n0 -> n1: only membership and tree frames without catalog entries
+  o.drop = [&](size_t from, const Outgoing&, const wire::Envelope& env) {
+    if (!hide || from != 0) return false;
+    return !env.has_membership() && !(env.has_tree() && env.tree().data().catalog_size() == 0);
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);
+  hide = true;
+  ASSERT_TRUE(c.node(0).Reserve(SharedFilter("late"), c.now()).ok());
+  c.RunFor(20s);  // the announcement rounds pass; n1 never heard of "late"
+  ASSERT_FALSE(c.node(1).Exists("late", Key(1)).ok());
+  ASSERT_TRUE(c.node(0).Add("late", Key(1)).ok());
+  c.RunFor(2s);
+  EXPECT_GE(c.node(1).Counters().rejected_by_reason["unresolved_ref"], 1u);
+  EXPECT_GE(c.node(0).Counters().tree_resends, 1u);
+  EXPECT_GE(c.node(1).Counters().held_deltas, 1u);  // the full resend, held for want of the entry
+  hide = false;
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        auto r = c.node(1).Exists("late", Key(1));
+        return r.ok() && *r;
+      },
+      30s));
 }
 
 }  // namespace
