@@ -24,11 +24,8 @@ CELLS=${CELLS:-"1:1 1:8 16:1 16:8"}
 for b in "$NEW" "$OLD"; do [ -x "$b" ] || { echo "no executable $b" >&2; exit 1; }; done
 command -v redis-benchmark >/dev/null || { echo "need redis-benchmark (redis-tools)" >&2; exit 1; }
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scratch.sh
+source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 
 start() {  # binary, name, extra flags: sets PORT and PID (not in a subshell: cleanup must see the PID)
   local gossip http extra

@@ -27,12 +27,9 @@ MODULE=${MODULE:-"$ROOT/../shared/anchors/redisbloom-2.4.23.so"}
 [ -x "$POLLEND" ] || { echo "no $POLLEND; build it first (cmake --build $BUILD_DIR --target pollend)" >&2; exit 1; }
 command -v redis-benchmark >/dev/null && command -v redis-server >/dev/null || { echo "need redis-server and redis-benchmark (redis-tools)" >&2; exit 1; }
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
+# shellcheck source=scratch.sh
+source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 REDIS_PORT=$(free_port); RESP_PORT=$(free_port); GOSSIP_PORT=$(free_port); HTTP_PORT=$(free_port)
 
 module=()

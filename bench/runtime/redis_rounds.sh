@@ -22,11 +22,8 @@ CELLS=${CELLS:-"1x1 1x8 16x1 16x8"}
 command -v redis-benchmark >/dev/null && command -v redis-server >/dev/null || {
   echo "need redis-server and redis-benchmark (redis-tools)" >&2; exit 1; }
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scratch.sh
+source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 wait_ping() { for _ in $(seq 1 300); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 
 REDIS_PORT=$(free_port)

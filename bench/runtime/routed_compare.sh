@@ -24,11 +24,8 @@ COPIES=${COPIES:-3}
 [ -x "$POLLEND" ] || { echo "no $POLLEND; build it first" >&2; exit 1; }
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { echo "need redis-server and redis-cli" >&2; exit 1; }
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scratch.sh
+source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 
 export POLLEN_SECRET=$(head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 endpoints=()

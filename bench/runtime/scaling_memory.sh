@@ -19,12 +19,9 @@ MODULE=${MODULE:-"$ROOT/../shared/anchors/redisbloom-2.4.23.so"}
 [ -f "$MODULE" ] || { echo "no RedisBloom module at $MODULE (set MODULE=)" >&2; exit 1; }
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { echo "need redis-server and redis-cli (redis-tools)" >&2; exit 1; }
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
+# shellcheck source=scratch.sh
+source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 REDIS_PORT=$(free_port); RESP_PORT=$(free_port); GOSSIP_PORT=$(free_port); HTTP_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no --loadmodule "$MODULE" \
   > "$WORK/redis.log" 2>&1 &

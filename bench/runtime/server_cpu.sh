@@ -16,19 +16,16 @@ for t in perf redis-server redis-benchmark redis-cli; do
   command -v "$t" >/dev/null || { echo "need $t" >&2; exit 1; }
 done
 
-WORK=$(mktemp -d)
-KIDS=()
-cleanup() { for p in "${KIDS[@]:-}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scratch.sh
+source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 wait_ping() { for _ in $(seq 1 300); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 
 NAMES=(redis); PORTS=(); SPIDS=()
 port=$(free_port)
 timeout 3600 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no > "$WORK/redis.log" 2>&1 &
-KIDS+=($!)
+PIDS+=($!)
 wait_ping "$port" || { echo "redis-server did not start" >&2; exit 1; }
-PORTS+=("$port"); SPIDS+=("$(pgrep -P "${KIDS[-1]}")")
+PORTS+=("$port"); SPIDS+=("$(pgrep -P "${PIDS[-1]}")")
 i=0
 for bin in "$@"; do
   [ -x "$bin" ] || { echo "no executable $bin" >&2; exit 1; }
@@ -36,9 +33,9 @@ for bin in "$@"; do
   POLLEN_SECRET=$(head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n') timeout 3600 "$bin" --node-name "p$i" \
     --gossip-bind "127.0.0.1:$(free_port)" --resp-bind "127.0.0.1:$port" --http-bind "" \
     --resp-threads 1 --log-level warn > "$WORK/p$i.log" 2>&1 &
-  KIDS+=($!)
+  PIDS+=($!)
   wait_ping "$port" || { echo "$bin did not start" >&2; cat "$WORK/p$i.log" >&2; exit 1; }
-  NAMES+=("p$i:$(basename "$bin")"); PORTS+=("$port"); SPIDS+=("$(pgrep -P "${KIDS[-1]}")")
+  NAMES+=("p$i:$(basename "$bin")"); PORTS+=("$port"); SPIDS+=("$(pgrep -P "${PIDS[-1]}")")
 done
 
 run() {  # index op command... -> one result line
