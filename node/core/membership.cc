@@ -94,7 +94,7 @@ Membership::Membership(MembershipConfig config, uint64_t rng_seed) : config_(std
 void Membership::Start(Time now) {
   if (started_) return;
   started_ = true;
-  Enqueue(config_.self_name, Member{config_.self_address, MemberState::kAlive, incarnation_, now, Time{0}});
+  EnqueueSelf();
   if (seeds_.empty()) {
     joined_ = true;
   } else {
@@ -118,7 +118,7 @@ void Membership::Leave(Time now) {
   if (left_) return;
   left_ = true;
   if (incarnation_ < std::numeric_limits<uint64_t>::max()) ++incarnation_;
-  Enqueue(config_.self_name, Member{config_.self_address, MemberState::kLeft, incarnation_, now, Time{0}});
+  EnqueueSelf();
   for (const std::string& name : RandomMembers(kMaxLeaveFanout, nullptr, /*alive_only=*/false)) {
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
@@ -133,16 +133,17 @@ void Membership::Leave(Time now) {
 
 std::vector<MemberInfo> Membership::Members() const {
   std::vector<MemberInfo> out;
-  out.reserve(members_.size() + 1);
+  out.reserve(members_->size() + 1);
   MemberInfo self{config_.self_name, config_.self_address, left_ ? MemberState::kLeft : MemberState::kAlive,
                   incarnation_, Time{0}};
   bool self_done = false;
-  for (const auto& [name, m] : members_) {
-    if (!self_done && config_.self_name < name) {
+  for (MemberSlot slot : members_->SortedByName()) {
+    const Member& m = members_->at(slot);
+    if (!self_done && config_.self_name < m.name) {
       out.push_back(self);
       self_done = true;
     }
-    out.push_back(MemberInfo{name, m.address, m.state, m.incarnation, m.last_change, m.probe_rtt});
+    out.push_back(InfoOf(m));
   }
   if (!self_done) out.push_back(self);
   return out;
@@ -153,23 +154,22 @@ std::optional<MemberInfo> Membership::Find(const std::string& name) const {
     return MemberInfo{name, config_.self_address, left_ ? MemberState::kLeft : MemberState::kAlive, incarnation_,
                       Time{0}};
   }
-  auto it = members_.find(name);
-  if (it == members_.end()) return std::nullopt;
-  return MemberInfo{name, it->second.address, it->second.state, it->second.incarnation, it->second.last_change,
-                    it->second.probe_rtt};
+  const Member* m = FindMember(name);
+  if (m == nullptr) return std::nullopt;
+  return InfoOf(*m);
 }
 
 // Node asks this for every replication frame it receives; Find's MemberInfo
 // copy (two strings) made that 5% of pollen-sim N=100 CPU (perf, 2026-11-21).
 bool Membership::Knows(const std::string& name) const {
-  return name == config_.self_name || index_.contains(name);
+  return name == config_.self_name || members_->Find(name) != kNoSlot;
 }
 
 std::vector<Address> Membership::LivePeers() const {
   std::vector<Address> out;
-  for (const auto& [name, m] : members_) {
+  members_->ForEach([&](const Member& m) {
     if (IsLive(m)) out.push_back(m.address);
-  }
+  });
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -178,30 +178,35 @@ size_t Membership::LiveCount() const { return live_.size() + (left_ ? 0 : 1); }
 
 const Address& Membership::LivePeerAddress(size_t position) const {
   assert(position < live_.size());
-  return live_[position]->address;
+  return members_->at(live_[position]).address;
 }
 
 const std::string& Membership::LivePeerName(size_t position) const {
   assert(position < live_.size());
-  return *live_[position]->name;
+  return members_->at(live_[position]).name;
 }
 
 const std::string* Membership::SmallestLivePeer() const {
-  for (const auto& [name, m] : members_) {
-    if (IsLive(m)) return &name;
+  if (smallest_live_stale_) {
+    smallest_live_stale_ = false;
+    smallest_live_ = kNoSlot;
+    for (MemberSlot slot : live_) {
+      if (smallest_live_ == kNoSlot || members_->at(slot).name < members_->at(smallest_live_).name) {
+        smallest_live_ = slot;
+      }
+    }
   }
-  return nullptr;
+  return smallest_live_ == kNoSlot ? nullptr : &members_->at(smallest_live_).name;
 }
 
 const Address* Membership::LiveAddressOf(const std::string& name) const {
-  auto it = index_.find(name);
-  if (it == index_.end() || !IsLive(*it->second)) return nullptr;
-  return &it->second->address;
+  const Member* m = FindMember(name);
+  return m == nullptr || !IsLive(*m) ? nullptr : &m->address;
 }
 
 bool Membership::IsAlive(const std::string& name) const {
-  auto it = index_.find(name);
-  return it != index_.end() && it->second->state == MemberState::kAlive;
+  const Member* m = FindMember(name);
+  return m != nullptr && m->state == MemberState::kAlive;
 }
 
 Duration Membership::SuspicionTimeout() const {
@@ -285,9 +290,15 @@ bool Membership::ValidUpdate(const wire::MemberUpdate& u) {
 
 // ---------------------------------------------------------------- table
 
-wire::MemberUpdate Membership::UpdateOf(const std::string& name, const Member& m) const {
+MemberInfo Membership::InfoOf(const Member& m) {
+  std::optional<Duration> rtt;
+  if (m.probe_rtt >= Duration::zero()) rtt = m.probe_rtt;
+  return MemberInfo{m.name, m.address, m.state, m.incarnation, m.last_change, rtt};
+}
+
+wire::MemberUpdate Membership::UpdateOf(const Member& m) const {
   wire::MemberUpdate u;
-  u.set_name(name);
+  u.set_name(m.name);
   u.set_address(m.address);
   u.set_incarnation(m.incarnation);
   u.set_status(ToWire(m.state));
@@ -297,42 +308,55 @@ wire::MemberUpdate Membership::UpdateOf(const std::string& name, const Member& m
   return u;
 }
 
-void Membership::Enqueue(const std::string& name, const Member& m) {
-  auto it = queue_.find(name);
-  if (it != queue_.end()) {
-    queue_index_.erase({it->second.transmits, it->second.order, name});
-    queue_.erase(it);
-  }
-  // Newest first among equally transmitted updates: order counts down.
-  const uint64_t order = std::numeric_limits<uint64_t>::max() - queue_order_++;
-  wire::MemberUpdate update = UpdateOf(name, m);
-  const size_t wire_bytes = update.ByteSizeLong() + 3;  // + tag, length (< 2^14)
-  auto queued = queue_.emplace(name, Queued{std::move(update), 0, order, wire_bytes}).first;
-  queue_index_.emplace(std::make_tuple(uint32_t{0}, order, name), &queued->second);
+wire::MemberUpdate Membership::SelfUpdate() const {
+  wire::MemberUpdate u;
+  u.set_name(config_.self_name);
+  u.set_address(config_.self_address);
+  u.set_incarnation(incarnation_);
+  u.set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
+  return u;
+}
+
+void Membership::Dequeue(uint64_t* key) {
+  if (*key == 0) return;
+  queue_.erase(*key);
+  *key = 0;
+}
+
+void Membership::Enqueue(MemberSlot slot, uint64_t* key) {
+  Dequeue(key);
+  // Newest first among equally transmitted updates: the sequence counts down.
+  assert(queue_order_ < kQueueSeqMask);
+  *key = kQueueSeqMask - queue_order_++;  // transmits 0; never 0 itself
+  queue_.emplace(*key, slot);
 }
 
 void Membership::TrackLive(Member& m) {
-  const bool listed = m.live_pos != kNotLive;
+  const bool listed = m.live_pos != Member::kNotLive;
   if (IsLive(m) == listed) return;
   if (!listed) {
-    m.live_pos = live_.size();
-    live_.push_back(&m);
+    m.live_pos = static_cast<uint32_t>(live_.size());
+    live_.push_back(m.slot);
+    if (!smallest_live_stale_ && (smallest_live_ == kNoSlot || m.name < members_->at(smallest_live_).name)) {
+      smallest_live_ = m.slot;
+    }
     return;
   }
-  assert(live_[m.live_pos] == &m);
-  Member* last = live_.back();
+  assert(live_[m.live_pos] == m.slot);
+  const MemberSlot last = live_.back();
   live_[m.live_pos] = last;
-  last->live_pos = m.live_pos;
+  members_->at(last).live_pos = m.live_pos;
   live_.pop_back();
-  m.live_pos = kNotLive;
+  m.live_pos = Member::kNotLive;
+  if (m.slot == smallest_live_) smallest_live_stale_ = true;
 }
 
-void Membership::Emit(Event::Kind kind, const std::string& name, const Member& m) {
-  events_.push_back(Event{kind, name, m.address, m.incarnation});
+void Membership::Emit(Event::Kind kind, const Member& m) {
+  events_.push_back(Event{kind, m.name, m.address, m.incarnation});
 }
 
-void Membership::SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now,
-                          const std::string& accuser) {
+void Membership::SetState(Member& m, MemberState state, uint64_t incarnation, Time now, const std::string& accuser) {
+  const std::string& name = m.name;
   const MemberState old = m.state;
   const uint64_t old_inc = m.incarnation;
   if (old == MemberState::kSuspect) suspicions_.erase({m.suspect_deadline, name});
@@ -346,7 +370,7 @@ void Membership::SetState(const std::string& name, Member& m, MemberState state,
   if (state == MemberState::kSuspect) {
     // A fresh suspicion (or one at a newer incarnation) restarts the timer.
     if (old != MemberState::kSuspect || old_inc != incarnation) {
-      m.suspicion = std::make_unique<Suspicion>();
+      m.suspicion = std::make_unique<MemberSuspicion>();
       m.suspicion->since = now;
       if (!accuser.empty()) m.suspicion->accusers.push_back(accuser);
       m.suspect_deadline = now + SuspicionTimeoutAfter(0);
@@ -361,47 +385,46 @@ void Membership::SetState(const std::string& name, Member& m, MemberState state,
   if (old != state) {
     switch (state) {
       case MemberState::kAlive:
-        Emit(Event::Kind::kMemberAlive, name, m);
+        Emit(Event::Kind::kMemberAlive, m);
         break;
       case MemberState::kSuspect:
-        Emit(Event::Kind::kMemberSuspect, name, m);
+        Emit(Event::Kind::kMemberSuspect, m);
         break;
       case MemberState::kDead:
-        Emit(Event::Kind::kMemberDead, name, m);
+        Emit(Event::Kind::kMemberDead, m);
         break;
       case MemberState::kLeft:
-        Emit(Event::Kind::kMemberLeft, name, m);
+        Emit(Event::Kind::kMemberLeft, m);
         break;
     }
   }
-  Enqueue(name, m);
+  Enqueue(m);
 }
 
 bool Membership::MakeRoom() {
-  auto victim = members_.end();
+  Member* victim = nullptr;
+  const std::vector<MemberSlot> sorted = members_->SortedByName();  // ties: the first name wins
   for (MemberState wanted : {MemberState::kLeft, MemberState::kDead}) {
-    for (auto it = members_.begin(); it != members_.end(); ++it) {
-      if (it->second.state != wanted) continue;
-      if (victim == members_.end() || it->second.last_change < victim->second.last_change) victim = it;
+    for (MemberSlot slot : sorted) {
+      Member& m = members_->at(slot);
+      if (m.state != wanted) continue;
+      if (victim == nullptr || m.last_change < victim->last_change) victim = &m;
     }
-    if (victim != members_.end()) break;
+    if (victim != nullptr) break;
   }
-  if (victim == members_.end()) return false;
-  auto q = queue_.find(victim->first);
-  if (q != queue_.end()) {
-    queue_index_.erase({q->second.transmits, q->second.order, q->first});
-    queue_.erase(q);
-  }
-  index_.erase(victim->first);
-  assert(victim->second.live_pos == kNotLive);
+  if (victim == nullptr) return false;
+  Dequeue(&victim->queue_key);
+  std::replace(probe_order_.begin(), probe_order_.end(), victim->slot, kNoSlot);  // the slot may be reused
+  assert(victim->live_pos == Member::kNotLive);
   ++view_version_;
-  if (victim->second.state == MemberState::kDead) --dead_count_;
-  members_.erase(victim);  // dead or left: not live, not in suspicions_
+  if (victim->state == MemberState::kDead) --dead_count_;
+  members_->Erase(victim->slot);  // dead or left: not live, not in suspicions_
   return true;
 }
 
-void Membership::Confirm(const std::string& name, Member& m, const std::string& accuser, Time now) {
+void Membership::Confirm(Member& m, const std::string& accuser, Time now) {
   assert(m.state == MemberState::kSuspect && m.suspicion != nullptr);
+  const std::string& name = m.name;
   const size_t k = ExpectedConfirmations();
   std::vector<std::string>& accusers = m.suspicion->accusers;
   if (k == 0 || accuser.empty() || accuser == name || accusers.size() >= k + 1) return;
@@ -414,7 +437,7 @@ void Membership::Confirm(const std::string& name, Member& m, const std::string& 
     m.suspect_deadline = deadline;
     suspicions_.insert({deadline, name});
   }
-  Enqueue(name, m);  // carries this accuser: the confirmation reaches the others
+  Enqueue(m);  // carries this accuser: the confirmation reaches the others
 }
 
 void Membership::Refute(uint64_t accused_incarnation, Time now) {
@@ -422,7 +445,7 @@ void Membership::Refute(uint64_t accused_incarnation, Time now) {
   const uint64_t base = std::max(incarnation_, accused_incarnation);
   if (base == std::numeric_limits<uint64_t>::max()) return;  // cannot go higher
   incarnation_ = base + 1;
-  Enqueue(config_.self_name, Member{config_.self_address, MemberState::kAlive, incarnation_, now, Time{0}});
+  EnqueueSelf();
 }
 
 bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time now) {
@@ -444,13 +467,14 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
   if (from_full_state && state == MemberState::kDead) state = MemberState::kSuspect;
   Member* known = FindMember(name);
   if (known == nullptr) {
-    if (members_.size() + 1 >= config_.max_members && !MakeRoom()) {
+    if (members_->size() + 1 >= config_.max_members && !MakeRoom()) {
       Reject("table_full");
       return false;
     }
-    Member m{u.address(), state, u.incarnation(), now, Time{0}};
+    Member& m = members_->at(members_->Insert(Member{name, u.address(), u.incarnation(), now}));
+    m.state = state;
     if (state == MemberState::kSuspect) {
-      m.suspicion = std::make_unique<Suspicion>();
+      m.suspicion = std::make_unique<MemberSuspicion>();
       m.suspicion->since = now;
       if (!u.accuser().empty()) m.suspicion->accusers.push_back(u.accuser());
       m.suspect_deadline = now + SuspicionTimeoutAfter(0);
@@ -461,28 +485,25 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
       // one there moves to the end (a vector insert was O(N) per newcomer).
       probe_index_ = std::min(probe_index_, probe_order_.size());
       const size_t pos = probe_index_ + rng_.Below(probe_order_.size() - probe_index_ + 1);
-      probe_order_.push_back(name);
+      probe_order_.push_back(m.slot);
       std::swap(probe_order_[pos], probe_order_.back());
     }
     ++view_version_;
     if (m.state == MemberState::kDead) ++dead_count_;
-    auto ins = members_.emplace(name, std::move(m)).first;
-    ins->second.name = &ins->first;
-    TrackLive(ins->second);
-    index_[name] = &ins->second;
-    if (IsLive(ins->second)) Emit(Event::Kind::kMemberJoined, name, ins->second);
-    Enqueue(name, ins->second);
+    TrackLive(m);
+    if (IsLive(m)) Emit(Event::Kind::kMemberJoined, m);
+    Enqueue(m);
     return true;
   }
   Member& m = *known;
   if (!Supersedes(u.incarnation(), state, m.incarnation, m.state)) {
     if (state == MemberState::kSuspect && m.state == MemberState::kSuspect && u.incarnation() == m.incarnation) {
-      Confirm(name, m, u.accuser(), now);
+      Confirm(m, u.accuser(), now);
     }
     return false;
   }
   if (u.incarnation() > m.incarnation) m.address = u.address();
-  SetState(name, m, state, u.incarnation(), now, u.accuser());
+  SetState(m, state, u.incarnation(), now, u.accuser());
   return true;
 }
 
@@ -500,7 +521,7 @@ void Membership::FillFullState(wire::MemberPushPull* pp) const {
   self->set_address(config_.self_address);
   self->set_incarnation(incarnation_);
   self->set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
-  for (const auto& [name, m] : members_) *pp->add_members() = UpdateOf(name, m);
+  for (MemberSlot slot : members_->SortedByName()) *pp->add_members() = UpdateOf(members_->at(slot));
 }
 
 void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name) {
@@ -510,9 +531,7 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     // (for a push/pull it is already in the list).
     tell_sender_self_ = false;
     if (!msg.has_push_pull()) {
-      *msg.add_updates() = UpdateOf(config_.self_name, Member{config_.self_address,
-                                                              left_ ? MemberState::kLeft : MemberState::kAlive,
-                                                              incarnation_, Time{0}, Time{0}});
+      *msg.add_updates() = SelfUpdate();
     }
   }
   if (!msg.has_push_pull()) {
@@ -521,45 +540,45 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     // A peer held as suspect, dead or left hears that first, so it can refute.
     const Member* peer = FindMember(peer_name);
     if (peer != nullptr && peer->state != MemberState::kAlive) {
-      *msg.add_updates() = UpdateOf(peer_name, *peer);
+      *msg.add_updates() = UpdateOf(*peer);
       included.push_back(peer_name);
     }
     const uint32_t limit = RetransmitLimit();
-    // The taken entries by index iterator, whose value is the queue_ entry
-    // (no lookup by name), re-keyed in place below rather than erased and
-    // re-allocated: per gossip message this was 4% of pollen-sim N=100.
-    using IndexIt = decltype(queue_index_)::iterator;
-    std::array<IndexIt, kMaxPiggybackWire> taken;
+    assert(limit < 255);  // transmits fit the key's top byte
+    // The taken entries' keys, re-keyed below (transmits + 1) once the walk
+    // is over: the B-tree's iterators do not survive an insert.
+    std::array<std::pair<uint64_t, MemberSlot>, kMaxPiggybackWire> taken;
     size_t n_taken = 0;
     size_t bytes = msg.ByteSizeLong();
     // Entries passed over for being too big for what is left of the budget:
     // a few, for smaller ones behind them, but the queue is never walked.
     constexpr size_t kMaxOversizeSkips = 8;
     size_t skipped = 0;
-    for (auto it = queue_index_.begin(); it != queue_index_.end() && n_taken < taken.size() &&
-                                         static_cast<size_t>(msg.updates_size()) < config_.max_piggyback;
+    for (auto it = queue_.begin(); it != queue_.end() && n_taken < taken.size() &&
+                                   static_cast<size_t>(msg.updates_size()) < config_.max_piggyback;
          ++it) {
-      const std::string& name = std::get<2>(it->first);
+      const MemberSlot slot = it->second;
+      const std::string& name = slot == kSelfSlot ? config_.self_name : members_->at(slot).name;
       if (std::find(included.begin(), included.end(), name) != included.end()) continue;
-      if (n_taken > 0 && bytes + it->second->wire_bytes > config_.max_piggyback_bytes) {
+      wire::MemberUpdate* update = msg.add_updates();
+      *update = slot == kSelfSlot ? SelfUpdate() : UpdateOf(members_->at(slot));
+      const size_t wire_bytes = update->ByteSizeLong() + 3;  // + tag, length (< 2^14)
+      if (n_taken > 0 && bytes + wire_bytes > config_.max_piggyback_bytes) {
+        msg.mutable_updates()->RemoveLast();
         if (++skipped > kMaxOversizeSkips) break;
         continue;
       }
-      bytes += it->second->wire_bytes;
-      *msg.add_updates() = it->second->update;
-      taken[n_taken++] = it;
+      bytes += wire_bytes;
+      taken[n_taken++] = *it;
     }
     for (size_t i = 0; i < n_taken; ++i) {
-      const IndexIt index_it = taken[i];
-      Queued& q = *index_it->second;
-      if (++q.transmits >= limit) {
-        queue_.erase(std::get<2>(index_it->first));  // the key's name outlives this: erased next
-        queue_index_.erase(index_it);
-      } else {
-        auto node = queue_index_.extract(index_it);
-        std::get<0>(node.key()) = q.transmits;  // same order and name: a new key, the same node
-        queue_index_.insert(std::move(node));
-      }
+      const auto [key, slot] = taken[i];
+      uint64_t* held = slot == kSelfSlot ? &self_queue_key_ : &members_->at(slot).queue_key;
+      assert(*held == key);
+      queue_.erase(key);
+      const uint64_t transmits = (key >> kQueueSeqBits) + 1;
+      *held = transmits >= limit ? 0 : (transmits << kQueueSeqBits) | (key & kQueueSeqMask);
+      if (*held != 0) queue_.emplace(*held, slot);
     }
   }
   outgoing_.push_back(Send{to, std::move(msg)});
@@ -575,23 +594,24 @@ void Membership::SendJoin(const Address& to) {
 
 std::vector<std::string> Membership::RandomMembers(size_t k, const std::string* exclude, bool alive_only) {
   const auto eligible = [&](const Member& m) {
-    return (!alive_only || m.state == MemberState::kAlive) && (exclude == nullptr || *m.name != *exclude);
+    return (!alive_only || m.state == MemberState::kAlive) && (exclude == nullptr || m.name != *exclude);
   };
   std::vector<const Member*> picked;
   if (!alive_only && exclude == nullptr) {
-    for (size_t i : PickDistinct(rng_, live_.size(), k)) picked.push_back(live_[i]);
+    for (size_t i : PickDistinct(rng_, live_.size(), k)) picked.push_back(&members_->at(live_[i]));
   } else {
     // Draw from live_ and skip the ineligible: uniform over the eligible ones.
     // A bounded number of draws; if they come up short (most members suspect,
     // or k near their count) the exact way: collect all, then pick.
     const size_t max_draws = live_.size() > 4 * k ? 4 * k + 16 : 0;
     for (size_t draw = 0; draw < max_draws && picked.size() < k; ++draw) {
-      const Member* m = live_[rng_.Below(live_.size())];
+      const Member* m = &members_->at(live_[rng_.Below(live_.size())]);
       if (eligible(*m) && std::find(picked.begin(), picked.end(), m) == picked.end()) picked.push_back(m);
     }
     if (picked.size() < k) {
       std::vector<const Member*> candidates;
-      for (const Member* m : live_) {
+      for (MemberSlot slot : live_) {
+        const Member* m = &members_->at(slot);
         if (eligible(*m)) candidates.push_back(m);
       }
       picked.clear();
@@ -600,7 +620,7 @@ std::vector<std::string> Membership::RandomMembers(size_t k, const std::string* 
   }
   std::vector<std::string> out;
   out.reserve(picked.size());
-  for (const Member* m : picked) out.push_back(*m->name);
+  for (const Member* m : picked) out.push_back(m->name);
   return out;
 }
 
@@ -805,7 +825,7 @@ void Membership::RecoverFromStall(Time now) {
   std::vector<std::string> lapsed;
   for (auto it = suspicions_.begin(); it != suspicions_.end() && it->first <= now; ++it) lapsed.push_back(it->second);
   for (const std::string& name : lapsed) {
-    Member& m = members_.at(name);
+    Member& m = *FindMember(name);
     suspicions_.erase({m.suspect_deadline, name});
     m.suspect_deadline = grace;
     suspicions_.insert({grace, name});
@@ -828,10 +848,9 @@ void Membership::RelayTick(Time now) {
 void Membership::SuspicionTick(Time now) {
   // Each iteration removes the first entry (SetState erases it), so this ends.
   while (!suspicions_.empty() && suspicions_.begin()->first <= now) {
-    const std::string name = suspicions_.begin()->second;
-    Member& m = members_.at(name);
+    Member& m = *FindMember(suspicions_.begin()->second);
     assert(m.state == MemberState::kSuspect);
-    SetState(name, m, MemberState::kDead, m.incarnation, now);
+    SetState(m, MemberState::kDead, m.incarnation, now);
   }
 }
 
@@ -848,16 +867,16 @@ std::optional<std::string> Membership::NextProbeTarget() {
       if (reshuffled) return std::nullopt;
       reshuffled = true;
       probe_order_.clear();
-      for (const auto& [name, m] : members_) {
-        if (IsLive(m)) probe_order_.push_back(name);
+      for (MemberSlot slot : members_->SortedByName()) {
+        if (IsLive(members_->at(slot))) probe_order_.push_back(slot);
       }
       for (size_t i = probe_order_.size(); i > 1; --i) std::swap(probe_order_[i - 1], probe_order_[rng_.Below(i)]);
       probe_index_ = 0;
       if (probe_order_.empty()) return std::nullopt;
     }
     // Hashed: a tree lookup here was 4% of pollen-sim's steady state at N=1000 (perf).
-    const std::string& name = probe_order_[probe_index_++];
-    if (const Member* m = FindMember(name); m != nullptr && IsLive(*m)) return name;
+    const MemberSlot slot = probe_order_[probe_index_++];
+    if (slot != kNoSlot && IsLive(members_->at(slot))) return members_->at(slot).name;
   }
 }
 
@@ -877,9 +896,9 @@ void Membership::ProbeTick(Time now) {
       AdjustHealth(probe_->helpers.empty() ? 1 : static_cast<int>(missing));
       Member* m = FindMember(probe_->target);
       if (m != nullptr && m->state == MemberState::kAlive) {
-        SetState(*m->name, *m, MemberState::kSuspect, m->incarnation, now, config_.self_name);
+        SetState(*m, MemberState::kSuspect, m->incarnation, now, config_.self_name);
       } else if (m != nullptr && m->state == MemberState::kSuspect) {
-        Confirm(*m->name, *m, config_.self_name, now);
+        Confirm(*m, config_.self_name, now);
       }
     }
     probe_.reset();
@@ -932,17 +951,19 @@ void Membership::PushPullTick(Time now) {
 
 void Membership::ReconnectTick(Time now) {
   next_reconnect_ = now + config_.dead_reconnect_interval;
-  std::vector<std::string> dead;
+  std::vector<const Member*> dead;
   dead.reserve(dead_count_);
-  // At N=1000 this walk of the whole table every 30 s was 6% of pollen-sim's
-  // steady-state CPU (perf); without dead members it is skipped, and it stops
-  // at the last one. (dead_count_ is checked against the table in
+  // At N=1000 a walk of the whole table every 30 s was 6% of pollen-sim's
+  // steady-state CPU (perf); without dead members it is skipped. (dead_count_
+  // is checked against the table in
   // Membership.LiveSetMatchesTheTableUnderRandomUpdates.)
-  for (auto it = members_.begin(); dead.size() < dead_count_ && it != members_.end(); ++it) {
-    if (it->second.state == MemberState::kDead) dead.push_back(it->first);
+  if (dead_count_ > 0) {
+    for (MemberSlot slot : members_->SortedByName()) {
+      if (members_->at(slot).state == MemberState::kDead) dead.push_back(&members_->at(slot));
+    }
   }
   if (!dead.empty()) {
-    SendJoin(members_.at(dead[rng_.Below(dead.size())]).address);
+    SendJoin(dead[rng_.Below(dead.size())]->address);
   } else if (live_.empty() && !seeds_.empty()) {
     SendJoin(seeds_[rng_.Below(seeds_.size())]);
   }

@@ -98,7 +98,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/btree_map.h"
+#include "node/core/member_table.h"
 #include "node/core/rng.h"
 #include "node/core/types.h"
 #include "protocol/membership.pb.h"
@@ -152,9 +153,9 @@ class Membership {
   // Asserts a valid config (non-empty name and address within the bounds,
   // positive intervals, probe_timeout < probe_interval, max_members >= 1).
   Membership(MembershipConfig config, uint64_t rng_seed);
-  Membership(const Membership&) = delete;  // index_ points into members_
+  Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
-  Membership(Membership&&) = default;  // std::map moves keep their nodes
+  Membership(Membership&&) = default;  // the table moves by pointer: live_ and queue_ hold its slots
   Membership& operator=(Membership&&) = default;
 
   void Start(Time now);  // join through the seeds
@@ -177,8 +178,8 @@ class Membership {
   size_t live_peer_count() const { return live_.size(); }
   const Address& LivePeerAddress(size_t position) const;
   const std::string& LivePeerName(size_t position) const;
-  // The smallest name among live peers, or nullptr if none. O(dead members
-  // that sort before it).
+  // The smallest name among live peers, or nullptr if none. O(1), but
+  // O(live peers) once after the smallest stops being live.
   const std::string* SmallestLivePeer() const;
   // The address of `name` if it is a live peer, else nullptr. Valid until the
   // next Handle/Tick/Leave.
@@ -223,25 +224,13 @@ class Membership {
   uint32_t PushPullScale() const;
 
  private:
-  static constexpr size_t kNotLive = ~size_t{0};
-  struct Suspicion {
-    Time since{0};
-    std::vector<std::string> accusers;
-  };
-  struct Member {
-    Address address;
-    MemberState state = MemberState::kAlive;
-    uint64_t incarnation = 0;
-    Time last_change{0};
-    Time suspect_deadline{0};  // valid when state == kSuspect
-    std::optional<Duration> probe_rtt{};  // last answered direct probe
-    // While suspect (Lifeguard): when the suspicion began and its distinct
-    // named accusers, the first one first (at most K + 1). Held apart: every
-    // node holds every member, and few are ever suspect.
-    std::unique_ptr<Suspicion> suspicion{};
-    const std::string* name = nullptr;    // this entry's key in members_
-    size_t live_pos = kNotLive;           // index in live_ while alive or suspect
-  };
+  using Member = MemberEntry;
+  // The piggyback queue's key: (transmits, newest first) in one integer, so
+  // the queue is a B-tree of 16-byte pairs rather than a map of wire updates
+  // (which was ~300 of the ~725 bytes per pair at N=1000's cold-start peak).
+  static constexpr int kQueueSeqBits = 56;
+  static constexpr uint64_t kQueueSeqMask = (uint64_t{1} << kQueueSeqBits) - 1;
+  static constexpr MemberSlot kSelfSlot = kNoSlot - 1;  // self's entry in queue_
   struct Probe {
     std::string target;
     uint64_t seq = 0;
@@ -261,12 +250,6 @@ class Membership {
     bool nack_done = false;
     Time deadline{0};  // acks still relayed until then
   };
-  struct Queued {
-    wire::MemberUpdate update;
-    uint32_t transmits = 0;
-    uint64_t order = 0;  // insertion order, ties broken oldest first
-    size_t wire_bytes = 0;  // update's size inside a message (field tag and length included)
-  };
 
   // Validation; true if usable. Counts the reason otherwise.
   bool ValidUpdate(const wire::MemberUpdate& u);
@@ -278,19 +261,26 @@ class Membership {
   bool Apply(const wire::MemberUpdate& u, bool from_full_state, Time now);
   void Refute(uint64_t accused_incarnation, Time now);
   // `accuser`: for a new suspicion, who raised it (may be empty).
-  void SetState(const std::string& name, Member& m, MemberState state, uint64_t incarnation, Time now,
-                const std::string& accuser = {});
+  void SetState(Member& m, MemberState state, uint64_t incarnation, Time now, const std::string& accuser = {});
   // Lifeguard: `accuser` confirms the suspicion of m; a new distinct one
   // shortens its deadline and is gossiped on.
-  void Confirm(const std::string& name, Member& m, const std::string& accuser, Time now);
+  void Confirm(Member& m, const std::string& accuser, Time now);
   size_t ExpectedConfirmations() const;
   void AdjustHealth(int delta);
   void RecoverFromStall(Time now);
   bool MakeRoom();  // evicts the oldest left, then dead, member; false if none
-  void Enqueue(const std::string& name, const Member& m);
-  wire::MemberUpdate UpdateOf(const std::string& name, const Member& m) const;
+  // Queues the member's (or self's) current state for piggybacking, replacing
+  // what was queued for it. The update is built when sent, from the state
+  // then: every change of what it carries comes with an Enqueue.
+  void Enqueue(Member& m) { Enqueue(m.slot, &m.queue_key); }
+  void EnqueueSelf() { Enqueue(kSelfSlot, &self_queue_key_); }
+  void Enqueue(MemberSlot slot, uint64_t* key);
+  void Dequeue(uint64_t* key);
+  wire::MemberUpdate UpdateOf(const Member& m) const;
+  wire::MemberUpdate SelfUpdate() const;
+  static MemberInfo InfoOf(const Member& m);
 
-  void Emit(Event::Kind kind, const std::string& name, const Member& m);
+  void Emit(Event::Kind kind, const Member& m);
   void SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name);
   wire::MembershipMessage NewMessage() const;
   void FillFullState(wire::MemberPushPull* pp) const;
@@ -313,7 +303,8 @@ class Membership {
   void SendJoin(const Address& to);
 
   std::optional<std::string> NextProbeTarget();
-  // Keeps live_ in step with m.state (call after any change of it).
+  // Keeps live_ (and the smallest live name) in step with m.state; call after
+  // any change of it.
   void TrackLive(Member& m);
   // Up to k distinct random live members (alive only if `alive_only`), never
   // `exclude` (may be null). O(k) expected for k small against the table.
@@ -335,28 +326,38 @@ class Membership {
   uint32_t health_score_ = 0;  // Lifeguard, < max_health_multiplier
   uint64_t stalls_ = 0;
 
-  std::map<std::string, Member> members_;  // others only
-  std::map<std::string, Queued> queue_;    // piggyback queue, one per member (self included)
-  // (transmits, order, name) -> that name's queue_ entry (std::map nodes are
-  // stable), so taking updates in this order needs no lookup by name.
-  std::map<std::tuple<uint32_t, uint64_t, std::string>, Queued*> queue_index_;
-  std::set<std::pair<Time, std::string>> suspicions_;                 // (deadline, name) of suspects
-  // The alive and suspect members, each at its Member::live_pos: added at the
-  // end, removed by moving the last one into the gap. Random picks index it,
-  // so a pick is O(1), not a walk of members_ (at N=1000 rebuilding a list of
-  // live names on every change was a quarter of pollen-sim's CPU; perf).
-  std::vector<Member*> live_;
-  // Name -> entry of members_ (std::map nodes are stable), for the frequent
-  // Knows() lookups; lookups only, never iterated.
-  absl::flat_hash_map<std::string, Member*> index_;
-  // The entry for `name` in members_, via index_; nullptr if absent.
-  Member* FindMember(const std::string& name) {
-    auto it = index_.find(name);
-    return it == index_.end() ? nullptr : it->second;
+  // Others only. Held by pointer: its index's hasher points at it, and
+  // Membership stays movable.
+  std::unique_ptr<MemberTable> members_ = std::make_unique<MemberTable>();
+  // Piggyback queue, at most one entry per member and one for self: key
+  // (transmits << kQueueSeqBits | newest-first sequence) -> slot (kSelfSlot
+  // for self). The member's entry holds its key, so replacing it needs no
+  // search.
+  absl::btree_map<uint64_t, MemberSlot> queue_;
+  uint64_t self_queue_key_ = 0;  // 0: self not queued
+  std::set<std::pair<Time, std::string>> suspicions_;  // (deadline, name) of suspects
+  // The alive and suspect members' slots, each at its Member::live_pos: added
+  // at the end, removed by moving the last one into the gap. Random picks
+  // index it, so a pick is O(1), not a walk of the table (at N=1000
+  // rebuilding a list of live names on every change was a quarter of
+  // pollen-sim's CPU; perf).
+  std::vector<MemberSlot> live_;
+  // SmallestLivePeer's answer; recomputed (O(live)) only after the smallest
+  // one stops being live. The tree asks for it every round.
+  mutable MemberSlot smallest_live_ = kNoSlot;
+  mutable bool smallest_live_stale_ = false;
+  // The entry for `name`, nullptr if absent. Hashed.
+  Member* FindMember(std::string_view name) {
+    const MemberSlot slot = members_->Find(name);
+    return slot == kNoSlot ? nullptr : &members_->at(slot);
+  }
+  const Member* FindMember(std::string_view name) const {
+    const MemberSlot slot = members_->Find(name);
+    return slot == kNoSlot ? nullptr : &members_->at(slot);
   }
   std::map<uint64_t, Relay> relays_;       // by the seq this node used
   std::optional<Probe> probe_;
-  std::vector<std::string> probe_order_;
+  std::vector<MemberSlot> probe_order_;  // an evicted member's place holds kNoSlot
   size_t probe_index_ = 0;
 
   Time next_probe_ = Time::max();

@@ -507,13 +507,16 @@ TEST(Membership, LiveSetMatchesTheTableUnderRandomUpdates) {
     std::sort(listed.begin(), listed.end());
     ASSERT_EQ(listed, m.LivePeers()) << "step " << step;
     size_t dead = 0;
+    std::string smallest;  // Members() is sorted: the first live one
     for (const MemberInfo& info : m.Members()) {
       if (info.name == "self") continue;
       const bool live = info.state == MemberState::kAlive || info.state == MemberState::kSuspect;
       ASSERT_EQ(m.LiveAddressOf(info.name) != nullptr, live) << info.name << " step " << step;
       dead += info.state == MemberState::kDead ? 1 : 0;
+      if (live && smallest.empty()) smallest = info.name;
     }
     ASSERT_EQ(m.dead_count(), dead) << "step " << step;
+    ASSERT_EQ(m.SmallestLivePeer() ? *m.SmallestLivePeer() : "", smallest) << "step " << step;
   }
   EXPECT_GT(version_moves, 100);  // the check above ran both ways
   EXPECT_GT(version_stills, 100);
