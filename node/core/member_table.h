@@ -16,7 +16,7 @@
 // hashed name index beside it and a piggyback queue of ready-made wire
 // updates came to ~725 bytes of heap per (node, member) pair at the cold
 // start's peak (heaptrack, pollen-sim N=1000): ~43 GB at N=10,000. An entry
-// here is 128 bytes, its index slot ~8.
+// here is 112 bytes, its index slot ~8.
 //
 // Not thread-safe: one driver thread, like Membership.
 #pragma once
@@ -41,6 +41,7 @@ inline constexpr MemberSlot kNoSlot = ~MemberSlot{0};
 // suspect at once.
 struct MemberSuspicion {
   Time since{0};
+  Time deadline{0};                   // declared dead then, unless refuted
   std::vector<std::string> accusers;  // distinct, the first one first
 };
 
@@ -51,12 +52,13 @@ struct MemberEntry {
   Address address;
   uint64_t incarnation = 0;
   Time last_change{0};
-  Time suspect_deadline{0};                      // valid when state == kSuspect
-  std::unique_ptr<MemberSuspicion> suspicion{};  // set while suspect
-  Duration probe_rtt{-1};                        // last answered direct probe; < 0: none yet
+  std::unique_ptr<MemberSuspicion> suspicion{};  // set exactly while suspect
   uint64_t queue_key = 0;                        // Membership's piggyback queue key; 0: not queued
   uint32_t live_pos = kNotLive;                  // Membership's live list position while alive or suspect
   MemberSlot slot = kNoSlot;                     // set by Insert
+  // The last answered direct probe's round trip in microseconds (it is only
+  // displayed), at most INT32_MAX; < 0: none yet.
+  int32_t probe_rtt_us = -1;
   MemberState state = MemberState::kAlive;
 };
 

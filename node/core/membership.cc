@@ -292,7 +292,7 @@ bool Membership::ValidUpdate(const wire::MemberUpdate& u) {
 
 MemberInfo Membership::InfoOf(const Member& m) {
   std::optional<Duration> rtt;
-  if (m.probe_rtt >= Duration::zero()) rtt = m.probe_rtt;
+  if (m.probe_rtt_us >= 0) rtt = std::chrono::microseconds(m.probe_rtt_us);
   return MemberInfo{m.name, m.address, m.state, m.incarnation, m.last_change, rtt};
 }
 
@@ -359,7 +359,7 @@ void Membership::SetState(Member& m, MemberState state, uint64_t incarnation, Ti
   const std::string& name = m.name;
   const MemberState old = m.state;
   const uint64_t old_inc = m.incarnation;
-  if (old == MemberState::kSuspect) suspicions_.erase({m.suspect_deadline, name});
+  if (old == MemberState::kSuspect) suspicions_.erase({m.suspicion->deadline, name});
   m.state = state;
   m.incarnation = incarnation;
   m.last_change = now;
@@ -373,9 +373,9 @@ void Membership::SetState(Member& m, MemberState state, uint64_t incarnation, Ti
       m.suspicion = std::make_unique<MemberSuspicion>();
       m.suspicion->since = now;
       if (!accuser.empty()) m.suspicion->accusers.push_back(accuser);
-      m.suspect_deadline = now + SuspicionTimeoutAfter(0);
+      m.suspicion->deadline = now + SuspicionTimeoutAfter(0);
     }
-    suspicions_.insert({m.suspect_deadline, name});
+    suspicions_.insert({m.suspicion->deadline, name});
   } else {
     m.suspicion.reset();
   }
@@ -432,9 +432,9 @@ void Membership::Confirm(Member& m, const std::string& accuser, Time now) {
   accusers.push_back(accuser);
   const size_t confirmations = accusers.size() - 1;  // the first accuser raised it
   const Time deadline = std::max(now, m.suspicion->since + SuspicionTimeoutAfter(confirmations));
-  if (deadline < m.suspect_deadline) {
-    suspicions_.erase({m.suspect_deadline, name});
-    m.suspect_deadline = deadline;
+  if (deadline < m.suspicion->deadline) {
+    suspicions_.erase({m.suspicion->deadline, name});
+    m.suspicion->deadline = deadline;
     suspicions_.insert({deadline, name});
   }
   Enqueue(m);  // carries this accuser: the confirmation reaches the others
@@ -477,8 +477,8 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
       m.suspicion = std::make_unique<MemberSuspicion>();
       m.suspicion->since = now;
       if (!u.accuser().empty()) m.suspicion->accusers.push_back(u.accuser());
-      m.suspect_deadline = now + SuspicionTimeoutAfter(0);
-      suspicions_.insert({m.suspect_deadline, name});
+      m.suspicion->deadline = now + SuspicionTimeoutAfter(0);
+      suspicions_.insert({m.suspicion->deadline, name});
     }
     if (IsLive(m) && probe_order_.size() < 2 * config_.max_members) {
       // Probe newcomers soon: a random place in the rest of this round. The
@@ -730,7 +730,10 @@ void Membership::HandleAck(const std::string& sender, const wire::MemberAck& a, 
        std::find(probe_->helpers.begin(), probe_->helpers.end(), sender) != probe_->helpers.end())) {
     probe_->acked = true;
     if (sender == probe_->target && now >= probe_->started) {
-      if (Member* m = FindMember(sender); m != nullptr) m->probe_rtt = now - probe_->started;
+      if (Member* m = FindMember(sender); m != nullptr) {
+        const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(now - probe_->started).count();
+        m->probe_rtt_us = static_cast<int32_t>(std::min<int64_t>(us, std::numeric_limits<int32_t>::max()));
+      }
     }
     return;
   }
@@ -826,8 +829,8 @@ void Membership::RecoverFromStall(Time now) {
   for (auto it = suspicions_.begin(); it != suspicions_.end() && it->first <= now; ++it) lapsed.push_back(it->second);
   for (const std::string& name : lapsed) {
     Member& m = *FindMember(name);
-    suspicions_.erase({m.suspect_deadline, name});
-    m.suspect_deadline = grace;
+    suspicions_.erase({m.suspicion->deadline, name});
+    m.suspicion->deadline = grace;
     suspicions_.insert({grace, name});
   }
 }
