@@ -76,6 +76,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.tree_compact_refs = o.compact_refs;
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
+  c.member_names = member_names;  // one thread runs every node: one copy of each name
   c.route_timeout = o.workload.route_timeout;
   c.anti_entropy_interval = o.anti_entropy_interval;
   c.anti_entropy_max_interval = o.anti_entropy_max_interval;

@@ -8,57 +8,77 @@
 
 namespace pollen::node {
 
-MemberTable::MemberTable() : index_(0, NameHash{this}, NameEq{this}) {}
-
-size_t MemberTable::NameHash::operator()(std::string_view name) const { return absl::Hash<std::string_view>{}(name); }
-
-size_t MemberTable::NameHash::operator()(MemberSlot slot) const {
-  return (*this)(std::string_view(table->slots_[slot].name));
+MemberTable::MemberTable(std::shared_ptr<NamePool> names)
+    : names_(std::move(names)), index_(0, NameHash{this}, NameEq{this}) {
+  assert(names_ != nullptr);
 }
 
+MemberTable::~MemberTable() {
+  for (MemberEntry& e : slots_) {
+    if (e.name == NamePool::kNone) continue;
+    names_->Release(e.name);
+    names_->Release(e.address);
+  }
+}
+
+size_t MemberTable::NameHash::operator()(NameKey key) const { return absl::Hash<NamePool::Id>{}(key.id); }
+
 MemberSlot MemberTable::Find(std::string_view name) const {
-  auto it = index_.find(name);
+  const NamePool::Id id = names_->Find(name);
+  if (id == NamePool::kNone) return kNoSlot;
+  auto it = index_.find(NameKey{id});
   return it == index_.end() ? kNoSlot : *it;
 }
 
 MemberEntry& MemberTable::at(MemberSlot slot) {
-  assert(slot < slots_.size() && !slots_[slot].name.empty());
+  assert(slot < slots_.size() && slots_[slot].name != NamePool::kNone);
   return slots_[slot];
 }
 
 const MemberEntry& MemberTable::at(MemberSlot slot) const {
-  assert(slot < slots_.size() && !slots_[slot].name.empty());
+  assert(slot < slots_.size() && slots_[slot].name != NamePool::kNone);
   return slots_[slot];
 }
 
-MemberSlot MemberTable::Insert(MemberEntry entry) {
-  assert(!entry.name.empty());
-  assert(Find(entry.name) == kNoSlot);
+void MemberTable::SetAddress(MemberEntry& e, std::string_view address) {
+  assert(e.name != NamePool::kNone);
+  const NamePool::Id old = e.address;
+  e.address = names_->Intern(address);  // before the release: the same text keeps its id
+  names_->Release(old);
+}
+
+MemberEntry& MemberTable::Insert(std::string_view name, std::string_view address) {
+  assert(!name.empty());
+  assert(Find(name) == kNoSlot);
   MemberSlot slot;
   if (!free_.empty()) {
     slot = free_.back();
     free_.pop_back();
-    slots_[slot] = std::move(entry);
   } else {
     assert(slots_.size() < kNoSlot);
     slot = static_cast<MemberSlot>(slots_.size());
-    slots_.push_back(std::move(entry));
+    slots_.emplace_back();
   }
-  slots_[slot].slot = slot;
+  MemberEntry& e = slots_[slot];
+  e.name = names_->Intern(name);
+  e.address = names_->Intern(address);
+  e.slot = slot;
   index_.insert(slot);  // after the name is in place: the hasher reads it
-  return slot;
+  return e;
 }
 
 void MemberTable::Erase(MemberSlot slot) {
-  assert(slot < slots_.size() && !slots_[slot].name.empty());
+  MemberEntry& e = at(slot);
   index_.erase(slot);  // before the name goes: the hasher reads it
-  slots_[slot] = MemberEntry{};
+  names_->Release(e.name);
+  names_->Release(e.address);
+  e = MemberEntry{};
   free_.push_back(slot);
 }
 
 std::vector<MemberSlot> MemberTable::SortedByName() const {
   std::vector<MemberSlot> out(index_.begin(), index_.end());
-  std::sort(out.begin(), out.end(), [this](MemberSlot a, MemberSlot b) { return slots_[a].name < slots_[b].name; });
+  std::sort(out.begin(), out.end(), [this](MemberSlot a, MemberSlot b) { return name(slots_[a]) < name(slots_[b]); });
   return out;
 }
 

@@ -5,8 +5,10 @@
 //    until Erase of that slot (entries live in a deque and never move), so a
 //    reference to it, or to its name or address, is good until then. An
 //    erased slot is reused by a later Insert.
-//  - Find by name is a hash lookup. The index holds slot numbers only: it
-//    hashes the name stored in the entry rather than a copy of it.
+//  - Names and addresses are held as ids in a NamePool, which may be shared
+//    with other tables (pollen-sim's nodes share one).
+//  - Find by name is a pool lookup and a hash lookup of the name's id. The
+//    index holds slot numbers only.
 //  - SortedByName gives every slot in use in name order, for the walks whose
 //    order the protocol's determinism rests on (full-state lists, probe
 //    rounds, eviction).
@@ -16,7 +18,7 @@
 // hashed name index beside it and a piggyback queue of ready-made wire
 // updates came to ~725 bytes of heap per (node, member) pair at the cold
 // start's peak (heaptrack, pollen-sim N=1000): ~43 GB at N=10,000. An entry
-// here is 112 bytes, its index slot ~8.
+// here is 56 bytes, its index slot ~5-10.
 //
 // Not thread-safe: one driver thread, like Membership.
 #pragma once
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "node/core/name_pool.h"
 #include "node/core/types.h"
 
 namespace pollen::node {
@@ -48,8 +51,8 @@ struct MemberSuspicion {
 struct MemberEntry {
   static constexpr uint32_t kNotLive = ~uint32_t{0};
 
-  std::string name;  // never empty while the slot is in use
-  Address address;
+  NamePool::Id name = NamePool::kNone;  // kNone: the slot is free
+  NamePool::Id address = NamePool::kNone;
   uint64_t incarnation = 0;
   Time last_change{0};
   std::unique_ptr<MemberSuspicion> suspicion{};  // set exactly while suspect
@@ -64,20 +67,25 @@ struct MemberEntry {
 
 class MemberTable {
  public:
-  MemberTable();
+  explicit MemberTable(std::shared_ptr<NamePool> names);  // asserts non-null
   MemberTable(const MemberTable&) = delete;  // the index's hasher points at this table
   MemberTable& operator=(const MemberTable&) = delete;
+  ~MemberTable();  // releases every name and address
 
   size_t size() const { return index_.size(); }
   MemberSlot Find(std::string_view name) const;  // kNoSlot if absent
+  const std::string& name(const MemberEntry& e) const { return names_->at(e.name); }
+  const std::string& address(const MemberEntry& e) const { return names_->at(e.address); }
+  void SetAddress(MemberEntry& e, std::string_view address);
 
   // Asserts a slot in use.
   MemberEntry& at(MemberSlot slot);
   const MemberEntry& at(MemberSlot slot) const;
 
-  // Asserts a non-empty name that is not in the table; sets entry.slot.
-  MemberSlot Insert(MemberEntry entry);
-  // Frees the slot (its strings and suspicion with it).
+  // A default entry for `name` at `address`. Asserts a non-empty name that is
+  // not in the table.
+  MemberEntry& Insert(std::string_view name, std::string_view address);
+  // Frees the slot (its names and suspicion with it).
   void Erase(MemberSlot slot);
 
   // Every slot in use, ordered by name. O(N log N).
@@ -86,28 +94,34 @@ class MemberTable {
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     for (const MemberEntry& e : slots_) {
-      if (!e.name.empty()) fn(e);
+      if (e.name != NamePool::kNone) fn(e);
     }
   }
 
  private:
+  // The index hashes a slot by its name's id: within one pool, equal names
+  // have equal ids. Lookups go by id (NameKey) as well as by slot.
+  struct NameKey {
+    NamePool::Id id;
+  };
   struct NameHash {
     using is_transparent = void;
     const MemberTable* table;
-    size_t operator()(std::string_view name) const;
-    size_t operator()(MemberSlot slot) const;
+    size_t operator()(NameKey key) const;
+    size_t operator()(MemberSlot slot) const { return (*this)(NameKey{table->slots_[slot].name}); }
   };
   struct NameEq {
     using is_transparent = void;
     const MemberTable* table;
-    std::string_view NameOf(MemberSlot slot) const { return table->slots_[slot].name; }
-    static std::string_view NameOf(std::string_view name) { return name; }
+    NamePool::Id IdOf(MemberSlot slot) const { return table->slots_[slot].name; }
+    static NamePool::Id IdOf(NameKey key) { return key.id; }
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const {
-      return NameOf(a) == NameOf(b);
+      return IdOf(a) == IdOf(b);
     }
   };
 
+  std::shared_ptr<NamePool> names_;
   std::deque<MemberEntry> slots_;
   std::vector<MemberSlot> free_;
   absl::flat_hash_set<MemberSlot, NameHash, NameEq> index_;

@@ -68,7 +68,10 @@ bool Supersedes(uint64_t inc, MemberState state, uint64_t cur_inc, MemberState c
 
 }  // namespace
 
-Membership::Membership(MembershipConfig config, uint64_t rng_seed) : config_(std::move(config)), rng_(rng_seed) {
+Membership::Membership(MembershipConfig config, uint64_t rng_seed)
+    : config_(std::move(config)),
+      rng_(rng_seed),
+      members_(std::make_unique<MemberTable>(config_.names != nullptr ? config_.names : std::make_shared<NamePool>())) {
   assert(!config_.self_name.empty() && config_.self_name.size() <= kMaxNameBytes);
   assert(!config_.self_address.empty() && config_.self_address.size() <= kMaxAddressBytes);
   assert(config_.probe_interval > Duration::zero());
@@ -122,7 +125,7 @@ void Membership::Leave(Time now) {
   for (const std::string& name : RandomMembers(kMaxLeaveFanout, nullptr, /*alive_only=*/false)) {
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
-    SendMsg(FindMember(name)->address, std::move(msg), name);
+    SendMsg(AddressOf(*FindMember(name)), std::move(msg), name);
   }
   probe_.reset();
   next_probe_ = next_push_pull_ = next_reconnect_ = next_join_ = Time::max();
@@ -139,7 +142,7 @@ std::vector<MemberInfo> Membership::Members() const {
   bool self_done = false;
   for (MemberSlot slot : members_->SortedByName()) {
     const Member& m = members_->at(slot);
-    if (!self_done && config_.self_name < m.name) {
+    if (!self_done && config_.self_name < NameOf(m)) {
       out.push_back(self);
       self_done = true;
     }
@@ -168,7 +171,7 @@ bool Membership::Knows(const std::string& name) const {
 std::vector<Address> Membership::LivePeers() const {
   std::vector<Address> out;
   members_->ForEach([&](const Member& m) {
-    if (IsLive(m)) out.push_back(m.address);
+    if (IsLive(m)) out.push_back(AddressOf(m));
   });
   std::sort(out.begin(), out.end());
   return out;
@@ -178,12 +181,12 @@ size_t Membership::LiveCount() const { return live_.size() + (left_ ? 0 : 1); }
 
 const Address& Membership::LivePeerAddress(size_t position) const {
   assert(position < live_.size());
-  return members_->at(live_[position]).address;
+  return AddressOf(members_->at(live_[position]));
 }
 
 const std::string& Membership::LivePeerName(size_t position) const {
   assert(position < live_.size());
-  return members_->at(live_[position]).name;
+  return NameOf(members_->at(live_[position]));
 }
 
 const std::string* Membership::SmallestLivePeer() const {
@@ -191,17 +194,17 @@ const std::string* Membership::SmallestLivePeer() const {
     smallest_live_stale_ = false;
     smallest_live_ = kNoSlot;
     for (MemberSlot slot : live_) {
-      if (smallest_live_ == kNoSlot || members_->at(slot).name < members_->at(smallest_live_).name) {
+      if (smallest_live_ == kNoSlot || NameOf(members_->at(slot)) < NameOf(members_->at(smallest_live_))) {
         smallest_live_ = slot;
       }
     }
   }
-  return smallest_live_ == kNoSlot ? nullptr : &members_->at(smallest_live_).name;
+  return smallest_live_ == kNoSlot ? nullptr : &NameOf(members_->at(smallest_live_));
 }
 
 const Address* Membership::LiveAddressOf(const std::string& name) const {
   const Member* m = FindMember(name);
-  return m == nullptr || !IsLive(*m) ? nullptr : &m->address;
+  return m == nullptr || !IsLive(*m) ? nullptr : &AddressOf(*m);
 }
 
 bool Membership::IsAlive(const std::string& name) const {
@@ -290,16 +293,16 @@ bool Membership::ValidUpdate(const wire::MemberUpdate& u) {
 
 // ---------------------------------------------------------------- table
 
-MemberInfo Membership::InfoOf(const Member& m) {
+MemberInfo Membership::InfoOf(const Member& m) const {
   std::optional<Duration> rtt;
   if (m.probe_rtt_us >= 0) rtt = std::chrono::microseconds(m.probe_rtt_us);
-  return MemberInfo{m.name, m.address, m.state, m.incarnation, m.last_change, rtt};
+  return MemberInfo{NameOf(m), AddressOf(m), m.state, m.incarnation, m.last_change, rtt};
 }
 
 wire::MemberUpdate Membership::UpdateOf(const Member& m) const {
   wire::MemberUpdate u;
-  u.set_name(m.name);
-  u.set_address(m.address);
+  u.set_name(NameOf(m));
+  u.set_address(AddressOf(m));
   u.set_incarnation(m.incarnation);
   u.set_status(ToWire(m.state));
   if (m.state == MemberState::kSuspect && m.suspicion != nullptr && !m.suspicion->accusers.empty()) {
@@ -337,7 +340,7 @@ void Membership::TrackLive(Member& m) {
   if (!listed) {
     m.live_pos = static_cast<uint32_t>(live_.size());
     live_.push_back(m.slot);
-    if (!smallest_live_stale_ && (smallest_live_ == kNoSlot || m.name < members_->at(smallest_live_).name)) {
+    if (!smallest_live_stale_ && (smallest_live_ == kNoSlot || NameOf(m) < NameOf(members_->at(smallest_live_)))) {
       smallest_live_ = m.slot;
     }
     return;
@@ -352,11 +355,11 @@ void Membership::TrackLive(Member& m) {
 }
 
 void Membership::Emit(Event::Kind kind, const Member& m) {
-  events_.push_back(Event{kind, m.name, m.address, m.incarnation});
+  events_.push_back(Event{kind, NameOf(m), AddressOf(m), m.incarnation});
 }
 
 void Membership::SetState(Member& m, MemberState state, uint64_t incarnation, Time now, const std::string& accuser) {
-  const std::string& name = m.name;
+  const std::string& name = NameOf(m);
   const MemberState old = m.state;
   const uint64_t old_inc = m.incarnation;
   if (old == MemberState::kSuspect) suspicions_.erase({m.suspicion->deadline, name});
@@ -424,7 +427,7 @@ bool Membership::MakeRoom() {
 
 void Membership::Confirm(Member& m, const std::string& accuser, Time now) {
   assert(m.state == MemberState::kSuspect && m.suspicion != nullptr);
-  const std::string& name = m.name;
+  const std::string& name = NameOf(m);
   const size_t k = ExpectedConfirmations();
   std::vector<std::string>& accusers = m.suspicion->accusers;
   if (k == 0 || accuser.empty() || accuser == name || accusers.size() >= k + 1) return;
@@ -471,7 +474,9 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
       Reject("table_full");
       return false;
     }
-    Member& m = members_->at(members_->Insert(Member{name, u.address(), u.incarnation(), now}));
+    Member& m = members_->Insert(name, u.address());
+    m.incarnation = u.incarnation();
+    m.last_change = now;
     m.state = state;
     if (state == MemberState::kSuspect) {
       m.suspicion = std::make_unique<MemberSuspicion>();
@@ -502,7 +507,7 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
     }
     return false;
   }
-  if (u.incarnation() > m.incarnation) m.address = u.address();
+  if (u.incarnation() > m.incarnation) members_->SetAddress(m, u.address());
   SetState(m, state, u.incarnation(), now, u.accuser());
   return true;
 }
@@ -558,7 +563,7 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
                                    static_cast<size_t>(msg.updates_size()) < config_.max_piggyback;
          ++it) {
       const MemberSlot slot = it->second;
-      const std::string& name = slot == kSelfSlot ? config_.self_name : members_->at(slot).name;
+      const std::string& name = slot == kSelfSlot ? config_.self_name : NameOf(members_->at(slot));
       if (std::find(included.begin(), included.end(), name) != included.end()) continue;
       wire::MemberUpdate* update = msg.add_updates();
       *update = slot == kSelfSlot ? SelfUpdate() : UpdateOf(members_->at(slot));
@@ -594,7 +599,7 @@ void Membership::SendJoin(const Address& to) {
 
 std::vector<std::string> Membership::RandomMembers(size_t k, const std::string* exclude, bool alive_only) {
   const auto eligible = [&](const Member& m) {
-    return (!alive_only || m.state == MemberState::kAlive) && (exclude == nullptr || m.name != *exclude);
+    return (!alive_only || m.state == MemberState::kAlive) && (exclude == nullptr || NameOf(m) != *exclude);
   };
   std::vector<const Member*> picked;
   if (!alive_only && exclude == nullptr) {
@@ -620,7 +625,7 @@ std::vector<std::string> Membership::RandomMembers(size_t k, const std::string* 
   }
   std::vector<std::string> out;
   out.reserve(picked.size());
-  for (const Member* m : picked) out.push_back(m->name);
+  for (const Member* m : picked) out.push_back(NameOf(*m));
   return out;
 }
 
@@ -713,7 +718,7 @@ void Membership::FlushNotify() {
     if (m == nullptr || m->state == MemberState::kAlive || m->state == MemberState::kLeft) continue;
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
-    SendMsg(m->address, std::move(msg), name);  // carries the accusation first
+    SendMsg(AddressOf(*m), std::move(msg), name);  // carries the accusation first
   }
 }
 
@@ -768,7 +773,7 @@ void Membership::HandlePingReq(const Address& from, const std::string& sender, c
   if (relays_.size() >= kMaxRelays) return Reject("relays_full");
   // Prefer the address this node knows for the target over the requester's.
   const Member* target = FindMember(r.target());
-  const Address to = target != nullptr ? target->address : r.target_address();
+  const Address to = target != nullptr ? AddressOf(*target) : r.target_address();
   const uint64_t seq = next_seq_++;
   // Lifeguard: nack at 80% of the probe timeout, so that the nack reaches the
   // prober (whose indirect probes went out a probe timeout into its interval)
@@ -879,7 +884,7 @@ std::optional<std::string> Membership::NextProbeTarget() {
     }
     // Hashed: a tree lookup here was 4% of pollen-sim's steady state at N=1000 (perf).
     const MemberSlot slot = probe_order_[probe_index_++];
-    if (slot != kNoSlot && IsLive(members_->at(slot))) return members_->at(slot).name;
+    if (slot != kNoSlot && IsLive(members_->at(slot))) return NameOf(members_->at(slot));
   }
 }
 
@@ -914,7 +919,7 @@ void Membership::ProbeTick(Time now) {
   wire::MembershipMessage ping = NewMessage();
   ping.mutable_ping()->set_seq(probe_->seq);
   ping.mutable_ping()->set_target(*target);
-  SendMsg(FindMember(*target)->address, std::move(ping), *target);
+  SendMsg(AddressOf(*FindMember(*target)), std::move(ping), *target);
 }
 
 void Membership::SendIndirect(Time now) {
@@ -927,8 +932,8 @@ void Membership::SendIndirect(Time now) {
     auto* r = req.mutable_ping_req();
     r->set_seq(probe_->seq);
     r->set_target(probe_->target);
-    r->set_target_address(target->address);
-    SendMsg(FindMember(helper)->address, std::move(req), helper);
+    r->set_target_address(AddressOf(*target));
+    SendMsg(AddressOf(*FindMember(helper)), std::move(req), helper);
   }
 }
 
@@ -939,7 +944,7 @@ void Membership::GossipTick(Time now) {
     if (queue_.empty()) break;
     wire::MembershipMessage msg = NewMessage();
     msg.mutable_gossip();
-    SendMsg(FindMember(name)->address, std::move(msg), name);
+    SendMsg(AddressOf(*FindMember(name)), std::move(msg), name);
   }
 }
 
@@ -949,7 +954,7 @@ void Membership::PushPullTick(Time now) {
   if (peer.empty()) return;
   wire::MembershipMessage msg = NewMessage();
   FillFullState(msg.mutable_push_pull());
-  SendMsg(FindMember(peer[0])->address, std::move(msg), peer[0]);
+  SendMsg(AddressOf(*FindMember(peer[0])), std::move(msg), peer[0]);
 }
 
 void Membership::ReconnectTick(Time now) {
@@ -966,7 +971,7 @@ void Membership::ReconnectTick(Time now) {
     }
   }
   if (!dead.empty()) {
-    SendJoin(dead[rng_.Below(dead.size())]->address);
+    SendJoin(AddressOf(*dead[rng_.Below(dead.size())]));
   } else if (live_.empty() && !seeds_.empty()) {
     SendJoin(seeds_[rng_.Below(seeds_.size())]);
   }

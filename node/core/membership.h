@@ -133,6 +133,9 @@ struct MembershipConfig {
   bool lifeguard = true;
   uint32_t max_health_multiplier = 8;     // memberlist's AwarenessMaxMultiplier
   double suspicion_max_multiplier = 6.0;  // memberlist's SuspicionMaxTimeoutMult
+  // Where member names and addresses are interned; null: a pool of this
+  // node's own. Nodes that share one must run in one thread (NamePool).
+  std::shared_ptr<NamePool> names;
 };
 
 class Membership {
@@ -278,7 +281,7 @@ class Membership {
   void Dequeue(uint64_t* key);
   wire::MemberUpdate UpdateOf(const Member& m) const;
   wire::MemberUpdate SelfUpdate() const;
-  static MemberInfo InfoOf(const Member& m);
+  MemberInfo InfoOf(const Member& m) const;
 
   void Emit(Event::Kind kind, const Member& m);
   void SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name);
@@ -328,7 +331,7 @@ class Membership {
 
   // Others only. Held by pointer: its index's hasher points at it, and
   // Membership stays movable.
-  std::unique_ptr<MemberTable> members_ = std::make_unique<MemberTable>();
+  std::unique_ptr<MemberTable> members_;
   // Piggyback queue, at most one entry per member and one for self: key
   // (transmits << kQueueSeqBits | newest-first sequence) -> slot (kSelfSlot
   // for self). The member's entry holds its key, so replacing it needs no
@@ -351,6 +354,8 @@ class Membership {
     const MemberSlot slot = members_->Find(name);
     return slot == kNoSlot ? nullptr : &members_->at(slot);
   }
+  const std::string& NameOf(const Member& m) const { return members_->name(m); }
+  const Address& AddressOf(const Member& m) const { return members_->address(m); }
   const Member* FindMember(std::string_view name) const {
     const MemberSlot slot = members_->Find(name);
     return slot == kNoSlot ? nullptr : &members_->at(slot);

@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.indirect_probes = impl.config.indirect_probes;
   mc.suspicion_multiplier = impl.config.suspicion_multiplier;
   mc.lifeguard = impl.config.lifeguard;
+  mc.names = impl.config.member_names;
   mc.dead_reconnect_interval = impl.config.dead_reconnect_interval;
   mc.gossip_interval = impl.config.gossip_interval;
   mc.gossip_fanout = impl.config.fanout;

@@ -32,6 +32,8 @@
 
 namespace pollen::node {
 
+class NamePool;  // node/core/name_pool.h
+
 // RedisBloom's reply to a new key for a full NONSCALING filter.
 inline constexpr char kFilterFullError[] = "ERR non scaling filter is full";
 
@@ -50,6 +52,10 @@ struct NodeConfig {
   uint32_t indirect_probes = 3;
   double suspicion_multiplier = 4.0;  // suspicion timeout = mult * log10(N+1) * probe_interval
   bool lifeguard = true;              // MembershipConfig::lifeguard (false: plain SWIM)
+  // MembershipConfig::names: where member names and addresses are interned.
+  // Null (the default): the node's own. Nodes driven by one thread may share
+  // one (pollen-sim's do).
+  std::shared_ptr<NamePool> member_names;
   Duration anti_entropy_interval = std::chrono::seconds(10);
   // kTree only: once three anti_entropy_intervals have passed with no sign of
   // trouble (member event, tree push given up by its sender or receiver,

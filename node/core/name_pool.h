@@ -1,0 +1,73 @@
+// NamePool: interned member names and addresses, each held once, counted.
+//
+// What it promises:
+//  - Intern(text) returns text's id, the same id for equal text while any
+//    reference to it remains, and counts one more reference; Release(id)
+//    counts one fewer and frees the string at zero (its id is then reused).
+//  - at(id) is the string; its address is stable until the last Release.
+//  - Find(text) looks up without interning: kNone if absent.
+//
+// Why: every node holds every member's name and address, so in the
+// simulator (N nodes in one process) their std::strings were 64 bytes per
+// (node, member) pair, N^2 of them: 6.4 GB of the N=10,000 cluster's memory.
+// Nodes that run in one thread may share one pool (pollen-sim gives all its
+// nodes one), which holds each string once per process. A node without a
+// shared pool gets a pool of its own.
+//
+// Not thread-safe: every Membership sharing a pool must run in one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+
+namespace pollen::node {
+
+class NamePool {
+ public:
+  using Id = uint32_t;
+  static constexpr Id kNone = ~Id{0};
+
+  NamePool();
+  NamePool(const NamePool&) = delete;  // the index's hasher points at this pool
+  NamePool& operator=(const NamePool&) = delete;
+
+  Id Intern(std::string_view text);
+  void Release(Id id);  // asserts a live id
+  Id Find(std::string_view text) const;
+  const std::string& at(Id id) const;  // asserts a live id
+  size_t size() const { return index_.size(); }  // distinct strings held
+
+ private:
+  struct Entry {
+    std::string text;
+    uint32_t refs = 0;  // 0: free
+  };
+  struct TextHash {
+    using is_transparent = void;
+    const NamePool* pool;
+    size_t operator()(std::string_view text) const;
+    size_t operator()(Id id) const { return (*this)(std::string_view(pool->entries_[id].text)); }
+  };
+  struct TextEq {
+    using is_transparent = void;
+    const NamePool* pool;
+    std::string_view TextOf(Id id) const { return pool->entries_[id].text; }
+    static std::string_view TextOf(std::string_view text) { return text; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return TextOf(a) == TextOf(b);
+    }
+  };
+
+  std::deque<Entry> entries_;
+  std::vector<Id> free_;
+  absl::flat_hash_set<Id, TextHash, TextEq> index_;
+};
+
+}  // namespace pollen::node
