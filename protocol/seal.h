@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "crdt/keyed_hash.h"
+#include "protocol/replay_window.h"
 
 namespace pollen::protocol {
 
@@ -87,38 +88,6 @@ class Keyring {
  private:
   std::map<uint64_t, GossipKey> keys_;
   uint64_t primary_ = 0;
-};
-
-// Per-sender sliding window over counters (like IPsec's anti-replay window):
-// a counter is fresh if it is above the highest seen, or within kWindow below
-// it and not seen yet. At most kMaxSenders senders are tracked; beyond that
-// the least recently accepted sender is forgotten (its next frame starts a
-// new window). Feed it only frames that opened, so only key holders can
-// create entries. Cost: O(1) per frame; a new sender arriving while the table
-// is full costs one O(kMaxSenders) scan to find the least recently used.
-class ReplayWindow {
- public:
-  static constexpr uint64_t kWindow = 1024;
-  static constexpr size_t kMaxSenders = 4096;
-  explicit ReplayWindow(size_t max_senders = kMaxSenders);
-  // True if (sender, counter) is fresh; records it. False for a repeat or a
-  // counter kWindow or more behind the highest seen from that sender.
-  bool Accept(uint64_t sender, uint64_t counter);
-  size_t senders() const { return senders_.size(); }
-
- private:
-  static constexpr size_t kWords = kWindow / 64;
-  struct State {
-    uint64_t highest = 0;
-    uint64_t touched = 0;                 // clock_ at the last accepted frame: unique per sender
-    std::array<uint64_t, kWords> bits{};  // ring: bit (c % kWindow) <=> counter c seen
-  };
-  void EvictLeastRecent();
-  size_t max_senders_;
-  uint64_t clock_ = 0;
-  // Looked up per frame, never iterated in an order that matters: eviction
-  // takes the minimum of the unique `touched` stamps.
-  absl::flat_hash_map<uint64_t, State> senders_;
 };
 
 // Seals `plaintext` under the keyring's primary key. The result is

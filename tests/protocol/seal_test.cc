@@ -1,8 +1,11 @@
 #include "protocol/seal.h"
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -234,6 +237,58 @@ TEST(ReplayWindowTest, MatchesReferenceModel) {
       if (!any || c > highest) highest = c;
       any = true;
     }
+  }
+}
+
+// Senders that see a few counters each stay without a ring; a burst of
+// reordered counters needs one, and a jump past the window drops it again.
+// The answers stay the model's throughout (MatchesReferenceModel covers the
+// mixed pattern).
+TEST(ReplayWindowTest, RingOnlyWhileTheWindowHoldsMoreThanInlineCounters) {
+  ReplayWindow w;
+  EXPECT_TRUE(w.Accept(1, 100));
+  for (uint64_t c = 99; c > 99 - ReplayWindow::kInline; --c) EXPECT_TRUE(w.Accept(1, c));
+  EXPECT_EQ(w.rings(), 0u);
+  for (uint64_t c = 100; c > 99 - ReplayWindow::kInline; --c) EXPECT_FALSE(w.Accept(1, c));
+  EXPECT_TRUE(w.Accept(1, 90));  // one more than fits inline
+  EXPECT_EQ(w.rings(), 1u);
+  EXPECT_FALSE(w.Accept(1, 90));
+  EXPECT_FALSE(w.Accept(1, 97));
+  EXPECT_TRUE(w.Accept(1, 100 + ReplayWindow::kWindow));  // nothing seen left in the window
+  EXPECT_EQ(w.rings(), 0u);
+  EXPECT_FALSE(w.Accept(1, 100));
+  EXPECT_TRUE(w.Accept(1, 101));
+  // Forward steps that keep every seen counter in the window spill too.
+  ReplayWindow f;
+  for (uint64_t c = 1; c <= ReplayWindow::kInline + 1; ++c) EXPECT_TRUE(f.Accept(2, c * 10));
+  EXPECT_EQ(f.rings(), 0u);  // the highest and kInline below it
+  EXPECT_TRUE(f.Accept(2, 1000));
+  EXPECT_EQ(f.rings(), 1u);
+  for (uint64_t c = 1; c <= ReplayWindow::kInline + 1; ++c) EXPECT_FALSE(f.Accept(2, c * 10));
+  EXPECT_TRUE(f.Accept(2, 15));
+}
+
+// Exact LRU eviction, however long the table has been full: a resident
+// sender refuses a repeat, a forgotten one starts a new window.
+TEST(ReplayWindowTest, EvictsTheLeastRecentlyUsedUnderRandomTraffic) {
+  constexpr size_t kCapacity = 8;
+  ReplayWindow w(kCapacity);
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> lru;  // resident senders, least recent first
+  std::map<uint64_t, uint64_t> next;  // per sender: the next counter it sends
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t sender = rng() % 20;
+    const bool repeat = next[sender] > 0 && rng() % 3 == 0;
+    const uint64_t counter = repeat ? next[sender] - 1 : next[sender]++;
+    const auto pos = std::find(lru.begin(), lru.end(), sender);
+    const bool resident = pos != lru.end();
+    const bool expected = !(repeat && resident);
+    ASSERT_EQ(w.Accept(sender, counter), expected) << "step " << i;
+    if (!expected) continue;
+    if (resident) lru.erase(pos);
+    if (!resident && lru.size() == kCapacity) lru.erase(lru.begin());
+    lru.push_back(sender);
+    ASSERT_EQ(w.senders(), lru.size());
   }
 }
 
