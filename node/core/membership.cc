@@ -299,8 +299,10 @@ MemberInfo Membership::InfoOf(const Member& m) const {
   return MemberInfo{NameOf(m), AddressOf(m), m.state, m.incarnation, m.last_change, rtt};
 }
 
-wire::MemberUpdate Membership::UpdateOf(const Member& m) const {
-  wire::MemberUpdate u;
+// Written in place: building a temporary and copying it in allocated every
+// string twice, per piggybacked update.
+void Membership::WriteUpdate(const Member& m, wire::MemberUpdate* out) const {
+  wire::MemberUpdate& u = *out;
   u.set_name(NameOf(m));
   u.set_address(AddressOf(m));
   u.set_incarnation(m.incarnation);
@@ -308,16 +310,13 @@ wire::MemberUpdate Membership::UpdateOf(const Member& m) const {
   if (m.state == MemberState::kSuspect && m.suspicion != nullptr && !m.suspicion->accusers.empty()) {
     u.set_accuser(m.suspicion->accusers.back());  // the newest: its confirmation spreads
   }
-  return u;
 }
 
-wire::MemberUpdate Membership::SelfUpdate() const {
-  wire::MemberUpdate u;
-  u.set_name(config_.self_name);
-  u.set_address(config_.self_address);
-  u.set_incarnation(incarnation_);
-  u.set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
-  return u;
+void Membership::WriteSelfUpdate(wire::MemberUpdate* u) const {
+  u->set_name(config_.self_name);
+  u->set_address(config_.self_address);
+  u->set_incarnation(incarnation_);
+  u->set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
 }
 
 void Membership::Dequeue(uint64_t* key) {
@@ -521,12 +520,8 @@ wire::MembershipMessage Membership::NewMessage() const {
 }
 
 void Membership::FillFullState(wire::MemberPushPull* pp) const {
-  auto* self = pp->add_members();
-  self->set_name(config_.self_name);
-  self->set_address(config_.self_address);
-  self->set_incarnation(incarnation_);
-  self->set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
-  for (MemberSlot slot : members_->SortedByName()) *pp->add_members() = UpdateOf(members_->at(slot));
+  WriteSelfUpdate(pp->add_members());
+  for (MemberSlot slot : members_->SortedByName()) WriteUpdate(members_->at(slot), pp->add_members());
 }
 
 void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name) {
@@ -536,7 +531,7 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     // (for a push/pull it is already in the list).
     tell_sender_self_ = false;
     if (!msg.has_push_pull()) {
-      *msg.add_updates() = SelfUpdate();
+      WriteSelfUpdate(msg.add_updates());
     }
   }
   if (!msg.has_push_pull()) {
@@ -545,7 +540,7 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     // A peer held as suspect, dead or left hears that first, so it can refute.
     const Member* peer = FindMember(peer_name);
     if (peer != nullptr && peer->state != MemberState::kAlive) {
-      *msg.add_updates() = UpdateOf(*peer);
+      WriteUpdate(*peer, msg.add_updates());
       included.push_back(peer_name);
     }
     const uint32_t limit = RetransmitLimit();
@@ -566,7 +561,11 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
       const std::string& name = slot == kSelfSlot ? config_.self_name : NameOf(members_->at(slot));
       if (std::find(included.begin(), included.end(), name) != included.end()) continue;
       wire::MemberUpdate* update = msg.add_updates();
-      *update = slot == kSelfSlot ? SelfUpdate() : UpdateOf(members_->at(slot));
+      if (slot == kSelfSlot) {
+        WriteSelfUpdate(update);
+      } else {
+        WriteUpdate(members_->at(slot), update);
+      }
       const size_t wire_bytes = update->ByteSizeLong() + 3;  // + tag, length (< 2^14)
       if (n_taken > 0 && bytes + wire_bytes > config_.max_piggyback_bytes) {
         msg.mutable_updates()->RemoveLast();

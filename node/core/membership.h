@@ -279,8 +279,8 @@ class Membership {
   void EnqueueSelf() { Enqueue(kSelfSlot, &self_queue_key_); }
   void Enqueue(MemberSlot slot, uint64_t* key);
   void Dequeue(uint64_t* key);
-  wire::MemberUpdate UpdateOf(const Member& m) const;
-  wire::MemberUpdate SelfUpdate() const;
+  void WriteUpdate(const Member& m, wire::MemberUpdate* out) const;  // into a fresh update
+  void WriteSelfUpdate(wire::MemberUpdate* out) const;
   MemberInfo InfoOf(const Member& m) const;
 
   void Emit(Event::Kind kind, const Member& m);
