@@ -404,17 +404,20 @@ void Membership::SetState(Member& m, MemberState state, uint64_t incarnation, Ti
 }
 
 bool Membership::MakeRoom() {
-  Member* victim = nullptr;
-  const std::vector<MemberSlot> sorted = members_->SortedByName();  // ties: the first name wins
+  // The oldest change, ties to the smallest name: one pass, no sort.
+  const Member* oldest = nullptr;
   for (MemberState wanted : {MemberState::kLeft, MemberState::kDead}) {
-    for (MemberSlot slot : sorted) {
-      Member& m = members_->at(slot);
-      if (m.state != wanted) continue;
-      if (victim == nullptr || m.last_change < victim->last_change) victim = &m;
-    }
-    if (victim != nullptr) break;
+    members_->ForEach([&](const Member& m) {
+      if (m.state != wanted) return;
+      if (oldest == nullptr || m.last_change < oldest->last_change ||
+          (m.last_change == oldest->last_change && NameOf(m) < NameOf(*oldest))) {
+        oldest = &m;
+      }
+    });
+    if (oldest != nullptr) break;
   }
-  if (victim == nullptr) return false;
+  if (oldest == nullptr) return false;
+  Member* victim = &members_->at(oldest->slot);
   Dequeue(&victim->queue_key);
   std::replace(probe_order_.begin(), probe_order_.end(), victim->slot, kNoSlot);  // the slot may be reused
   assert(victim->live_pos == Member::kNotLive);
@@ -964,10 +967,13 @@ void Membership::ReconnectTick(Time now) {
   // steady-state CPU (perf); without dead members it is skipped. (dead_count_
   // is checked against the table in
   // Membership.LiveSetMatchesTheTableUnderRandomUpdates.)
+  // In name order, so the pick depends on which members are dead, not on the
+  // order they entered the table; only the dead are sorted.
   if (dead_count_ > 0) {
-    for (MemberSlot slot : members_->SortedByName()) {
-      if (members_->at(slot).state == MemberState::kDead) dead.push_back(&members_->at(slot));
-    }
+    members_->ForEach([&](const Member& m) {
+      if (m.state == MemberState::kDead) dead.push_back(&m);
+    });
+    std::sort(dead.begin(), dead.end(), [this](const Member* a, const Member* b) { return NameOf(*a) < NameOf(*b); });
   }
   if (!dead.empty()) {
     SendJoin(AddressOf(*dead[rng_.Below(dead.size())]));
