@@ -230,7 +230,7 @@ class Membership {
   using Member = MemberEntry;
   // The piggyback queue's key: (transmits, newest first) in one integer, so
   // the queue is a B-tree of 16-byte pairs rather than a map of wire updates
-  // (which was ~300 of the ~725 bytes per pair at N=1000's cold-start peak).
+  // (which was ~265 of the ~725 bytes per pair at N=1000's cold-start peak).
   static constexpr int kQueueSeqBits = 56;
   static constexpr uint64_t kQueueSeqMask = (uint64_t{1} << kQueueSeqBits) - 1;
   static constexpr MemberSlot kSelfSlot = kNoSlot - 1;  // self's entry in queue_
