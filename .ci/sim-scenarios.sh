@@ -57,6 +57,8 @@ run_swarm() {
 run_swarm "$SWARM_SEEDS" "$SWARM_ARGS"  # the default dissemination: tree
 # shellcheck disable=SC2086
 run_swarm $(( (SWARM_SEEDS + 1) / 2 )) "$SWARM_ARGS --dissemination=flood"
+# Warm starts (no join phase; crashed nodes still rejoin through the seeds).
+run_swarm $(( (SWARM_SEEDS + 3) / 4 )) "$SWARM_ARGS --warm-start"
 
 # Fixed scenarios, two at a time.
 scenarios=(none loss30 partition-heal one-way crash-restart rotate-in-partition grow churn pause fresh-filters)

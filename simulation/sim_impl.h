@@ -180,6 +180,10 @@ struct Simulator::Impl {
   // Every node's member names and addresses, held once (NamePool): N^2
   // copies otherwise (64 bytes per pair, 6.4 GB at N=10,000).
   std::shared_ptr<node::NamePool> member_names = std::make_shared<node::NamePool>();
+  // --warm-start: every node's (name, address), handed to each node's first
+  // start; dropped once all have started.
+  std::shared_ptr<const std::vector<std::pair<std::string, node::Address>>> warm_members;
+  uint32_t warm_starts_left = 0;
   std::vector<SimNode> nodes;
   absl::flat_hash_map<node::Address, uint32_t> by_address;  // lookups only, never iterated
   absl::flat_hash_map<std::string, uint32_t> by_name;        // likewise
@@ -248,7 +252,7 @@ struct Simulator::Impl {
   // A random node that is up, or -1.
   int RandomUp(Rng& rng);
   std::vector<node::FilterConfig> Filters() const;
-  bool CreateNode(uint32_t i);
+  bool CreateNode(uint32_t i, bool warm = false);
 
   // ---- node I/O ----
   void Flush(uint32_t i);

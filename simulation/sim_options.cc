@@ -171,6 +171,8 @@ Run:
   --nodes=N               cluster size (default 10; swarm picks 3..16 unless given)
   --duration=SEC          faults + workload phase, virtual seconds (default 30)
   --warmup=SEC            join phase before the workload (default 5)
+  --warm-start            every node starts at once, already listing every node as alive (no join
+                          phase: a large cluster's steady state without its cold start)
   --liveness-bound=SEC    after faults stop, all live nodes must converge within this (default 120)
   --scenario=NAME         fixed scenario: none, loss30, partition-heal, one-way,
                           crash-restart, rotate-in-partition, grow, churn, pause
@@ -243,7 +245,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"anti-entropy-max-ms", true},
         {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
-        {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"pause", false},
+        {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"pause", false}, {"warm-start", false},
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
         {"tree-push-delay-ms", true}, {"compact-refs", true},
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
@@ -360,6 +362,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 0, 1) o.faults.reorder = v;
     } else if (name == "partition") {
       o.faults.partition = true;
+    } else if (name == "warm-start") {
+      o.warm_start = true;
     } else if (name == "one-way-partition") {
       o.faults.one_way_partition = true;
     } else if (name == "crash") {

@@ -108,6 +108,11 @@ struct SimOptions {
   uint32_t nodes = 10;
   bool nodes_set = false;  // --nodes given (swarm keeps it)
   node::Duration warmup{seconds(5)};
+  // Every node starts at once already holding every other as alive, as if
+  // the cluster had joined long ago (MembershipConfig::warm_members): for
+  // steady-state figures at N where the O(N^2 log N) cold start would take
+  // hours. A restarted node joins through the seeds as usual.
+  bool warm_start = false;
   node::Duration duration{seconds(30)};        // faults and workload, after warmup
   node::Duration liveness_bound{seconds(120)};  // to converge after faults stop
   node::Duration check_every{seconds(1)};

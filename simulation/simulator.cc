@@ -60,7 +60,7 @@ std::vector<node::FilterConfig> Simulator::Impl::Filters() const {
   return filters;
 }
 
-bool Simulator::Impl::CreateNode(uint32_t i) {
+bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
   SimNode& s = nodes[i];
   node::NodeConfig c;
   c.name = s.name;
@@ -77,6 +77,7 @@ bool Simulator::Impl::CreateNode(uint32_t i) {
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
   c.member_names = member_names;  // one thread runs every node: one copy of each name
+  if (warm) c.warm_members = warm_members;
   c.route_timeout = o.workload.route_timeout;
   c.anti_entropy_interval = o.anti_entropy_interval;
   c.anti_entropy_max_interval = o.anti_entropy_max_interval;
@@ -257,9 +258,16 @@ void Simulator::Impl::Setup() {
     } else {
       s.clock.offset = std::chrono::seconds(1);  // any origin; keeps local times positive
     }
-    // Staggered start over the first second; the seeds first.
+    // Staggered start over the first second; the seeds first. A warm start
+    // is all at once: a node listed alive must be up.
     const Duration start = i < 3 ? Duration(i) : Uniform(work_rng, Duration(0), std::chrono::seconds(1));
-    At(start, Ev::Kind::kStart, i);
+    At(o.warm_start ? Duration(0) : start, Ev::Kind::kStart, i);
+  }
+  if (o.warm_start) {
+    auto members = std::make_shared<std::vector<std::pair<std::string, node::Address>>>();
+    for (const SimNode& s : nodes) members->emplace_back(s.name, s.address);
+    warm_members = std::move(members);
+    warm_starts_left = o.nodes;
   }
   const Time w = o.warmup;
   faults_end = w + o.duration;
@@ -343,7 +351,10 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     }
     case Ev::Kind::kStart: {
       SimNode& s = nodes[ev.node];
-      if (!CreateNode(ev.node)) return;
+      const bool created = CreateNode(ev.node, warm_members != nullptr);
+      // Each node holds the list until its Start: drop ours after the last.
+      if (warm_members != nullptr && --warm_starts_left == 0) warm_members.reset();
+      if (!created) return;
       for (const node::FilterInfo& info : s.node->Filters(node::InfoParts::kCounts)) {
         checker.Observe(ev.node, info, now);
       }

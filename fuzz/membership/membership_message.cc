@@ -51,7 +51,7 @@ std::unique_ptr<Membership> FreshInstance() {
 // Builds a well-formed-ish message from the bytes, so inputs reach the
 // protocol logic rather than only the parser: names from a small set (so they
 // collide with real members), any status value, incarnations and seqs.
-pollen::wire::MembershipMessage Structured(const uint8_t* data, size_t size) {
+pollen::wire::MembershipMessage Structured(const uint8_t* data, size_t size, uint64_t own_digest) {
   static const char* kNames[] = {"self", "seed", "a", "b", "c", "d", "e", "", "zz"};
   size_t pos = 0;
   auto next = [&]() -> uint8_t { return pos < size ? data[pos++] : 0; };
@@ -71,10 +71,16 @@ pollen::wire::MembershipMessage Structured(const uint8_t* data, size_t size) {
       msg.mutable_ping_req()->set_target(name());
       msg.mutable_ping_req()->set_target_address(name() + ":1");
       break;
-    case 3:
-      msg.mutable_push_pull()->set_join(next() & 1);
-      msg.mutable_push_pull()->set_reply(next() & 1);
+    case 3: {
+      const uint8_t flags = next();
+      msg.mutable_push_pull()->set_join(flags & 1);
+      msg.mutable_push_pull()->set_reply(flags & 2);
+      // A summary: its digest is either this instance's own (the equal
+      // tables' path) or a byte's worth of noise.
+      msg.mutable_push_pull()->set_summary(flags & 4);
+      msg.mutable_push_pull()->set_table_digest((flags & 8) ? own_digest : next());
       break;
+    }
     case 4:
       msg.mutable_gossip();
       break;
@@ -98,7 +104,7 @@ void Step(Membership& m, std::string_view bytes, Time& now) {
   const size_t size = bytes.size();
   pollen::wire::MembershipMessage msg;
   if (data[0] & 1) {
-    msg = Structured(data + 1, size - 1);
+    msg = Structured(data + 1, size - 1, m.TableDigest());
   } else if (!msg.ParseFromArray(data + 1, static_cast<int>(size - 1))) {
     return;
   }

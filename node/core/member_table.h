@@ -9,9 +9,10 @@
 //    with other tables (pollen-sim's nodes share one).
 //  - Find by name is a pool lookup and a hash lookup of the name's id. The
 //    index holds slot numbers only.
-//  - SortedByName gives every slot in use in name order, for the walks whose
-//    order the protocol's determinism rests on (full-state lists, probe
-//    rounds, eviction).
+//  - ForEach walks every slot in use in slot order, which depends only on
+//    the table's history of Inserts and Erases: deterministic, as the
+//    protocol's walks (full-state lists, probe rounds, eviction) must be.
+//    SortedByName gives them in name order (for listings).
 //
 // Why a table of its own: every node holds every member, so its cost is paid
 // N^2 times in the simulator. At N=1000 a std::map<std::string, Member>, a
@@ -87,6 +88,8 @@ class MemberTable {
   MemberEntry& Insert(std::string_view name, std::string_view address);
   // Frees the slot (its names and suspicion with it).
   void Erase(MemberSlot slot);
+  // Room in the index for `members` without rehashing (a warm start).
+  void Reserve(size_t members) { index_.reserve(members); }
 
   // Every slot in use, ordered by name. O(N log N).
   std::vector<MemberSlot> SortedByName() const;

@@ -41,7 +41,11 @@
 //    with its state. (At most kMaxNotify such messages per Handle or Tick.)
 //  - Anti-entropy of the table: a push/pull with a random live member every
 //    push_pull_every probe intervals (random phase), stretched by
-//    PushPullScale() past 32 live members; every dead_reconnect_interval a join to one random
+//    PushPullScale() past 32 live members. It opens with a summary (the
+//    sender's TableDigest()): a receiver whose table is equal answers
+//    nothing, else it sends its full list and gets the sender's back (so
+//    between equal tables one datagram, between different ones three
+//    messages instead of two). Every dead_reconnect_interval a join to one random
 //    dead (not left) member, or to a random seed when no other member is live,
 //    so a healed partition merges back by itself.
 //  - Leave(): incarnation+1, state left, announced to up to kMaxLeaveFanout
@@ -136,6 +140,14 @@ struct MembershipConfig {
   // Where member names and addresses are interned; null: a pool of this
   // node's own. Nodes that share one must run in one thread (NamePool).
   std::shared_ptr<NamePool> names;
+  // A warm start: the (name, address) of members held alive at incarnation 0
+  // from Start on, as if this node had joined long ago and every join had
+  // reached it. No events, nothing queued for piggybacking (not even self),
+  // no join sent: joined() at Start. Self, duplicates and members past
+  // max_members are skipped. Read once, at Start, then dropped. For
+  // pollen-sim's --warm-start, which measures a large cluster's steady state
+  // without its O(N^2 log N) cold start; a daemon leaves it null.
+  std::shared_ptr<const std::vector<std::pair<std::string, Address>>> warm_members;
 };
 
 class Membership {
@@ -162,6 +174,10 @@ class Membership {
   Membership& operator=(Membership&&) = default;
 
   void Start(Time now);  // join through the seeds
+  // Equal for two nodes that hold the same (name, address, incarnation,
+  // state) for every member, themselves included (wire MemberPushPull's
+  // table_digest). O(N).
+  uint64_t TableDigest() const;
   void Leave(Time now);  // announce leave (incarnation+1), stop probing
   void Handle(const Address& from, const wire::MembershipMessage& msg, Time now);
   void Tick(Time now);
@@ -300,6 +316,7 @@ class Membership {
   void PushPullTick(Time now);
   void ReconnectTick(Time now);
   void JoinTick(Time now);
+  void WarmStart(const std::vector<std::pair<std::string, Address>>& members, Time now);
   void SuspicionTick(Time now);
   void RelayTick(Time now);
   void FlushNotify();

@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.suspicion_multiplier = impl.config.suspicion_multiplier;
   mc.lifeguard = impl.config.lifeguard;
   mc.names = impl.config.member_names;
+  mc.warm_members = std::move(impl.config.warm_members);
   mc.dead_reconnect_interval = impl.config.dead_reconnect_interval;
   mc.gossip_interval = impl.config.gossip_interval;
   mc.gossip_fanout = impl.config.fanout;

@@ -56,6 +56,10 @@ struct NodeConfig {
   // Null (the default): the node's own. Nodes driven by one thread may share
   // one (pollen-sim's do).
   std::shared_ptr<NamePool> member_names;
+  // MembershipConfig::warm_members: members taken as alive from Start on, as
+  // if the join were long done (pollen-sim's --warm-start); null: join
+  // through the seeds.
+  std::shared_ptr<const std::vector<std::pair<std::string, Address>>> warm_members;
   Duration anti_entropy_interval = std::chrono::seconds(10);
   // kTree only: once three anti_entropy_intervals have passed with no sign of
   // trouble (member event, tree push given up by its sender or receiver,
@@ -370,7 +374,8 @@ class Node {
   // reads it (every 1 s when nobody has since the last refresh), at the next
   // Tick or frame after a change: it can lag a change by up to about 1 s.
   // With NodeConfig::refresh_unread_members off, it is not refreshed at all
-  // until the first call, which then returns the snapshot taken at Start.
+  // until the first call, which then returns the snapshot taken at Create
+  // (self only).
   std::vector<MemberInfo> Members() const;
   NodeCounters Counters() const;
   // Driver thread. Members held alive or suspect, self included.

@@ -93,12 +93,15 @@ void Node::Impl::PumpMembership(bool force) {
     members_dirty = true;
   }
   // Never read and refresh_unread_members off (the simulator): no copy but
-  // the forced ones. Otherwise at most once per kMembersIdleRefresh, and
-  // after a Members() call every kMembersRefresh.
+  // the first, at Create (a warm start's table at Start would be N entries
+  // per node). Otherwise at most once per kMembersIdleRefresh, and after a
+  // Members() call every kMembersRefresh; forced at Create, Start and Leave.
   const Duration period =
       members_requested.load(std::memory_order_relaxed) ? kMembersRefresh : kMembersIdleRefresh;
   const bool read = config.refresh_unread_members || members_ever_read.load(std::memory_order_relaxed);
-  if (members_dirty && (force || (read && now >= members_refreshed + period))) {
+  const bool first = !members_refreshed_once;
+  if (members_dirty && (first || (read && (force || now >= members_refreshed + period)))) {
+    members_refreshed_once = true;
     members_requested.store(false, std::memory_order_relaxed);
     members_dirty = false;
     members_refreshed = now;

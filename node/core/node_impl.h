@@ -293,6 +293,7 @@ struct Node::Impl {
   mutable std::atomic<bool> members_requested{false};  // set by Members()
   mutable std::atomic<bool> members_ever_read{false};  // likewise, never cleared
   Time members_refreshed = Time::min();     // driver only
+  bool members_refreshed_once = false;       // driver only: the snapshot at Create was taken
   uint64_t membership_rejected = 0;
   uint32_t membership_health = 0;  // last copied into stats
   uint64_t membership_stalls = 0;  // likewise

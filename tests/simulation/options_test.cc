@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace pollen::sim {
 namespace {
 
 TEST(SimOptions, ParsesFlagsBothForms) {
   auto o = ParseFlags({"--seed=7", "--nodes", "12", "--loss=0.25", "--partition", "--crash", "--fanout=4",
-                       "--gossip-interval-ms", "100", "--duration=12.5"});
+                       "--gossip-interval-ms", "100", "--duration=12.5", "--warm-start"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->seed, 7u);
   EXPECT_EQ(o->nodes, 12u);
@@ -18,6 +20,8 @@ TEST(SimOptions, ParsesFlagsBothForms) {
   EXPECT_EQ(o->fanout, 4u);
   EXPECT_EQ(o->gossip_interval, std::chrono::milliseconds(100));
   EXPECT_EQ(o->duration, std::chrono::milliseconds(12500));
+  EXPECT_TRUE(o->warm_start);
+  EXPECT_NE(std::find(o->replay_args.begin(), o->replay_args.end(), "--warm-start"), o->replay_args.end());
   // Replay flags omit the seed.
   for (const auto& a : o->replay_args) EXPECT_EQ(a.find("--seed"), std::string::npos);
   EXPECT_EQ(o->faults.Describe(), "loss=0.25,partition,crash(keep=0.50)");

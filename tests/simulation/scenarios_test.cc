@@ -300,5 +300,24 @@ INSTANTIATE_TEST_SUITE_P(Fixed, Scenario, ::testing::ValuesIn(ScenarioNames()),
                            return n;
                          });
 
+// --warm-start: every node lists every other at once (the first poll), the
+// checkers pass, and crashed nodes rejoin cold through the seeds.
+TEST(WarmStart, ClusterStartsJoinedAndRestartedNodesJoinThroughTheSeeds) {
+  SimOptions o;
+  o.seed = 3;
+  o.nodes = 30;
+  o.warm_start = true;
+  o.warmup = std::chrono::seconds(3);
+  o.duration = std::chrono::seconds(30);
+  o.workload.crawl_adds_per_sec = 10;
+  o.faults.crash = true;
+  const RunResult r = Simulator(o).Run();
+  ASSERT_TRUE(r.passed) << FormatSummary(r);
+  EXPECT_TRUE(r.converged);
+  EXPECT_GE(r.members_complete_seconds, 0.0);
+  EXPECT_LE(r.members_complete_seconds, 0.15);
+  EXPECT_GE(r.restarts, 1u);
+}
+
 }  // namespace
 }  // namespace pollen::sim
