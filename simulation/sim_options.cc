@@ -198,6 +198,7 @@ Node and workload:
                           the interval doubles at each run, up to this (default 60000; at or below
                           --anti-entropy-ms: fixed)
   --lifeguard=on|off      Lifeguard's local health awareness in membership (default on; off = plain SWIM)
+  --reliable-ping=on|off  a probe that gets no direct ack also pings by stream (default on)
   --capacity=N            crawl filter capacity (default 100000)
   --expansion=N           crawl filter scales: each layer N times the last (default 0: fixed size)
   --add-rate=R            crawl adds per virtual second, cluster-wide (default 20)
@@ -245,7 +246,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"anti-entropy-max-ms", true},
         {"probe-interval-ms", true},  {"capacity", true}, {"add-rate", true}, {"expansion", true},
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
-        {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"pause", false}, {"warm-start", false},
+        {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"reliable-ping", true}, {"pause", false}, {"warm-start", false},
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
         {"tree-push-delay-ms", true}, {"compact-refs", true},
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
@@ -376,8 +377,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       if (has_value) {
         POLLEN_NUM(v, 0.1, 1e6) o.faults.pause_gap = FromSeconds(v);
       }
-    } else if (name == "lifeguard" || name == "compact-refs") {
-      bool& flag = name == "lifeguard" ? o.lifeguard : o.compact_refs;
+    } else if (name == "lifeguard" || name == "compact-refs" || name == "reliable-ping") {
+      bool& flag = name == "lifeguard" ? o.lifeguard : name == "compact-refs" ? o.compact_refs : o.reliable_ping;
       if (value == "on") {
         flag = true;
       } else if (value == "off") {

@@ -121,6 +121,7 @@ struct SimOptions {
   node::Duration gossip_interval{milliseconds(200)};
   uint32_t fanout = 3;
   bool lifeguard = true;  // Membership's Lifeguard (--lifeguard=off: plain SWIM)
+  bool reliable_ping = true;  // MembershipConfig::reliable_fallback_ping (--reliable-ping=off)
   node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration tree_push_delay{milliseconds(50)};  // NodeConfig::tree_push_delay
   bool compact_refs = true;  // NodeConfig::tree_compact_refs (--compact-refs=off: full references only)

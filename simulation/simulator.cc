@@ -76,6 +76,7 @@ bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
   c.tree_compact_refs = o.compact_refs;
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
+  c.reliable_fallback_ping = o.reliable_ping;
   c.member_names = member_names;  // one thread runs every node: one copy of each name
   if (warm) c.warm_members = warm_members;
   c.route_timeout = o.workload.route_timeout;

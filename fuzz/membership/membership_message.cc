@@ -62,6 +62,7 @@ pollen::wire::MembershipMessage Structured(const uint8_t* data, size_t size, uin
     case 0:
       msg.mutable_ping()->set_seq(next());
       msg.mutable_ping()->set_target(name());
+      msg.mutable_ping()->set_reliable(next() & 1);
       break;
     case 1:
       msg.mutable_ack()->set_seq(next());

@@ -568,7 +568,7 @@ void Membership::FillFullState(wire::MemberPushPull* pp) const {
   members_->ForEach([&](const Member& m) { WriteUpdate(m, pp->add_members()); });
 }
 
-void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name) {
+void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name, bool reliable) {
   if (!reply_peer_.empty() && peer_name == reply_peer_) replied_to_sender_ = true;
   if (tell_sender_self_ && peer_name == reply_peer_) {
     // This peer holds a wrong view of this node: its current state goes first
@@ -629,7 +629,7 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
       if (*held != 0) queue_.emplace(*held, slot);
     }
   }
-  outgoing_.push_back(Send{to, std::move(msg)});
+  outgoing_.push_back(Send{to, std::move(msg), reliable});
 }
 
 void Membership::SendJoin(const Address& to) {
@@ -773,7 +773,7 @@ void Membership::HandlePing(const Address& from, const std::string& sender, cons
   if (!p.target().empty() && p.target() != config_.self_name) return Reject("target");
   wire::MembershipMessage reply = NewMessage();
   reply.mutable_ack()->set_seq(p.seq());
-  SendMsg(from, std::move(reply), sender);
+  SendMsg(from, std::move(reply), sender, /*reliable=*/p.reliable());
 }
 
 void Membership::HandleAck(const std::string& sender, const wire::MemberAck& a, Time now) {
@@ -1004,6 +1004,16 @@ void Membership::SendIndirect(Time now) {
     r->set_target(probe_->target);
     r->set_target_address(AddressOf(*target));
     SendMsg(AddressOf(*FindMember(helper)), std::move(req), helper);
+  }
+  if (config_.reliable_fallback_ping) {
+    // Loss of datagrams is not death: a stream is retransmitted until the
+    // connection itself fails. pollen-sim N=10,000 at 10% loss: 431 false
+    // suspicions in 15 s without it (simulation/README.md).
+    wire::MembershipMessage ping = NewMessage();
+    ping.mutable_ping()->set_seq(probe_->seq);
+    ping.mutable_ping()->set_target(probe_->target);
+    ping.mutable_ping()->set_reliable(true);
+    SendMsg(AddressOf(*target), std::move(ping), probe_->target, /*reliable=*/true);
   }
 }
 

@@ -12,7 +12,9 @@
 //  - Failure detection: one member (alive or suspect) is probed per
 //    probe_interval, in a randomized round-robin order. No ack within
 //    probe_timeout -> indirect pings through `indirect_probes` random alive
-//    members; still none when the next probe starts -> the member is suspected.
+//    members and (reliable_fallback_ping) one more ping to the member by
+//    stream, answered by stream; still no ack when the next probe starts ->
+//    the member is suspected.
 //    A suspect not refuted within
 //      suspicion_multiplier * log10(max(N, 1) + 1) * probe_interval
 //    (N = LiveCount()) is declared dead.
@@ -133,6 +135,10 @@ struct MembershipConfig {
   size_t max_piggyback = kMaxPiggybackWireDefault;
   size_t max_piggyback_bytes = 1000;
   size_t max_members = 10000;          // table bound, self included
+  // When a direct probe goes unanswered, ping the target once more by
+  // stream alongside the indirect probes (memberlist's TCP ping, on by
+  // default there too): datagram loss alone then rarely makes a suspect.
+  bool reliable_fallback_ping = true;
   // Lifeguard (see above); false gives plain SWIM (for comparisons).
   bool lifeguard = true;
   uint32_t max_health_multiplier = 8;     // memberlist's AwarenessMaxMultiplier
@@ -163,6 +169,9 @@ class Membership {
   struct Send {
     Address to;
     wire::MembershipMessage msg;
+    // Send it as a stream frame (ordered, retransmitted by the transport)
+    // even if it fits a datagram: the reliable fallback ping and its ack.
+    bool reliable = false;
   };
 
   // Asserts a valid config (non-empty name and address within the bounds,
@@ -300,7 +309,7 @@ class Membership {
   MemberInfo InfoOf(const Member& m) const;
 
   void Emit(Event::Kind kind, const Member& m);
-  void SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name);
+  void SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name, bool reliable = false);
   wire::MembershipMessage NewMessage() const;
   void FillFullState(wire::MemberPushPull* pp) const;
 

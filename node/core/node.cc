@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.indirect_probes = impl.config.indirect_probes;
   mc.suspicion_multiplier = impl.config.suspicion_multiplier;
   mc.lifeguard = impl.config.lifeguard;
+  mc.reliable_fallback_ping = impl.config.reliable_fallback_ping;
   mc.names = impl.config.member_names;
   mc.warm_members = std::move(impl.config.warm_members);
   mc.dead_reconnect_interval = impl.config.dead_reconnect_interval;

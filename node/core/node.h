@@ -52,6 +52,7 @@ struct NodeConfig {
   uint32_t indirect_probes = 3;
   double suspicion_multiplier = 4.0;  // suspicion timeout = mult * log10(N+1) * probe_interval
   bool lifeguard = true;              // MembershipConfig::lifeguard (false: plain SWIM)
+  bool reliable_fallback_ping = true;  // MembershipConfig::reliable_fallback_ping
   // MembershipConfig::names: where member names and addresses are interned.
   // Null (the default): the node's own. Nodes driven by one thread may share
   // one (pollen-sim's do).

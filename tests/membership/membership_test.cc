@@ -543,16 +543,75 @@ TEST(Membership, ProbeTimeoutLeadsToIndirectThenSuspicion) {
   ASSERT_FALSE(target.empty());
   const Time probe_start = t;
   m.Tick(probe_start + m.config().probe_timeout);
-  int reqs = 0;
+  int reqs = 0, stream_pings = 0;
   for (const auto& s : m.TakeOutgoing()) {
+    if (s.msg.has_ping()) {
+      // The reliable fallback: the same probe, by stream, to the target itself.
+      ++stream_pings;
+      EXPECT_TRUE(s.reliable);
+      EXPECT_TRUE(s.msg.ping().reliable());
+      EXPECT_EQ(s.msg.ping().target(), target);
+      EXPECT_EQ(s.to, target + ":1");
+      continue;
+    }
     if (!s.msg.has_ping_req()) continue;
+    EXPECT_FALSE(s.reliable);
     ++reqs;
     EXPECT_EQ(s.msg.ping_req().target(), target);
     EXPECT_NE(s.to, target + ":1");
   }
   EXPECT_EQ(reqs, 3);
+  EXPECT_EQ(stream_pings, 1);
   m.Tick(probe_start + m.config().probe_interval);
   EXPECT_EQ(m.Find(target)->state, MemberState::kSuspect);
+}
+
+// The target's ack to the stream ping ends the probe: no suspicion. And a
+// member answers a reliable ping by stream, an ordinary one by datagram.
+TEST(Membership, ReliableFallbackPingIsAnsweredByStreamAndSparesTheTarget) {
+  for (const bool fallback : {true, false}) {
+    MembershipConfig c = Pump::Config("p", {});
+    c.reliable_fallback_ping = fallback;
+    Membership m(c, 11);
+    m.Start(Time{0});
+    m.Handle("a:1", Gossip("a", {Update("a", 0, wire::MEMBER_STATUS_ALIVE)}), Time{0});
+    m.TakeOutgoing();
+    Time t{0};
+    std::optional<Membership::Send> ping;
+    for (int i = 0; i < 20 && !ping; ++i) {
+      t = m.NextWakeup();
+      m.Tick(t);
+      for (auto& s : m.TakeOutgoing()) {
+        if (s.msg.has_ping()) ping = std::move(s);
+      }
+    }
+    ASSERT_TRUE(ping.has_value());
+    EXPECT_FALSE(ping->reliable);  // the direct probe is a datagram
+    m.Tick(t + m.config().probe_timeout);
+    std::optional<Membership::Send> stream_ping;
+    for (auto& s : m.TakeOutgoing()) {
+      if (s.msg.has_ping()) stream_ping = std::move(s);
+    }
+    ASSERT_EQ(stream_ping.has_value(), fallback);
+    if (fallback) {
+      // The target's side: a reliable ping gets its ack by stream.
+      Membership a(Pump::Config("a", {}), 12);
+      a.Start(Time{0});
+      a.Handle("p:1", stream_ping->msg, t + m.config().probe_timeout);
+      std::vector<Membership::Send> acks = a.TakeOutgoing();
+      ASSERT_EQ(acks.size(), 1u);
+      ASSERT_TRUE(acks[0].msg.has_ack());
+      EXPECT_TRUE(acks[0].reliable);
+      m.Handle("a:1", acks[0].msg, t + m.config().probe_timeout + 1ms);
+      // An ordinary ping gets its ack by datagram.
+      a.Handle("p:1", ping->msg, t + m.config().probe_timeout);
+      std::vector<Membership::Send> plain = a.TakeOutgoing();
+      ASSERT_EQ(plain.size(), 1u);
+      EXPECT_FALSE(plain[0].reliable);
+    }
+    m.Tick(t + m.config().probe_interval);
+    EXPECT_EQ(m.Find("a")->state, fallback ? MemberState::kAlive : MemberState::kSuspect);
+  }
 }
 
 TEST(Membership, TickAlwaysMovesTheWakeupForward) {
