@@ -20,6 +20,13 @@ inside the namespaces; all of them removed at exit):
 
   jepsen.py --pollend PATH [--seconds 40] [--seed N] [--nodes 5] [--writers 2]
             [--rate 5000] [--converge-timeout 60] [--keep-dir]
+            [--nemesis random|heal-under-load]
+
+--nemesis heal-under-load (issue 11's Lifeguard measurement) replaces the
+random faults: busy loops saturate every core for the whole run, the
+cluster splits in two for --seconds under the workload, then heals, and the
+run reports how long after the heal every add converged and the membership
+settled (every node lists all alive, and keeps doing so for 5 s).
 
 Bounded: addresses 10.213.77.0/24 only, namespaces named pollen-jepsen-N, a
 bridge named pjepbr0, and a global lock so two runs never overlap. Prints the
@@ -411,6 +418,71 @@ def wait_ready(nodes, timeout):
     return pending
 
 
+class CpuBurners:
+    """Busy loops, two per core, at normal priority: the overload."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self):
+        for _ in range(2 * (os.cpu_count() or 1)):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+
+    def stop(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        self.procs = []
+
+
+def partition_halves(net, nodes):
+    """A symmetric partition: the first half of the nodes | the rest."""
+    ids = [n.i for n in nodes]
+    a, b = ids[:len(ids) // 2], ids[len(ids) // 2:]
+    log(f"partition {a} | {b}")
+    for x, ys in ((a, b), (b, a)):
+        for i in x:
+            for j in ys:
+                net.iptables(i, "-A", "INPUT", "-s", Network.ip(j), "-j", "DROP")
+                net.iptables(i, "-A", "OUTPUT", "-d", Network.ip(j), "-j", "DROP")
+
+
+class MembershipWatch(threading.Thread):
+    """Polls every node's member states every 0.25 s from start() until
+    stop(), and remembers the last poll at which some node listed anything
+    but all nodes alive (or could not be read)."""
+
+    def __init__(self, nodes):
+        super().__init__(daemon=True)
+        self.nodes = nodes
+        self.halt = threading.Event()
+        self.started_at = None
+        self.last_unsettled = None  # time.monotonic() of that poll
+        self.polls = 0
+
+    def run(self):
+        self.started_at = time.monotonic()
+        while not self.halt.is_set():
+            settled = True
+            for n in self.nodes:
+                try:
+                    states = members_by_state(n.metrics())
+                except OSError:
+                    settled = False
+                    break
+                if {state: v for state, v in states.items() if v} != {"alive": len(self.nodes)}:
+                    settled = False
+                    break
+            self.polls += 1
+            if not settled:
+                self.last_unsettled = time.monotonic()
+            self.halt.wait(0.25)
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+
+
 def wait_members(nodes, timeout):
     """Until every node lists every node alive and none in another state."""
     deadline = time.monotonic() + timeout
@@ -450,15 +522,22 @@ def missing_everywhere(nodes, keys):
     return out
 
 
-def wait_converged(nodes, keys, timeout):
+def wait_converged(nodes, keys, timeout, passes=None):
+    """None once every key reads present on every node, else what was
+    missing at `timeout`. `passes`, if given, gets (start, end, converged)
+    of each check (reading 10^5 keys from every node takes a while)."""
     deadline = time.monotonic() + timeout
     while True:
+        began = time.monotonic()
         missing = missing_everywhere(nodes, keys)
-        if all(not m for m in missing.values()):
+        done = all(not m for m in missing.values())
+        if passes is not None:
+            passes.append((began, time.monotonic(), done))
+        if done:
             return None
         if time.monotonic() >= deadline:
             return missing
-        time.sleep(1.0)
+        time.sleep(0.25 if passes is not None else 1.0)
 
 
 # ---- main ---------------------------------------------------------------------------
@@ -476,6 +555,8 @@ def main():
     ap.add_argument("--converge-timeout", type=float, default=60,
                     help="bound on convergence and membership after the heal, seconds (default 60)")
     ap.add_argument("--keep-dir", action="store_true", help="keep logs and data even when the run passes")
+    ap.add_argument("--nemesis", choices=("random", "heal-under-load"), default="random",
+                    help="random faults (default), or one partition under CPU overload, then a measured heal")
     args = ap.parse_args()
     if not 2 <= args.nodes <= 20:
         ap.error("--nodes must be 2..20")
@@ -487,7 +568,7 @@ def main():
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     replay = (f"sudo /usr/bin/python3 {os.path.abspath(__file__)} --pollend {pollend} --seconds {args.seconds:g} "
               f"--nodes {args.nodes} --writers {args.writers} --rate {args.rate:g} "
-              f"--converge-timeout {args.converge_timeout:g} --seed {seed}")
+              f"--converge-timeout {args.converge_timeout:g} --nemesis {args.nemesis} --seed {seed}")
     log(f"seed {seed}; replay: {replay}")
 
     # POLLEN_JEPSEN_REQUIRED=1 (set by .ci/run) turns a skip into a failure.
@@ -517,8 +598,10 @@ def main():
     nodes = [Node(i, args.nodes, pollend, workdir, secret) for i in range(1, args.nodes + 1)]
     rng = random.Random(seed)
     failures = []
+    burners = CpuBurners()
 
     def cleanup(*_):
+        burners.stop()
         for n in nodes:
             n.kill()
         net.teardown()
@@ -544,18 +627,31 @@ def main():
         for w in writers:
             w.start()
         nemesis = Nemesis(net, nodes, rng)
-        end = time.monotonic() + args.seconds
-        while time.monotonic() < end:
-            nemesis.step()
-        nemesis.heal_all()
-        log("healed; writers run 2 s more against the healed cluster")
-        time.sleep(2)
+        if args.nemesis == "heal-under-load":
+            burners.start()
+            log(f"overload: {len(burners.procs)} busy loops on {os.cpu_count()} cores")
+            time.sleep(3)
+            partition_halves(net, nodes)
+            time.sleep(args.seconds)
+            net.heal()
+            healed_at = time.monotonic()
+            watch = MembershipWatch(nodes)
+            watch.start()
+            log("healed (the overload goes on); writers stop")
+        else:
+            end = time.monotonic() + args.seconds
+            while time.monotonic() < end:
+                nemesis.step()
+            healed_at = None
+            nemesis.heal_all()
+            log("healed; writers run 2 s more against the healed cluster")
+            time.sleep(2)
         stop.set()
         for w in writers:
             w.join(timeout=30)
             if w.is_alive():
                 failures.append(f"{w.prefix}: writer still running 30 s after the stop")
-        heal_time = time.monotonic()
+        heal_time = healed_at if healed_at is not None else time.monotonic()
 
         acked = [k for w in writers for k in w.acked]
         log(f"faults: {nemesis.counts}; acknowledged adds {len(acked)}, indeterminate batches "
@@ -568,7 +664,19 @@ def main():
             for key, at in w.lost[:5]:
                 failures.append(f"{w.prefix}: acknowledged key {key} read absent at n{w.node.i} at {at:.1f}s")
 
-        missing = wait_converged(nodes, acked, args.converge_timeout)
+        passes = [] if healed_at is not None else None
+        if healed_at is not None and acked:
+            # Reading every key from every node takes seconds under the
+            # overload; a sample of 2,000 reads in a fraction of one, so it
+            # times convergence finely. The full check below confirms it.
+            sample_passes = []
+            sample = rng.sample(acked, min(2000, len(acked)))
+            if wait_converged(nodes, sample, args.converge_timeout, sample_passes) is None:
+                log(f"a sample of {len(sample)} acknowledged adds present on every node "
+                    f"{sample_passes[-1][1] - heal_time:.1f}s after the heal (the last check that found one "
+                    f"missing began at {sample_passes[-2][0] - heal_time if len(sample_passes) > 1 else 0.0:.1f}s; "
+                    f"checks took {sample_passes[-1][1] - sample_passes[-1][0]:.2f}s)")
+        missing = wait_converged(nodes, acked, args.converge_timeout, passes)
         if missing:
             for i, keys in missing.items():
                 if keys:
@@ -577,11 +685,29 @@ def main():
         else:
             log(f"converged: every acknowledged add present on every node "
                 f"{time.monotonic() - heal_time:.1f}s after the heal")
-        settle = wait_members(nodes, max(5.0, args.converge_timeout - (time.monotonic() - heal_time)))
-        if settle:
-            failures.append(f"membership did not settle: {settle}")
-        else:
-            log(f"membership settled: all {args.nodes} alive on every node")
+            if passes and len(passes) > 1:
+                log(f"  (checks took {passes[-1][1] - passes[-1][0]:.1f}s each; the last one that found a key "
+                    f"missing began {passes[-2][0] - heal_time:.1f}s after the heal, the first complete one "
+                    f"began {passes[-1][0] - heal_time:.1f}s after it)")
+        if healed_at is not None:
+            # Watched from the heal until it has been settled for 5 s (and for
+            # at least 10 s in all), or until --converge-timeout.
+            while time.monotonic() - healed_at < args.converge_timeout:
+                quiet_since = watch.last_unsettled or healed_at
+                if time.monotonic() - quiet_since >= 5.0 and time.monotonic() - healed_at >= 10.0:
+                    break
+                time.sleep(0.25)
+            watch.stop()
+            if watch.last_unsettled is None:
+                log(f"membership stable: all {args.nodes} alive on every node at every poll from the heal on "
+                    f"({watch.polls} polls over {time.monotonic() - healed_at:.1f}s)")
+            else:
+                settled_for = time.monotonic() - watch.last_unsettled
+                log(f"membership stable from {watch.last_unsettled - healed_at:.1f}s after the heal "
+                    f"(the last poll where a node listed anything but all {args.nodes} alive), "
+                    f"for the {settled_for:.1f}s since")
+                if settled_for < 5.0:
+                    failures.append(f"membership not stable: unsettled {settled_for:.1f}s before the end of the watch")
         for n in nodes:
             n.check_alive()
             for status, at in n.crashes:
