@@ -750,7 +750,8 @@ void Membership::Handle(const Address& from, const wire::MembershipMessage& msg,
   }
   reply_peer_.clear();
   FlushNotify();
-  if (!joined_ && (!live_.empty() || msg.has_push_pull())) {
+  // A summary carries no table: it does not end the join's retries.
+  if (!joined_ && (!live_.empty() || (msg.has_push_pull() && !msg.push_pull().summary()))) {
     joined_ = true;
     next_join_ = Time::max();
   }
@@ -781,7 +782,9 @@ void Membership::HandleAck(const std::string& sender, const wire::MemberAck& a, 
       (sender == probe_->target ||
        std::find(probe_->helpers.begin(), probe_->helpers.end(), sender) != probe_->helpers.end())) {
     probe_->acked = true;
-    if (sender == probe_->target && now >= probe_->started) {
+    // The round trip of the direct ping only: an ack after the indirect
+    // phase began may answer the stream ping, sent probe_timeout later.
+    if (sender == probe_->target && now >= probe_->started && !probe_->indirect_sent) {
       if (Member* m = FindMember(sender); m != nullptr) {
         const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(now - probe_->started).count();
         m->probe_rtt_us = static_cast<int32_t>(std::min<int64_t>(us, std::numeric_limits<int32_t>::max()));

@@ -63,6 +63,7 @@
 //    left then dead member is evicted, else the newcomer is refused;
 //    kMaxRelays, kMaxSeeds, kMaxNotify, probe order <= 2 * max_members).
 //  - Round-trip times: an ack from the probed member itself (not relayed)
+//    before the indirect phase (so not the stream ping's)
 //    records now - (time its ping was sent) as that member's probe_rtt
 //    (MemberInfo), kept until the next such ack or the member's eviction.
 //  - Lifeguard (config.lifeguard; Dadgar, Phillips, Currey: "Lifeguard: Local

@@ -459,6 +459,8 @@ class MembershipWatch(threading.Thread):
         self.started_at = None
         self.last_unsettled = None  # time.monotonic() of that poll
         self.polls = 0
+        self.errors = 0  # polls that failed with anything but OSError (counted unsettled too)
+        self.first_error = None
 
     def run(self):
         self.started_at = time.monotonic()
@@ -468,6 +470,11 @@ class MembershipWatch(threading.Thread):
                 try:
                     states = members_by_state(n.metrics())
                 except OSError:
+                    settled = False
+                    break
+                except Exception as e:  # a torn HTTP reply, ...: never let the watch die silently
+                    self.errors += 1
+                    self.first_error = self.first_error or repr(e)
                     settled = False
                     break
                 if {state: v for state, v in states.items() if v} != {"alive": len(self.nodes)}:
@@ -708,6 +715,14 @@ def main():
                     f"for the {settled_for:.1f}s since")
                 if settled_for < 5.0:
                     failures.append(f"membership not stable: unsettled {settled_for:.1f}s before the end of the watch")
+            if watch.errors:
+                failures.append(f"membership watch: {watch.errors} polls failed unexpectedly, e.g. {watch.first_error}")
+        else:
+            settle = wait_members(nodes, max(5.0, args.converge_timeout - (time.monotonic() - heal_time)))
+            if settle:
+                failures.append(f"membership did not settle: {settle}")
+            else:
+                log(f"membership settled: all {args.nodes} alive on every node")
         for n in nodes:
             n.check_alive()
             for status, at in n.crashes:

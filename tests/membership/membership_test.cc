@@ -603,6 +603,7 @@ TEST(Membership, ReliableFallbackPingIsAnsweredByStreamAndSparesTheTarget) {
       ASSERT_TRUE(acks[0].msg.has_ack());
       EXPECT_TRUE(acks[0].reliable);
       m.Handle("a:1", acks[0].msg, t + m.config().probe_timeout + 1ms);
+      EXPECT_FALSE(m.Find("a")->probe_rtt.has_value());  // not the direct ping's round trip
       // An ordinary ping gets its ack by datagram.
       a.Handle("p:1", ping->msg, t + m.config().probe_timeout);
       std::vector<Membership::Send> plain = a.TakeOutgoing();

@@ -155,7 +155,8 @@ TEST(TableSync, SummaryBetweenEqualTablesIsTheWholeExchange) {
   a.Start(Time{0});
   b.Start(Time{0});
   ASSERT_EQ(a.TableDigest(), b.TableDigest());
-  for (int round = 0; round < 5; ++round) {
+  int to_b = 0;
+  for (int round = 0; round < 12; ++round) {
     std::optional<Membership::Send> s = NextPushPull(a);
     ASSERT_TRUE(s.has_value());
     const wire::MemberPushPull& pp = s->msg.push_pull();
@@ -164,9 +165,43 @@ TEST(TableSync, SummaryBetweenEqualTablesIsTheWholeExchange) {
     EXPECT_EQ(pp.table_digest(), a.TableDigest());
     EXPECT_LT(s->msg.ByteSizeLong(), 40u);
     if (s->to != Pump::AddressOf("b")) continue;  // "c" is not simulated
+    ++to_b;
     b.Handle(Pump::AddressOf("a"), s->msg, a.NextWakeup());
     EXPECT_TRUE(b.TakeOutgoing().empty());
   }
+  EXPECT_GE(to_b, 2);  // the equal-digest path ran
+}
+
+// Two tables equal but for one member's address (the same incarnation and
+// state): their digests differ.
+TEST(TableDigest, CoversTheAddress) {
+  MembershipConfig x = WarmConfig("self", {"a", "b"});
+  MembershipConfig y = x;
+  y.warm_members = std::make_shared<const MemberList>(MemberList{{"a", Pump::AddressOf("a")}, {"b", "elsewhere:1"}});
+  Membership mx(x, 1), my(y, 1);
+  mx.Start(Time{0});
+  my.Start(Time{0});
+  ASSERT_EQ(mx.Find("b")->incarnation, my.Find("b")->incarnation);
+  EXPECT_NE(mx.TableDigest(), my.TableDigest());
+}
+
+// A summary carries no table: a joining node that gets one keeps retrying
+// its seeds; a full list ends the join.
+TEST(TableSync, SummaryDoesNotEndAJoin) {
+  Membership m(Pump::Config("n", {Pump::AddressOf("seed")}), 1);
+  m.Start(Time{0});
+  m.TakeOutgoing();
+  wire::MembershipMessage summary;
+  summary.set_sender("seed");
+  summary.mutable_push_pull()->set_summary(true);
+  summary.mutable_push_pull()->set_table_digest(12345);
+  m.Handle(Pump::AddressOf("seed"), summary, Time{0});
+  EXPECT_FALSE(m.joined());
+  m.TakeOutgoing();
+  m.Tick(Time{0} + m.config().probe_interval);
+  bool rejoined = false;
+  for (const Membership::Send& s : m.TakeOutgoing()) rejoined |= s.msg.has_push_pull() && s.msg.push_pull().join();
+  EXPECT_TRUE(rejoined);
 }
 
 TEST(TableSync, SummaryBetweenDifferentTablesLeadsToAFullExchange) {
