@@ -322,6 +322,9 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_tcp_connects_total", "counter", "Outbound TCP connections established.", Get(t.tcp_connects));
   w.One("pollen_tcp_connect_failures_total", "counter", "Outbound TCP connections that failed.",
         Get(t.tcp_connect_failures));
+  w.One("pollen_tcp_connect_timeouts_total", "counter",
+        "Outbound TCP connections abandoned for not connecting within 2 s (the peer then backs off).",
+        Get(t.tcp_connect_timeouts));
   w.One("pollen_tcp_accepts_total", "counter", "Inbound TCP connections accepted.", Get(t.tcp_accepts));
   w.One("pollen_tcp_accept_refused_total", "counter", "Inbound TCP connections refused (limit).",
         Get(t.tcp_accept_refused));

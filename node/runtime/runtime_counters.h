@@ -15,7 +15,8 @@ struct RuntimeCounters {
   std::atomic<uint64_t> tcp_frames_in{0};
   std::atomic<uint64_t> tcp_frames_out{0};
   std::atomic<uint64_t> tcp_connects{0};
-  std::atomic<uint64_t> tcp_connect_failures{0};
+  std::atomic<uint64_t> tcp_connect_failures{0};   // refused or unreachable
+  std::atomic<uint64_t> tcp_connect_timeouts{0};   // not connected within the pool's connect timeout
   std::atomic<uint64_t> tcp_accepts{0};
   std::atomic<uint64_t> tcp_accept_refused{0};
   std::atomic<uint64_t> tcp_dropped_backoff{0};     // frames for a peer in reconnect backoff

@@ -1,6 +1,7 @@
 #include "node/runtime/stream_pool.h"
 
 #include <array>
+#include <cassert>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -20,8 +21,9 @@ using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 struct StreamPool::Conn {
-  explicit Conn(asio::io_context& io) : socket(io) {}
+  explicit Conn(asio::io_context& io) : socket(io), connect_deadline(io) {}
   tcp::socket socket;
+  asio::steady_timer connect_deadline;  // outbound, until connected
   std::string key;
   bool outbound = false;
   bool connected = false;
@@ -34,8 +36,17 @@ struct StreamPool::Conn {
   Clock::time_point last_active = Clock::now();
 };
 
-StreamPool::StreamPool(asio::io_context& io, RuntimeCounters& counters, PeerResolver& resolver, size_t queue_bytes)
-    : io_(io), counters_(counters), resolver_(resolver), queue_bytes_(queue_bytes), acceptor_(io), sweep_timer_(io) {}
+StreamPool::StreamPool(asio::io_context& io, RuntimeCounters& counters, PeerResolver& resolver, size_t queue_bytes,
+                       std::chrono::milliseconds connect_timeout)
+    : io_(io),
+      counters_(counters),
+      resolver_(resolver),
+      queue_bytes_(queue_bytes),
+      connect_timeout_(connect_timeout),
+      acceptor_(io),
+      sweep_timer_(io) {
+  assert(connect_timeout_.count() > 0);
+}
 
 StreamPool::~StreamPool() { Close(); }
 
@@ -51,6 +62,12 @@ absl::Status StreamPool::Listen(const tcp::endpoint& endpoint) {
                                   ":" + std::to_string(endpoint.port()) + ": " + ec.message());
   }
   return absl::OkStatus();
+}
+
+uint16_t StreamPool::local_port() const {
+  boost::system::error_code ec;
+  const tcp::endpoint e = acceptor_.local_endpoint(ec);
+  return ec ? 0 : e.port();
 }
 
 void StreamPool::Start(FrameFn on_frame) {
@@ -145,8 +162,15 @@ void StreamPool::Send(const std::string& to, std::string_view sealed) {
     c->outbound = true;
     conns_[to] = c;
     counters_.tcp_connections.store(conns_.size(), std::memory_order_relaxed);
+    c->connect_deadline.expires_after(connect_timeout_);
+    c->connect_deadline.async_wait([this, c](boost::system::error_code ec) {
+      if (ec || closed_ || c->dead || c->connected) return;  // cancelled, or connected in time
+      counters_.tcp_connect_timeouts.fetch_add(1, std::memory_order_relaxed);
+      Drop(c, true);  // closing the socket aborts the connect; its handler sees c->dead
+    });
     c->socket.async_connect(tcp::endpoint(target->ip, target->port), [this, c](boost::system::error_code ec) {
       if (closed_ || c->dead) return;
+      c->connect_deadline.cancel();
       if (ec) {
         counters_.tcp_connect_failures.fetch_add(1, std::memory_order_relaxed);
         Drop(c, true);
@@ -201,6 +225,7 @@ void StreamPool::Drop(const std::shared_ptr<Conn>& c, bool connect_failed) {
   c->dead = true;
   boost::system::error_code ec;
   c->socket.close(ec);
+  c->connect_deadline.cancel();
   if (auto it = conns_.find(c->key); it != conns_.end() && it->second == c) conns_.erase(it);
   counters_.tcp_connections.store(conns_.size(), std::memory_order_relaxed);
   if (connect_failed) {
@@ -238,6 +263,7 @@ void StreamPool::Close() {
   for (auto& [key, c] : conns_) {
     c->dead = true;
     c->socket.close(ec);
+    c->connect_deadline.cancel();
   }
   conns_.clear();
 }

@@ -7,9 +7,12 @@
 //   - Send(to, sealed) uses the open connection keyed `to`, else opens one
 //     (resolving `to`), queueing frames while it connects. Each connection's
 //     queue is bounded (queue_bytes); beyond it frames are dropped and counted.
-//   - A failed connect puts the address in backoff (100 ms doubling to 10 s,
-//     reset by a success); frames for it are dropped meanwhile (anti-entropy
-//     repairs what a lost frame carried).
+//   - A connect that fails, or has not completed within connect_timeout
+//     (default kConnectTimeout; a black-holed peer would otherwise hold its
+//     frames for the kernel's ~2 minutes of SYN retries, then deliver them
+//     stale), puts the address in backoff (100 ms doubling to 10 s, reset by
+//     a success); its queued frames are dropped, and new ones meanwhile
+//     (anti-entropy repairs what a lost frame carried).
 //   - Received frames go to `on_frame(from, frame)`. A bad length prefix is
 //     counted (oversize or malformed) and closes the connection.
 //   - At most kMaxConnections connections; idle ones close after kIdleTimeout.
@@ -37,15 +40,21 @@ class StreamPool {
  public:
   static constexpr size_t kMaxConnections = 1024;
   static constexpr std::chrono::seconds kIdleTimeout{120};
+  // Twice the default probe interval: a stream ping (membership's reliable
+  // fallback) is worthless later, and a reachable peer connects in
+  // milliseconds on a LAN, a few hundred across the internet.
+  static constexpr std::chrono::milliseconds kConnectTimeout{2000};
   using FrameFn = std::function<void(const std::string& from, std::string_view frame)>;
 
-  StreamPool(boost::asio::io_context& io, RuntimeCounters& counters, PeerResolver& resolver, size_t queue_bytes);
+  StreamPool(boost::asio::io_context& io, RuntimeCounters& counters, PeerResolver& resolver, size_t queue_bytes,
+             std::chrono::milliseconds connect_timeout = kConnectTimeout);
   ~StreamPool();
   absl::Status Listen(const boost::asio::ip::tcp::endpoint& endpoint);
   void Start(FrameFn on_frame);
   void Send(const std::string& to, std::string_view sealed);
   void Close();
   size_t connection_count() const { return conns_.size(); }
+  uint16_t local_port() const;  // the listening port; 0 when not listening
 
  private:
   struct Conn;
@@ -59,6 +68,7 @@ class StreamPool {
   RuntimeCounters& counters_;
   PeerResolver& resolver_;
   const size_t queue_bytes_;
+  const std::chrono::milliseconds connect_timeout_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer sweep_timer_;
   FrameFn on_frame_;

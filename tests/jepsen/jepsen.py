@@ -144,6 +144,14 @@ class Network:
     def iptables(self, i, *rule):
         run("ip", "netns", "exec", self.ns(i), "iptables", *rule)
 
+    def partition(self, a, b):
+        """Cuts every link between the node ids in a and those in b, both ways."""
+        for x, ys in ((a, b), (b, a)):
+            for i in x:
+                for j in ys:
+                    self.iptables(i, "-A", "INPUT", "-s", Network.ip(j), "-j", "DROP")
+                    self.iptables(i, "-A", "OUTPUT", "-d", Network.ip(j), "-j", "DROP")
+
     def heal(self):
         for i in range(1, self.count + 1):
             self.iptables(i, "-F", "INPUT")
@@ -355,11 +363,7 @@ class Nemesis:
             a, b = sorted(ids[:cut]), sorted(ids[cut:])
             if fault == "partition":
                 log(f"nemesis: partition {a} | {b} for {hold:.1f}s")
-                for x, ys in ((a, b), (b, a)):
-                    for i in x:
-                        for j in ys:
-                            self.net.iptables(i, "-A", "INPUT", "-s", Network.ip(j), "-j", "DROP")
-                            self.net.iptables(i, "-A", "OUTPUT", "-d", Network.ip(j), "-j", "DROP")
+                self.net.partition(a, b)
             else:
                 log(f"nemesis: one-way {b} -/-> {a} for {hold:.1f}s")
                 for i in a:
@@ -440,11 +444,12 @@ def partition_halves(net, nodes):
     ids = [n.i for n in nodes]
     a, b = ids[:len(ids) // 2], ids[len(ids) // 2:]
     log(f"partition {a} | {b}")
-    for x, ys in ((a, b), (b, a)):
-        for i in x:
-            for j in ys:
-                net.iptables(i, "-A", "INPUT", "-s", Network.ip(j), "-j", "DROP")
-                net.iptables(i, "-A", "OUTPUT", "-d", Network.ip(j), "-j", "DROP")
+    net.partition(a, b)
+
+
+def all_alive(states, count):
+    """True when a node's member states list exactly `count` members, all alive."""
+    return {state: v for state, v in states.items() if v} == {"alive": count}
 
 
 class MembershipWatch(threading.Thread):
@@ -456,14 +461,12 @@ class MembershipWatch(threading.Thread):
         super().__init__(daemon=True)
         self.nodes = nodes
         self.halt = threading.Event()
-        self.started_at = None
         self.last_unsettled = None  # time.monotonic() of that poll
         self.polls = 0
         self.errors = 0  # polls that failed with anything but OSError (counted unsettled too)
         self.first_error = None
 
     def run(self):
-        self.started_at = time.monotonic()
         while not self.halt.is_set():
             settled = True
             for n in self.nodes:
@@ -477,7 +480,7 @@ class MembershipWatch(threading.Thread):
                     self.first_error = self.first_error or repr(e)
                     settled = False
                     break
-                if {state: v for state, v in states.items() if v} != {"alive": len(self.nodes)}:
+                if not all_alive(states, len(self.nodes)):
                     settled = False
                     break
             self.polls += 1
@@ -503,7 +506,7 @@ def wait_members(nodes, timeout):
                 last[n.i] = str(e)
                 settled = False
                 continue
-            if {state: v for state, v in last[n.i].items() if v} != {"alive": len(nodes)}:
+            if not all_alive(last[n.i], len(nodes)):
                 settled = False
         if settled:
             return None
