@@ -117,8 +117,8 @@ void Step(Membership& m, std::string_view bytes, Time& now) {
   // One reply, one self-news message, relayed acks/pings and notifications.
   if (out.size() > 3 + Membership::kMaxNotify) std::abort();
   for (const auto& s : out) {
-    if (static_cast<size_t>(s.msg.updates_size()) > m.config().max_piggyback + 2) std::abort();
-    if (s.msg.has_push_pull() && static_cast<size_t>(s.msg.push_pull().members_size()) > kMaxMembers) std::abort();
+    if (static_cast<size_t>(s.msg->updates_size()) > m.config().max_piggyback + 2) std::abort();
+    if (s.msg->has_push_pull() && static_cast<size_t>(s.msg->push_pull().members_size()) > kMaxMembers) std::abort();
   }
   m.TakeEvents();
   now += 37ms * (1 + (data[0] >> 3));  // up to ~1.2 s, so timeouts and suspicion fire

@@ -132,8 +132,8 @@ void Membership::Leave(Time now) {
   if (incarnation_ < std::numeric_limits<uint64_t>::max()) ++incarnation_;
   EnqueueSelf();
   for (const std::string& name : RandomMembers(kMaxLeaveFanout, nullptr, /*alive_only=*/false)) {
-    wire::MembershipMessage msg = NewMessage();
-    msg.mutable_gossip();
+    OutMessage msg = NewMessage();
+    msg->mutable_gossip();
     SendMsg(AddressOf(*FindMember(name)), std::move(msg), name);
   }
   probe_.reset();
@@ -555,9 +555,9 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
 
 // ---------------------------------------------------------------- sending
 
-wire::MembershipMessage Membership::NewMessage() const {
-  wire::MembershipMessage msg;
-  msg.set_sender(config_.self_name);
+OutMessage Membership::NewMessage() const {
+  OutMessage msg;
+  msg->set_sender(config_.self_name);
   return msg;
 }
 
@@ -568,23 +568,23 @@ void Membership::FillFullState(wire::MemberPushPull* pp) const {
   members_->ForEach([&](const Member& m) { WriteUpdate(m, pp->add_members()); });
 }
 
-void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const std::string& peer_name, bool reliable) {
+void Membership::SendMsg(const Address& to, OutMessage msg, const std::string& peer_name, bool reliable) {
   if (!reply_peer_.empty() && peer_name == reply_peer_) replied_to_sender_ = true;
   if (tell_sender_self_ && peer_name == reply_peer_) {
     // This peer holds a wrong view of this node: its current state goes first
     // (for a push/pull it is already in the list).
     tell_sender_self_ = false;
-    if (!msg.has_push_pull()) {
-      WriteSelfUpdate(msg.add_updates());
+    if (!msg->has_push_pull()) {
+      WriteSelfUpdate(msg->add_updates());
     }
   }
-  if (!msg.has_push_pull()) {
+  if (!msg->has_push_pull()) {
     std::vector<std::string> included;
-    if (msg.updates_size() > 0) included.push_back(config_.self_name);
+    if (msg->updates_size() > 0) included.push_back(config_.self_name);
     // A peer held as suspect, dead or left hears that first, so it can refute.
     const Member* peer = FindMember(peer_name);
     if (peer != nullptr && peer->state != MemberState::kAlive) {
-      WriteUpdate(*peer, msg.add_updates());
+      WriteUpdate(*peer, msg->add_updates());
       included.push_back(peer_name);
     }
     const uint32_t limit = RetransmitLimit();
@@ -593,18 +593,18 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
     // is over: the B-tree's iterators do not survive an insert.
     std::array<std::pair<uint64_t, MemberSlot>, kMaxPiggybackWire> taken;
     size_t n_taken = 0;
-    size_t bytes = msg.ByteSizeLong();
+    size_t bytes = msg->ByteSizeLong();
     // Entries passed over for being too big for what is left of the budget:
     // a few, for smaller ones behind them, but the queue is never walked.
     constexpr size_t kMaxOversizeSkips = 8;
     size_t skipped = 0;
     for (auto it = queue_.begin(); it != queue_.end() && n_taken < taken.size() &&
-                                   static_cast<size_t>(msg.updates_size()) < config_.max_piggyback;
+                                   static_cast<size_t>(msg->updates_size()) < config_.max_piggyback;
          ++it) {
       const MemberSlot slot = it->second;
       const std::string& name = slot == kSelfSlot ? config_.self_name : NameOf(members_->at(slot));
       if (std::find(included.begin(), included.end(), name) != included.end()) continue;
-      wire::MemberUpdate* update = msg.add_updates();
+      wire::MemberUpdate* update = msg->add_updates();
       if (slot == kSelfSlot) {
         WriteSelfUpdate(update);
       } else {
@@ -612,7 +612,7 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
       }
       const size_t wire_bytes = update->ByteSizeLong() + 3;  // + tag, length (< 2^14)
       if (n_taken > 0 && bytes + wire_bytes > config_.max_piggyback_bytes) {
-        msg.mutable_updates()->RemoveLast();
+        msg->mutable_updates()->RemoveLast();
         if (++skipped > kMaxOversizeSkips) break;
         continue;
       }
@@ -633,8 +633,8 @@ void Membership::SendMsg(const Address& to, wire::MembershipMessage msg, const s
 }
 
 void Membership::SendJoin(const Address& to) {
-  wire::MembershipMessage msg = NewMessage();
-  auto* pp = msg.mutable_push_pull();
+  OutMessage msg = NewMessage();
+  auto* pp = msg->mutable_push_pull();
   pp->set_join(true);
   FillFullState(pp);
   SendMsg(to, std::move(msg), "");
@@ -743,8 +743,8 @@ void Membership::Handle(const Address& from, const wire::MembershipMessage& msg,
   const bool sender_accused =
       held != nullptr && (held->state == MemberState::kSuspect || held->state == MemberState::kDead);
   if (tell_sender_self_ || (sender_accused && !replied_to_sender_)) {  // SendMsg clears tell_sender_self_
-    wire::MembershipMessage news = NewMessage();
-    news.mutable_gossip();
+    OutMessage news = NewMessage();
+    news->mutable_gossip();
     SendMsg(from, std::move(news), sender);
     assert(!tell_sender_self_);
   }
@@ -764,16 +764,16 @@ void Membership::FlushNotify() {
   for (const std::string& name : names) {
     const Member* m = FindMember(name);
     if (m == nullptr || m->state == MemberState::kAlive || m->state == MemberState::kLeft) continue;
-    wire::MembershipMessage msg = NewMessage();
-    msg.mutable_gossip();
+    OutMessage msg = NewMessage();
+    msg->mutable_gossip();
     SendMsg(AddressOf(*m), std::move(msg), name);  // carries the accusation first
   }
 }
 
 void Membership::HandlePing(const Address& from, const std::string& sender, const wire::MemberPing& p) {
   if (!p.target().empty() && p.target() != config_.self_name) return Reject("target");
-  wire::MembershipMessage reply = NewMessage();
-  reply.mutable_ack()->set_seq(p.seq());
+  OutMessage reply = NewMessage();
+  reply->mutable_ack()->set_seq(p.seq());
   SendMsg(from, std::move(reply), sender, /*reliable=*/p.reliable());
 }
 
@@ -794,8 +794,8 @@ void Membership::HandleAck(const std::string& sender, const wire::MemberAck& a, 
   }
   auto relay = relays_.find(a.seq());
   if (relay != relays_.end() && relay->second.target == sender) {
-    wire::MembershipMessage fwd = NewMessage();
-    fwd.mutable_ack()->set_seq(relay->second.origin_seq);
+    OutMessage fwd = NewMessage();
+    fwd->mutable_ack()->set_seq(relay->second.origin_seq);
     const Address origin = relay->second.origin;
     const std::string origin_name = relay->second.origin_name;
     relays_.erase(relay);
@@ -831,9 +831,9 @@ void Membership::HandlePingReq(const Address& from, const std::string& sender, c
   const bool nack = config_.lifeguard;
   relays_[seq] = Relay{from, sender, r.seq(), r.target(), now + config_.probe_timeout * 4 / 5, !nack,
                        now + config_.probe_timeout};
-  wire::MembershipMessage ping = NewMessage();
-  ping.mutable_ping()->set_seq(seq);
-  ping.mutable_ping()->set_target(r.target());
+  OutMessage ping = NewMessage();
+  ping->mutable_ping()->set_seq(seq);
+  ping->mutable_ping()->set_target(r.target());
   SendMsg(to, std::move(ping), r.target());
 }
 
@@ -841,15 +841,15 @@ void Membership::HandlePushPull(const Address& from, const std::string& sender, 
                                 Time now) {
   if (pp.summary()) {
     if (pp.table_digest() == TableDigest()) return;  // equal tables: nothing to exchange
-    wire::MembershipMessage full = NewMessage();
-    FillFullState(full.mutable_push_pull());  // not a reply: the sender answers with its own
+    OutMessage full = NewMessage();
+    FillFullState(full->mutable_push_pull());  // not a reply: the sender answers with its own
     SendMsg(from, std::move(full), sender);
     return;
   }
   for (const auto& u : pp.members()) Apply(u, /*from_full_state=*/true, now);
   if (pp.reply()) return;
-  wire::MembershipMessage reply = NewMessage();
-  auto* out = reply.mutable_push_pull();
+  OutMessage reply = NewMessage();
+  auto* out = reply->mutable_push_pull();
   out->set_reply(true);
   FillFullState(out);
   SendMsg(from, std::move(reply), sender);
@@ -902,8 +902,8 @@ void Membership::RelayTick(Time now) {
     Relay& relay = it->second;
     if (!relay.nack_done && relay.nack_at <= now) {
       relay.nack_done = true;
-      wire::MembershipMessage nack = NewMessage();
-      nack.mutable_nack()->set_seq(relay.origin_seq);
+      OutMessage nack = NewMessage();
+      nack->mutable_nack()->set_seq(relay.origin_seq);
       SendMsg(relay.origin, std::move(nack), relay.origin_name);
     }
     it = relay.deadline <= now ? relays_.erase(it) : std::next(it);
@@ -989,9 +989,9 @@ void Membership::ProbeTick(Time now) {
   std::optional<std::string> target = NextProbeTarget();
   if (!target) return;
   probe_ = Probe{*target, next_seq_++, now, ProbeTimeout(), false, false, {}, {}};
-  wire::MembershipMessage ping = NewMessage();
-  ping.mutable_ping()->set_seq(probe_->seq);
-  ping.mutable_ping()->set_target(*target);
+  OutMessage ping = NewMessage();
+  ping->mutable_ping()->set_seq(probe_->seq);
+  ping->mutable_ping()->set_target(*target);
   SendMsg(AddressOf(*FindMember(*target)), std::move(ping), *target);
 }
 
@@ -1001,8 +1001,8 @@ void Membership::SendIndirect(Time now) {
   if (target == nullptr || !IsLive(*target)) return;
   probe_->helpers = RandomMembers(config_.indirect_probes, &probe_->target, /*alive_only=*/true);
   for (const std::string& helper : probe_->helpers) {
-    wire::MembershipMessage req = NewMessage();
-    auto* r = req.mutable_ping_req();
+    OutMessage req = NewMessage();
+    auto* r = req->mutable_ping_req();
     r->set_seq(probe_->seq);
     r->set_target(probe_->target);
     r->set_target_address(AddressOf(*target));
@@ -1012,10 +1012,10 @@ void Membership::SendIndirect(Time now) {
     // Loss of datagrams is not death: a stream is retransmitted until the
     // connection itself fails. pollen-sim N=10,000 at 10% loss: 431 false
     // suspicions in 15 s without it (simulation/README.md).
-    wire::MembershipMessage ping = NewMessage();
-    ping.mutable_ping()->set_seq(probe_->seq);
-    ping.mutable_ping()->set_target(probe_->target);
-    ping.mutable_ping()->set_reliable(true);
+    OutMessage ping = NewMessage();
+    ping->mutable_ping()->set_seq(probe_->seq);
+    ping->mutable_ping()->set_target(probe_->target);
+    ping->mutable_ping()->set_reliable(true);
     SendMsg(AddressOf(*target), std::move(ping), probe_->target, /*reliable=*/true);
   }
 }
@@ -1025,8 +1025,8 @@ void Membership::GossipTick(Time now) {
   if (queue_.empty()) return;
   for (const std::string& name : RandomMembers(config_.gossip_fanout, nullptr, /*alive_only=*/false)) {
     if (queue_.empty()) break;
-    wire::MembershipMessage msg = NewMessage();
-    msg.mutable_gossip();
+    OutMessage msg = NewMessage();
+    msg->mutable_gossip();
     SendMsg(AddressOf(*FindMember(name)), std::move(msg), name);
   }
 }
@@ -1038,8 +1038,8 @@ void Membership::PushPullTick(Time now) {
   // A summary first: between equal tables that is the whole exchange, one
   // datagram instead of two full lists (at N=10,000, 500 KB each way; the
   // lists were half of pollen-sim's steady-state CPU there).
-  wire::MembershipMessage msg = NewMessage();
-  auto* pp = msg.mutable_push_pull();
+  OutMessage msg = NewMessage();
+  auto* pp = msg->mutable_push_pull();
   pp->set_summary(true);
   pp->set_table_digest(TableDigest());
   SendMsg(AddressOf(*FindMember(peer[0])), std::move(msg), peer[0]);

@@ -74,7 +74,7 @@ std::vector<Address> Node::Impl::PickPeers(size_t count) {
 
 void Node::Impl::PumpMembership(bool force) {
   for (const Membership::Send& s : membership->TakeOutgoing()) {
-    const std::string plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, s.msg);
+    const std::string plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, *s.msg);
     SendPlain(s.to, plain, BodyIndex(wire::Envelope::kMembership), /*stream=*/s.reliable);
   }
   std::vector<Event> member_events = membership->TakeEvents();

@@ -54,7 +54,7 @@ std::optional<SentProbe> NextPing(Membership& m, Time& t) {
     t = std::max(t, m.NextWakeup());
     m.Tick(t);
     for (const auto& s : m.TakeOutgoing()) {
-      if (s.msg.has_ping()) return SentProbe{s.msg.ping().target(), s.msg.ping().seq(), t};
+      if (s.msg->has_ping()) return SentProbe{s.msg->ping().target(), s.msg->ping().seq(), t};
     }
   }
   return std::nullopt;
@@ -65,7 +65,7 @@ std::vector<std::string> Indirect(Membership& m, const SentProbe& p) {
   m.Tick(p.at + m.ProbeTimeout());
   std::vector<std::string> helpers;
   for (const auto& s : m.TakeOutgoing()) {
-    if (s.msg.has_ping_req()) helpers.push_back(s.to.substr(0, s.to.find(':')));
+    if (s.msg->has_ping_req()) helpers.push_back(s.to.substr(0, s.to.find(':')));
   }
   return helpers;
 }
@@ -79,9 +79,9 @@ std::vector<Membership::Send> RunTo(Membership& m, Time until) {
     const Time at = std::min(m.NextWakeup(), until);
     m.Tick(at);
     for (auto& s : m.TakeOutgoing()) {
-      if (s.msg.has_ping()) {
-        wire::MembershipMessage ack = Body(s.msg.ping().target());
-        ack.mutable_ack()->set_seq(s.msg.ping().seq());
+      if (s.msg->has_ping()) {
+        wire::MembershipMessage ack = Body(s.msg->ping().target());
+        ack.mutable_ack()->set_seq(s.msg->ping().seq());
         m.Handle(s.to, ack, at);
       }
       sent.push_back(std::move(s));
@@ -119,7 +119,7 @@ TEST(Lifeguard, MissingNacksRaiseTheHealthScoreWhichStretchesProbing) {
   EXPECT_EQ(m.ProbeTimeout(), 1200ms);
   // Indirect probes wait for the stretched timeout.
   m.Tick(second->at + 400ms);
-  for (const auto& s : m.TakeOutgoing()) EXPECT_FALSE(s.msg.has_ping_req());
+  for (const auto& s : m.TakeOutgoing()) EXPECT_FALSE(s.msg->has_ping_req());
   // The second target answers: -1, and the next probe is 3 s after the second.
   wire::MembershipMessage ack = Body(second->target);
   ack.mutable_ack()->set_seq(second->seq);
@@ -169,7 +169,7 @@ TEST(Lifeguard, AScoreChangeMidProbeKeepsThatProbesTimeout) {
   ASSERT_EQ(m.ProbeTimeout(), 800ms);
   m.TakeOutgoing();
   size_t reqs = 0;
-  for (const auto& s : RunTo(m, probe->at + m.config().probe_timeout)) reqs += s.msg.has_ping_req() ? 1 : 0;
+  for (const auto& s : RunTo(m, probe->at + m.config().probe_timeout)) reqs += s.msg->has_ping_req() ? 1 : 0;
   EXPECT_EQ(reqs, 3u);  // at the timeout the probe started with, 400 ms
 }
 
@@ -200,12 +200,12 @@ TEST(Lifeguard, HelperNacksASilentTargetButRelaysAnAnswer) {
     m.Handle("a:1", ping_req(77), t0);
     m.TakeOutgoing();
     const Duration nack_after = m.config().probe_timeout * 4 / 5;
-    for (const auto& s : RunTo(m, t0 + nack_after - 1ns)) EXPECT_FALSE(s.msg.has_nack());
+    for (const auto& s : RunTo(m, t0 + nack_after - 1ns)) EXPECT_FALSE(s.msg->has_nack());
     std::vector<uint64_t> nacks;
     for (const auto& s : RunTo(m, t0 + nack_after)) {
-      if (s.msg.has_nack()) {
+      if (s.msg->has_nack()) {
         EXPECT_EQ(s.to, "a:1");
-        nacks.push_back(s.msg.nack().seq());
+        nacks.push_back(s.msg->nack().seq());
       }
     }
     EXPECT_EQ(nacks, lifeguard ? std::vector<uint64_t>{77} : std::vector<uint64_t>{});
@@ -214,15 +214,15 @@ TEST(Lifeguard, HelperNacksASilentTargetButRelaysAnAnswer) {
     m.Handle("a:1", ping_req(78), t0);
     uint64_t relay_seq = 0;
     for (const auto& s : m.TakeOutgoing()) {
-      if (s.msg.has_ping()) relay_seq = s.msg.ping().seq();
+      if (s.msg->has_ping()) relay_seq = s.msg->ping().seq();
     }
     wire::MembershipMessage ack = Body("b");
     ack.mutable_ack()->set_seq(relay_seq);
     m.Handle("b:1", ack, t0 + 10ms);
     auto out = m.TakeOutgoing();
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].msg.ack().seq(), 78u);
-    for (const auto& s : RunTo(m, t0 + m.config().probe_timeout)) EXPECT_FALSE(s.msg.has_nack());
+    EXPECT_EQ(out[0].msg->ack().seq(), 78u);
+    for (const auto& s : RunTo(m, t0 + m.config().probe_timeout)) EXPECT_FALSE(s.msg->has_nack());
   }
 }
 
@@ -264,7 +264,7 @@ TEST(Lifeguard, DistinctAccusersShortenTheSuspicionToTheSwimTimeout) {
   m.Handle("b:1", probe, t1);
   std::string carried;
   for (const auto& s : m.TakeOutgoing()) {
-    for (const auto& u : s.msg.updates()) {
+    for (const auto& u : s.msg->updates()) {
       if (u.name() == "d" && u.status() == wire::MEMBER_STATUS_SUSPECT) carried = u.accuser();
     }
   }

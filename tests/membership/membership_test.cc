@@ -123,10 +123,10 @@ TEST_F(MembershipTest, RefutesSuspicionAndDeathWithHigherIncarnation) {
   auto out = m_.TakeOutgoing();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].to, "peer:1");
-  ASSERT_TRUE(out[0].msg.has_ack());
-  EXPECT_EQ(out[0].msg.ack().seq(), 9u);
+  ASSERT_TRUE(out[0].msg->has_ack());
+  EXPECT_EQ(out[0].msg->ack().seq(), 9u);
   bool found = false;
-  for (const auto& u : out[0].msg.updates()) {
+  for (const auto& u : out[0].msg->updates()) {
     if (u.name() == "self") {
       found = true;
       EXPECT_EQ(u.incarnation(), 6u);
@@ -144,9 +144,9 @@ TEST_F(MembershipTest, DeadInFullStateIsOnlySuspected) {
   // A push (not a reply) is answered with the full state, self included.
   auto out = m_.TakeOutgoing();
   ASSERT_EQ(out.size(), 1u);
-  ASSERT_TRUE(out[0].msg.has_push_pull());
-  EXPECT_TRUE(out[0].msg.push_pull().reply());
-  EXPECT_EQ(out[0].msg.push_pull().members_size(), 3);
+  ASSERT_TRUE(out[0].msg->has_push_pull());
+  EXPECT_TRUE(out[0].msg->push_pull().reply());
+  EXPECT_EQ(out[0].msg->push_pull().members_size(), 3);
   // Replies are not answered.
   m_.Handle("peer:1", PushPull("peer", {Update("peer", 0, wire::MEMBER_STATUS_ALIVE)}, true), now_);
   EXPECT_TRUE(m_.TakeOutgoing().empty());
@@ -235,18 +235,18 @@ TEST_F(MembershipTest, PingReqRelaysAreBoundedAndRelayed) {
   auto out = m_.TakeOutgoing();
   EXPECT_EQ(out.size(), Membership::kMaxRelays);
   EXPECT_EQ(m_.rejected().at("relays_full"), 50u);
-  ASSERT_TRUE(out[0].msg.has_ping());
+  ASSERT_TRUE(out[0].msg->has_ping());
   EXPECT_EQ(out[0].to, "t:1");  // the address this node knows, not the requester's
-  EXPECT_EQ(out[0].msg.ping().target(), "t");
+  EXPECT_EQ(out[0].msg->ping().target(), "t");
   // The target's ack is relayed to the requester with the requester's seq.
   wire::MembershipMessage ack;
   ack.set_sender("t");
-  ack.mutable_ack()->set_seq(out[0].msg.ping().seq());
+  ack.mutable_ack()->set_seq(out[0].msg->ping().seq());
   m_.Handle("t:1", ack, now_);
   auto relayed = m_.TakeOutgoing();
   ASSERT_EQ(relayed.size(), 1u);
   EXPECT_EQ(relayed[0].to, "peer:1");
-  EXPECT_EQ(relayed[0].msg.ack().seq(), 1000u);
+  EXPECT_EQ(relayed[0].msg->ack().seq(), 1000u);
   // Relays expire after the probe timeout.
   m_.Tick(now_ + m_.config().probe_timeout);
   m_.Handle("peer:1", [] {
@@ -290,17 +290,17 @@ TEST(Membership, JoinRetriesSeedsUntilAnswered) {
   ASSERT_EQ(out.size(), 2u);  // self and the duplicate skipped
   EXPECT_EQ(out[0].to, "a:1");
   EXPECT_EQ(out[1].to, "b:1");
-  ASSERT_TRUE(out[0].msg.has_push_pull());
-  EXPECT_TRUE(out[0].msg.push_pull().join());
-  ASSERT_EQ(out[0].msg.push_pull().members_size(), 1);
-  EXPECT_EQ(out[0].msg.push_pull().members(0).name(), "j");
+  ASSERT_TRUE(out[0].msg->has_push_pull());
+  EXPECT_TRUE(out[0].msg->push_pull().join());
+  ASSERT_EQ(out[0].msg->push_pull().members_size(), 1);
+  EXPECT_EQ(out[0].msg->push_pull().members(0).name(), "j");
   EXPECT_FALSE(m.joined());
   Time t{0};
   int joins = 0;
   for (int i = 0; i < 50; ++i) {
     t = m.NextWakeup();
     m.Tick(t);
-    for (const auto& s : m.TakeOutgoing()) joins += s.msg.has_push_pull() && s.msg.push_pull().join();
+    for (const auto& s : m.TakeOutgoing()) joins += s.msg->has_push_pull() && s.msg->push_pull().join();
   }
   EXPECT_GE(joins, 2 * 5);  // every probe interval, both seeds
   EXPECT_LE(t, Time{0} + 15s);
@@ -311,7 +311,7 @@ TEST(Membership, JoinRetriesSeedsUntilAnswered) {
   for (int i = 0; i < 30; ++i) {
     t = m.NextWakeup();
     m.Tick(t);
-    for (const auto& s : m.TakeOutgoing()) joins += s.msg.has_push_pull() && s.msg.push_pull().join();
+    for (const auto& s : m.TakeOutgoing()) joins += s.msg->has_push_pull() && s.msg->push_pull().join();
   }
   EXPECT_EQ(joins, 0);
 }
@@ -331,7 +331,7 @@ TEST(Membership, LeaveAnnouncesAndStopsProbing) {
   ASSERT_EQ(out.size(), 3u);  // every live member hears it at once
   for (const auto& s : out) {
     bool has_leave = false;
-    for (const auto& u : s.msg.updates()) has_leave |= u.name() == "l" && u.status() == wire::MEMBER_STATUS_LEFT;
+    for (const auto& u : s.msg->updates()) has_leave |= u.name() == "l" && u.status() == wire::MEMBER_STATUS_LEFT;
     EXPECT_TRUE(has_leave) << s.to;
   }
   // Accusations after leaving are not refuted; no probes are sent.
@@ -343,9 +343,9 @@ TEST(Membership, LeaveAnnouncesAndStopsProbing) {
     ASSERT_LT(t, Time::max());
     m.Tick(t);
     for (const auto& s : m.TakeOutgoing()) {
-      EXPECT_FALSE(s.msg.has_ping());
-      EXPECT_FALSE(s.msg.has_ping_req());
-      EXPECT_FALSE(s.msg.has_push_pull());
+      EXPECT_FALSE(s.msg->has_ping());
+      EXPECT_FALSE(s.msg->has_ping_req());
+      EXPECT_FALSE(s.msg->has_push_pull());
     }
   }
 }
@@ -370,11 +370,11 @@ void TickAckingProbes(Membership& m, int ticks, Sent&& sent) {
     const Time t = m.NextWakeup();
     m.Tick(t);
     for (const auto& s : m.TakeOutgoing()) {
-      sent(s.msg);
-      if (s.msg.has_ping()) {
+      sent(*s.msg);
+      if (s.msg->has_ping()) {
         wire::MembershipMessage ack;
-        ack.set_sender(s.msg.ping().target());
-        ack.mutable_ack()->set_seq(s.msg.ping().seq());
+        ack.set_sender(s.msg->ping().target());
+        ack.mutable_ack()->set_seq(s.msg->ping().seq());
         m.Handle(s.to, ack, t);
       }
     }
@@ -537,7 +537,7 @@ TEST(Membership, ProbeTimeoutLeadsToIndirectThenSuspicion) {
     t = m.NextWakeup();
     m.Tick(t);
     for (const auto& s : m.TakeOutgoing()) {
-      if (s.msg.has_ping()) target = s.msg.ping().target();
+      if (s.msg->has_ping()) target = s.msg->ping().target();
     }
   }
   ASSERT_FALSE(target.empty());
@@ -545,19 +545,19 @@ TEST(Membership, ProbeTimeoutLeadsToIndirectThenSuspicion) {
   m.Tick(probe_start + m.config().probe_timeout);
   int reqs = 0, stream_pings = 0;
   for (const auto& s : m.TakeOutgoing()) {
-    if (s.msg.has_ping()) {
+    if (s.msg->has_ping()) {
       // The reliable fallback: the same probe, by stream, to the target itself.
       ++stream_pings;
       EXPECT_TRUE(s.reliable);
-      EXPECT_TRUE(s.msg.ping().reliable());
-      EXPECT_EQ(s.msg.ping().target(), target);
+      EXPECT_TRUE(s.msg->ping().reliable());
+      EXPECT_EQ(s.msg->ping().target(), target);
       EXPECT_EQ(s.to, target + ":1");
       continue;
     }
-    if (!s.msg.has_ping_req()) continue;
+    if (!s.msg->has_ping_req()) continue;
     EXPECT_FALSE(s.reliable);
     ++reqs;
-    EXPECT_EQ(s.msg.ping_req().target(), target);
+    EXPECT_EQ(s.msg->ping_req().target(), target);
     EXPECT_NE(s.to, target + ":1");
   }
   EXPECT_EQ(reqs, 3);
@@ -582,7 +582,7 @@ TEST(Membership, ReliableFallbackPingIsAnsweredByStreamAndSparesTheTarget) {
       t = m.NextWakeup();
       m.Tick(t);
       for (auto& s : m.TakeOutgoing()) {
-        if (s.msg.has_ping()) ping = std::move(s);
+        if (s.msg->has_ping()) ping = std::move(s);
       }
     }
     ASSERT_TRUE(ping.has_value());
@@ -590,22 +590,22 @@ TEST(Membership, ReliableFallbackPingIsAnsweredByStreamAndSparesTheTarget) {
     m.Tick(t + m.config().probe_timeout);
     std::optional<Membership::Send> stream_ping;
     for (auto& s : m.TakeOutgoing()) {
-      if (s.msg.has_ping()) stream_ping = std::move(s);
+      if (s.msg->has_ping()) stream_ping = std::move(s);
     }
     ASSERT_EQ(stream_ping.has_value(), fallback);
     if (fallback) {
       // The target's side: a reliable ping gets its ack by stream.
       Membership a(Pump::Config("a", {}), 12);
       a.Start(Time{0});
-      a.Handle("p:1", stream_ping->msg, t + m.config().probe_timeout);
+      a.Handle("p:1", *stream_ping->msg, t + m.config().probe_timeout);
       std::vector<Membership::Send> acks = a.TakeOutgoing();
       ASSERT_EQ(acks.size(), 1u);
-      ASSERT_TRUE(acks[0].msg.has_ack());
+      ASSERT_TRUE(acks[0].msg->has_ack());
       EXPECT_TRUE(acks[0].reliable);
-      m.Handle("a:1", acks[0].msg, t + m.config().probe_timeout + 1ms);
+      m.Handle("a:1", *acks[0].msg, t + m.config().probe_timeout + 1ms);
       EXPECT_FALSE(m.Find("a")->probe_rtt.has_value());  // not the direct ping's round trip
       // An ordinary ping gets its ack by datagram.
-      a.Handle("p:1", ping->msg, t + m.config().probe_timeout);
+      a.Handle("p:1", *ping->msg, t + m.config().probe_timeout);
       std::vector<Membership::Send> plain = a.TakeOutgoing();
       ASSERT_EQ(plain.size(), 1u);
       EXPECT_FALSE(plain[0].reliable);
@@ -640,8 +640,8 @@ TEST_F(MembershipTest, DirectAckRecordsProbeRoundTrip) {
     now_ = m_.NextWakeup();
     m_.Tick(now_);
     for (const auto& s : m_.TakeOutgoing()) {
-      if (s.to == "peer:1" && s.msg.has_ping()) {
-        seq = s.msg.ping().seq();
+      if (s.to == "peer:1" && s.msg->has_ping()) {
+        seq = s.msg->ping().seq();
         sent = now_;
       }
     }

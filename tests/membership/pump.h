@@ -172,14 +172,14 @@ class Pump {
       if (!running_.count(name)) continue;
       for (Membership::Send& s : out) {
         ++sent_;
-        ++sent_by_type_[TypeOf(s.msg)];
+        ++sent_by_type_[TypeOf(*s.msg)];
         auto to = by_address_.find(s.to);
         if (to == by_address_.end()) continue;
         if (drop_ && drop_(name, to->second)) continue;
         if (loss_ > 0 && !s.reliable && rng_.Unit() < loss_) continue;  // a stream is retransmitted
         const Duration latency = 1ms + Duration(static_cast<int64_t>(rng_.Below(20'000'000)));
         queue_.emplace(std::make_tuple(now_ + latency, seq_++),
-                       std::make_tuple(name, to->second, s.msg.SerializeAsString()));
+                       std::make_tuple(name, to->second, s.msg->SerializeAsString()));
       }
     }
   }

@@ -44,11 +44,11 @@ std::optional<Membership::Send> NextPushPull(Membership& m, int ticks = 200) {
     const Time t = m.NextWakeup();
     m.Tick(t);
     for (Membership::Send& s : m.TakeOutgoing()) {
-      if (s.msg.has_push_pull()) return std::move(s);
-      if (s.msg.has_ping()) {
+      if (s.msg->has_push_pull()) return std::move(s);
+      if (s.msg->has_ping()) {
         wire::MembershipMessage ack;
-        ack.set_sender(s.msg.ping().target());
-        ack.mutable_ack()->set_seq(s.msg.ping().seq());
+        ack.set_sender(s.msg->ping().target());
+        ack.mutable_ack()->set_seq(s.msg->ping().seq());
         m.Handle(s.to, ack, t);
       }
     }
@@ -80,12 +80,12 @@ TEST(WarmStart, ListsEveryMemberAliveWithoutJoiningOrGossiping) {
     m.Tick(t);
     for (const Membership::Send& s : m.TakeOutgoing()) {
       ++messages;
-      EXPECT_EQ(s.msg.updates_size(), 0);
-      EXPECT_FALSE(s.msg.has_push_pull() && s.msg.push_pull().join());
-      if (!s.msg.has_ping()) continue;
+      EXPECT_EQ(s.msg->updates_size(), 0);
+      EXPECT_FALSE(s.msg->has_push_pull() && s.msg->push_pull().join());
+      if (!s.msg->has_ping()) continue;
       wire::MembershipMessage ack;
-      ack.set_sender(s.msg.ping().target());
-      ack.mutable_ack()->set_seq(s.msg.ping().seq());
+      ack.set_sender(s.msg->ping().target());
+      ack.mutable_ack()->set_seq(s.msg->ping().seq());
       m.Handle(s.to, ack, t);
     }
   }
@@ -159,14 +159,14 @@ TEST(TableSync, SummaryBetweenEqualTablesIsTheWholeExchange) {
   for (int round = 0; round < 12; ++round) {
     std::optional<Membership::Send> s = NextPushPull(a);
     ASSERT_TRUE(s.has_value());
-    const wire::MemberPushPull& pp = s->msg.push_pull();
+    const wire::MemberPushPull& pp = s->msg->push_pull();
     EXPECT_TRUE(pp.summary());
     EXPECT_EQ(pp.members_size(), 0);
     EXPECT_EQ(pp.table_digest(), a.TableDigest());
-    EXPECT_LT(s->msg.ByteSizeLong(), 40u);
+    EXPECT_LT(s->msg->ByteSizeLong(), 40u);
     if (s->to != Pump::AddressOf("b")) continue;  // "c" is not simulated
     ++to_b;
-    b.Handle(Pump::AddressOf("a"), s->msg, a.NextWakeup());
+    b.Handle(Pump::AddressOf("a"), *s->msg, a.NextWakeup());
     EXPECT_TRUE(b.TakeOutgoing().empty());
   }
   EXPECT_GE(to_b, 2);  // the equal-digest path ran
@@ -200,7 +200,7 @@ TEST(TableSync, SummaryDoesNotEndAJoin) {
   m.TakeOutgoing();
   m.Tick(Time{0} + m.config().probe_interval);
   bool rejoined = false;
-  for (const Membership::Send& s : m.TakeOutgoing()) rejoined |= s.msg.has_push_pull() && s.msg.push_pull().join();
+  for (const Membership::Send& s : m.TakeOutgoing()) rejoined |= s.msg->has_push_pull() && s.msg->push_pull().join();
   EXPECT_TRUE(rejoined);
 }
 
@@ -217,22 +217,22 @@ TEST(TableSync, SummaryBetweenDifferentTablesLeadsToAFullExchange) {
   ASSERT_NE(a.TableDigest(), b.TableDigest());
   std::optional<Membership::Send> summary;
   while (!summary.has_value() || summary->to != Pump::AddressOf("b")) summary = NextPushPull(a);
-  ASSERT_TRUE(summary->msg.push_pull().summary());
+  ASSERT_TRUE(summary->msg->push_pull().summary());
   const Time t = a.NextWakeup();
-  b.Handle(Pump::AddressOf("a"), summary->msg, t);
+  b.Handle(Pump::AddressOf("a"), *summary->msg, t);
   std::vector<Membership::Send> from_b = b.TakeOutgoing();
   ASSERT_EQ(from_b.size(), 1u);
-  ASSERT_TRUE(from_b[0].msg.has_push_pull());
-  const wire::MemberPushPull& full = from_b[0].msg.push_pull();
+  ASSERT_TRUE(from_b[0].msg->has_push_pull());
+  const wire::MemberPushPull& full = from_b[0].msg->push_pull();
   EXPECT_FALSE(full.summary());
   EXPECT_FALSE(full.reply());  // a is to answer with its own list
   EXPECT_EQ(full.members_size(), 3);  // b, a, y
-  a.Handle(Pump::AddressOf("b"), from_b[0].msg, t);
+  a.Handle(Pump::AddressOf("b"), *from_b[0].msg, t);
   std::vector<Membership::Send> from_a = a.TakeOutgoing();
   ASSERT_EQ(from_a.size(), 1u);
-  ASSERT_TRUE(from_a[0].msg.has_push_pull());
-  EXPECT_TRUE(from_a[0].msg.push_pull().reply());
-  b.Handle(Pump::AddressOf("a"), from_a[0].msg, t);
+  ASSERT_TRUE(from_a[0].msg->has_push_pull());
+  EXPECT_TRUE(from_a[0].msg->push_pull().reply());
+  b.Handle(Pump::AddressOf("a"), *from_a[0].msg, t);
   EXPECT_TRUE(b.TakeOutgoing().empty());  // replies are not answered
   EXPECT_TRUE(a.Find("y").has_value());
   EXPECT_TRUE(b.Find("x").has_value());
