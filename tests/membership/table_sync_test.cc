@@ -123,6 +123,45 @@ TEST(TableDigest, EqualTablesReachedInAnyOrderHaveEqualDigests) {
   }
 }
 
+// The digest is kept as the table changes (new members, state and
+// incarnation changes, address moves, suspicions timing out, evictions at
+// the table bound); it must equal that of a table built afresh from the
+// same final entries.
+TEST(TableDigest, KeptDigestEqualsThatOfATableRebuiltFromItsEntries) {
+  Rng rng(23);
+  for (int trial = 0; trial < 20; ++trial) {
+    MembershipConfig c = Pump::Config("self", {});
+    c.max_members = 9;  // 12 names compete for 8 places: evictions
+    Membership kept(c, 1);
+    kept.Start(Time{0});
+    Time t{0};
+    for (int i = 0; i < 200; ++i) {
+      const auto status = static_cast<wire::MemberStatus>(1 + rng.Below(4));  // alive .. left
+      wire::MemberUpdate u = Update("m" + std::to_string(rng.Below(12)), rng.Below(6), status);
+      if (rng.Below(4) == 0) u.set_address("moved" + std::to_string(rng.Below(3)) + ":1");
+      kept.Handle("p:1", Gossip("p", {u}), t);
+      if (rng.Below(10) == 0) {  // let suspicions time out now and then
+        t += std::chrono::seconds(30);
+        kept.Tick(t);
+      }
+      kept.TakeOutgoing();
+    }
+    ASSERT_EQ(kept.incarnation(), 0u);  // self was never named: the rebuilt table's self matches
+    Membership rebuilt(c, 2);
+    rebuilt.Start(Time{0});
+    for (const MemberInfo& m : kept.Members()) {
+      if (m.name == "self") continue;
+      static constexpr wire::MemberStatus kWire[] = {wire::MEMBER_STATUS_ALIVE, wire::MEMBER_STATUS_SUSPECT,
+                                                     wire::MEMBER_STATUS_DEAD, wire::MEMBER_STATUS_LEFT};
+      wire::MemberUpdate u = Update(m.name, m.incarnation, kWire[static_cast<int>(m.state)]);
+      u.set_address(m.address);
+      rebuilt.Handle("p:1", Gossip("p", {u}), Time{0});
+    }
+    ASSERT_EQ(rebuilt.Members().size(), kept.Members().size()) << trial;
+    EXPECT_EQ(rebuilt.TableDigest(), kept.TableDigest()) << trial;
+  }
+}
+
 TEST(TableDigest, ChangesWithEveryFieldItCovers) {
   Membership m(Pump::Config("self", {}), 1);
   m.Start(Time{0});
