@@ -174,6 +174,8 @@ Run:
   --warm-start            every node starts at once, already listing every node as alive (no join
                           phase: a large cluster's steady state without its cold start)
   --liveness-bound=SEC    after faults stop, all live nodes must converge within this (default 120)
+  --join-bound=SEC        the cold start must end by then (every node up and listing every node
+                          live); at most --warmup (default 0: reported, not checked)
   --scenario=NAME         fixed scenario: none, loss30, partition-heal, one-way,
                           crash-restart, rotate-in-partition, grow, churn, pause
   --swarm                 draw each fault switch and its parameters from the seed
@@ -240,7 +242,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
     }
     static const std::map<std::string, bool> kTakesValue = {
         {"seed", true},        {"seeds", true},           {"nodes", true},
-        {"duration", true},    {"warmup", true},          {"liveness-bound", true},
+        {"duration", true},    {"warmup", true},          {"liveness-bound", true}, {"join-bound", true},
         {"scenario", true},    {"latency-min-ms", true},  {"latency-tail-ms", true},
         {"gossip-interval-ms", true}, {"fanout", true},   {"anti-entropy-ms", true}, {"dissemination", true},
         {"anti-entropy-max-ms", true},
@@ -288,6 +290,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       POLLEN_NUM(v, 0, 1e6) o.duration = FromSeconds(v);
     } else if (name == "warmup") {
       POLLEN_NUM(v, 0, 1e6) o.warmup = FromSeconds(v);
+    } else if (name == "join-bound") {
+      POLLEN_NUM(v, 0, 1e6) o.join_bound = FromSeconds(v);
     } else if (name == "liveness-bound") {
       POLLEN_NUM(v, 0.001, 1e6) o.liveness_bound = FromSeconds(v);
     } else if (name == "scenario") {
@@ -405,6 +409,10 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       o.version = true;
     }
 #undef POLLEN_NUM
+  }
+  if (o.join_bound > o.warmup) return absl::InvalidArgumentError("ERR --join-bound must not exceed --warmup");
+  if (o.join_bound.count() > 0 && o.warm_start) {
+    return absl::InvalidArgumentError("ERR --join-bound checks a cold start: not with --warm-start");
   }
   if (!scenario.empty()) {
     if (o.swarm) return absl::InvalidArgumentError("ERR --scenario and --swarm are exclusive");

@@ -115,6 +115,7 @@ struct SimOptions {
   bool warm_start = false;
   node::Duration duration{seconds(30)};        // faults and workload, after warmup
   node::Duration liveness_bound{seconds(120)};  // to converge after faults stop
+  node::Duration join_bound{0};                 // > 0: the cold start must end by then (<= warmup)
   node::Duration check_every{seconds(1)};
   node::Duration converge_poll{milliseconds(100)};
 

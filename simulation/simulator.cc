@@ -410,6 +410,11 @@ void Simulator::Impl::MembersPoll() {
     r.members_complete_seconds = Sec(now);
     return;
   }
+  if (o.join_bound.count() > 0 && now + kMembersPollEvery > o.join_bound) {
+    checker.Fail(absl::StrFormat("cold start: not every node up and listing all %d live by %.1fs", o.nodes,
+                                 Sec(o.join_bound)));
+    return;
+  }
   if (now + kMembersPollEvery <= o.warmup) At(now + kMembersPollEvery, Ev::Kind::kMembersPoll);
 }
 

@@ -319,5 +319,25 @@ TEST(WarmStart, ClusterStartsJoinedAndRestartedNodesJoinThroughTheSeeds) {
   EXPECT_GE(r.restarts, 1u);
 }
 
+// --join-bound: a cold start that ends in time passes; one given too little
+// time fails the run (the checker that the N=10,000 cold start relies on).
+TEST(ColdStart, JoinBoundFailsARunWhoseClusterHasNotJoinedInTime) {
+  SimOptions o;
+  o.seed = 5;
+  o.nodes = 40;
+  o.warmup = std::chrono::seconds(20);
+  o.duration = std::chrono::seconds(2);
+  o.workload.crawl_adds_per_sec = 2;
+  o.join_bound = std::chrono::seconds(20);
+  const RunResult ample = Simulator(o).Run();
+  ASSERT_TRUE(ample.passed) << FormatSummary(ample);
+  ASSERT_GE(ample.members_complete_seconds, 0.0);
+  // The same cluster needs more than 0.2 s to join (staggered over 1 s).
+  o.join_bound = std::chrono::milliseconds(200);
+  const RunResult tight = Simulator(o).Run();
+  EXPECT_FALSE(tight.passed);
+  EXPECT_NE(FormatSummary(tight).find("cold start: not every node up"), std::string::npos) << FormatSummary(tight);
+}
+
 }  // namespace
 }  // namespace pollen::sim
