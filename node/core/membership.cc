@@ -350,7 +350,7 @@ uint64_t Membership::DigestOf(const Member& m) const {
 
 // A sum, so it is kept as entries change (others_digest_: minus an entry's
 // digest before a change, plus after) rather than recomputed over the table
-// for each push/pull summary: at N=10,000 the recomputation was ~6% of
+// for each push/pull summary: at N=10,000 the recomputation was ~5% of
 // pollen-sim's CPU in a cold start (perf; simulation/README.md).
 uint64_t Membership::TableDigest() const {
   const uint64_t digest = EntryDigest(config_.self_name, config_.self_address, incarnation_,

@@ -118,9 +118,10 @@ inline constexpr size_t kMaxPiggybackWireDefault = 64;  // Membership::kMaxPiggy
 
 // An outgoing membership message, built on an arena of its own: its updates
 // and their strings are a few large allocations, freed at once. A full-state
-// list at N=10,000 is 10,000 updates; built and freed on the heap they were
-// ~45% of the CPU of a 10,000-node cold start in pollen-sim (malloc, free,
-// consolidation: perf, simulation/README.md "Cold start at N=10,000").
+// list at N=10,000 is 10,000 updates. Built and freed on the heap, malloc and
+// free were ~45% of the CPU in the first seconds of a 10,000-node cold start
+// in pollen-sim, mostly for these lists; on arenas a 2000-node cold start
+// takes 28% less CPU (simulation/README.md, "Cold start at N=10,000").
 class OutMessage {
  public:
   OutMessage()
