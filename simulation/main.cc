@@ -32,8 +32,13 @@ int main(int argc, char** argv) {
   for (uint32_t k = 0; k < base.seeds; ++k) {
     SimOptions o = OptionsForSeed(base, base.seed + k);
     if (o.progress) {
-      o.on_progress = [seed = o.seed](double t) {
-        std::fprintf(stderr, "pollen-sim: seed %llu at virtual t=%.1fs\n", static_cast<unsigned long long>(seed), t);
+      o.on_progress = [seed = o.seed, nodes = o.nodes](double t, int64_t listing_all) {
+        std::fprintf(stderr, "pollen-sim: seed %llu at virtual t=%.1fs", static_cast<unsigned long long>(seed), t);
+        if (listing_all >= 0) {
+          std::fprintf(stderr, " (cold start: %lld of %u nodes list every node live)", static_cast<long long>(listing_all),
+                       nodes);
+        }
+        std::fprintf(stderr, "\n");
       };
     }
     const auto start = std::chrono::steady_clock::now();

@@ -146,10 +146,12 @@ struct SimOptions {
   bool help = false;
   bool version = false;  // print pollen-sim's version and exit
   std::vector<std::string> replay_args;  // flags to replay a run, minus --seed/--seeds
-  // --progress: called with the virtual time (seconds) every 5 virtual seconds.
-  // The simulator itself does no I/O; pollen-sim prints from here.
+  // --progress: called every 5 virtual seconds with the virtual time
+  // (seconds) and, until the cold start has ended, how many nodes list every
+  // node live (-1 after it, or with a warm start). The simulator itself does
+  // no I/O; pollen-sim prints from here.
   bool progress = false;
-  std::function<void(double)> on_progress;
+  std::function<void(double seconds, int64_t nodes_listing_all)> on_progress;
 };
 
 // Names of the fixed scenarios: none, loss30, partition-heal, one-way,

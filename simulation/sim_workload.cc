@@ -251,7 +251,12 @@ void Simulator::Impl::Check() {
   }
   observe_cursor = (observe_cursor + kObservePerCheck) % o.nodes;
   if (o.on_progress && now >= next_progress) {
-    o.on_progress(Sec(now));
+    int64_t listing_all = -1;
+    if (!o.warm_start && r.members_complete_seconds < 0) {  // the cold start is on: O(N), every 5 s
+      listing_all = 0;
+      for (uint32_t i = 0; i < o.nodes; ++i) listing_all += nodes[i].up && nodes[i].node->LiveMemberCount() == o.nodes;
+    }
+    o.on_progress(Sec(now), listing_all);
     next_progress = now + std::chrono::seconds(5);
   }
   if (!done) At(now + o.check_every, Ev::Kind::kCheck);
