@@ -198,6 +198,7 @@ struct Simulator::Impl {
   std::clock_t window_open_cpu = 0;
   std::map<std::string, uint64_t> BytesOutByType();
   bool faults_on = true, workload_on = true, done = false;
+  bool join_bound_failed = false;  // --join-bound: judged once
   RunResult r;
   std::vector<Sample> samples;
   bool poll_pending = false;

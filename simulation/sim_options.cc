@@ -411,6 +411,9 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
 #undef POLLEN_NUM
   }
   if (o.join_bound > o.warmup) return absl::InvalidArgumentError("ERR --join-bound must not exceed --warmup");
+  if (o.join_bound.count() > 0 && o.join_bound < std::chrono::milliseconds(100)) {
+    return absl::InvalidArgumentError("ERR --join-bound must be 0 (unchecked) or at least 0.1 (the poll period)");
+  }
   if (o.join_bound.count() > 0 && o.warm_start) {
     return absl::InvalidArgumentError("ERR --join-bound checks a cold start: not with --warm-start");
   }

@@ -94,6 +94,7 @@
 // Not thread-safe: one driver thread.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -127,8 +128,18 @@ class OutMessage {
   OutMessage()
       : arena_(std::make_unique<google::protobuf::Arena>()),
         msg_(google::protobuf::Arena::CreateMessage<wire::MembershipMessage>(arena_.get())) {}
-  wire::MembershipMessage* operator->() const { return msg_; }
-  wire::MembershipMessage& operator*() const { return *msg_; }
+  OutMessage(OutMessage&& other) noexcept
+      : arena_(std::move(other.arena_)), msg_(std::exchange(other.msg_, nullptr)) {}
+  OutMessage& operator=(OutMessage&& other) noexcept {
+    arena_ = std::move(other.arena_);
+    msg_ = std::exchange(other.msg_, nullptr);
+    return *this;
+  }
+  wire::MembershipMessage* operator->() const {
+    assert(msg_ != nullptr);  // not moved from
+    return msg_;
+  }
+  wire::MembershipMessage& operator*() const { return *operator->(); }
 
  private:
   std::unique_ptr<google::protobuf::Arena> arena_;  // owns *msg_; its address is stable across moves

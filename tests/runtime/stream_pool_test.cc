@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,8 +47,10 @@ struct RawListener {
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
 };
 
-// Non-blocking connects that fill a listener's queue (the first few complete
-// and sit unaccepted; once the queue is full the kernel drops further SYNs).
+// Non-blocking connects that fill a listener's queue: with a backlog of 0
+// the first completes and sits unaccepted; the kernel then drops further
+// SYNs. The first is waited for, so the queue is full before the test's own
+// connect.
 struct QueueFillers {
   std::vector<int> fds;
   explicit QueueFillers(uint16_t port) {
@@ -59,6 +62,10 @@ struct QueueFillers {
       a.sin_port = htons(port);
       ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);  // EINPROGRESS or done
       fds.push_back(fd);
+      if (i == 0) {
+        pollfd p{fd, POLLOUT, 0};
+        EXPECT_EQ(::poll(&p, 1, 5000), 1);  // connected (or failed: then the test fails below)
+      }
     }
   }
   ~QueueFillers() {
@@ -87,12 +94,17 @@ TEST(StreamPool, ConnectThatHangsIsAbandonedAtTheDeadlineAndBackedOff) {
   pool.Send(full.address(), "frame");
   EXPECT_EQ(pool.connection_count(), 1u);
   ASSERT_TRUE(RunUntil(io, [&] { return counters.tcp_connect_timeouts.load() == 1; }));
+  const auto timed_out = std::chrono::steady_clock::now();
   EXPECT_EQ(counters.tcp_connects.load(), 0u);
   EXPECT_EQ(pool.connection_count(), 0u);
-  // Backed off: the next frame is dropped at once, not queued behind a connect.
+  // Backed off (100 ms after a first failure): the next frame is dropped at
+  // once, not queued behind another connect. Judged only if this thread got
+  // here within the backoff (a loaded machine may stall it longer).
   pool.Send(full.address(), "frame");
-  EXPECT_EQ(counters.tcp_dropped_backoff.load(), 1u);
-  EXPECT_EQ(pool.connection_count(), 0u);
+  if (std::chrono::steady_clock::now() - timed_out < milliseconds(90)) {
+    EXPECT_EQ(counters.tcp_dropped_backoff.load(), 1u);
+    EXPECT_EQ(pool.connection_count(), 0u);
+  }
   pool.Close();
 }
 

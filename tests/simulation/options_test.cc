@@ -38,6 +38,7 @@ TEST(SimOptions, RejectsBadFlags) {
   EXPECT_EQ(ParseFlags({"--bogus"}).status().message().substr(0, 4), "ERR ");
   EXPECT_FALSE(ParseFlags({"--warmup=10", "--join-bound=11"}).ok());  // past the warmup
   EXPECT_FALSE(ParseFlags({"--warmup=10", "--join-bound=5", "--warm-start"}).ok());
+  EXPECT_FALSE(ParseFlags({"--warmup=0.05", "--join-bound=0.05"}).ok());  // below the poll period: never judged
   auto o = ParseFlags({"--warmup=10", "--join-bound=9.5"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->join_bound, std::chrono::milliseconds(9500));
