@@ -4,30 +4,24 @@
 #include <cassert>
 #include <utility>
 
-#include "absl/hash/hash.h"
 
 namespace pollen::node {
 
-MemberTable::MemberTable(std::shared_ptr<NamePool> names)
-    : names_(std::move(names)), index_(0, NameHash{this}, NameEq{this}) {
+MemberTable::MemberTable(std::shared_ptr<NamePool> names) : names_(std::move(names)) {
   assert(names_ != nullptr);
 }
 
 MemberTable::~MemberTable() {
-  for (MemberEntry& e : slots_) {
-    if (e.name == NamePool::kNone) continue;
+  slots_.ForEach([this](MemberEntry& e) {
+    if (e.name == NamePool::kNone) return;
     names_->Release(e.name);
     names_->Release(e.address);
-  }
+  });
 }
-
-size_t MemberTable::NameHash::operator()(NameKey key) const { return absl::Hash<NamePool::Id>{}(key.id); }
 
 MemberSlot MemberTable::Find(std::string_view name) const {
   const NamePool::Id id = names_->Find(name);
-  if (id == NamePool::kNone) return kNoSlot;
-  auto it = index_.find(NameKey{id});
-  return it == index_.end() ? kNoSlot : *it;
+  return id < slot_of_id_.size() ? slot_of_id_[id] : kNoSlot;  // kNone is never below the size
 }
 
 MemberEntry& MemberTable::at(MemberSlot slot) {
@@ -63,13 +57,18 @@ MemberEntry& MemberTable::Insert(std::string_view name, std::string_view address
   e.name = names_->Intern(name);
   e.address = names_->Intern(address);
   e.slot = slot;
-  index_.insert(slot);  // after the name is in place: the hasher reads it
+  if (e.name >= slot_of_id_.size()) slot_of_id_.resize(size_t{e.name} + 1, kNoSlot);
+  assert(slot_of_id_[e.name] == kNoSlot);
+  slot_of_id_[e.name] = slot;
+  ++size_;
   return e;
 }
 
 void MemberTable::Erase(MemberSlot slot) {
   MemberEntry& e = at(slot);
-  index_.erase(slot);  // before the name goes: the hasher reads it
+  assert(slot_of_id_[e.name] == slot && size_ > 0);
+  slot_of_id_[e.name] = kNoSlot;  // before the name goes: its id may be reused
+  --size_;
   names_->Release(e.name);
   names_->Release(e.address);
   e = MemberEntry{};
@@ -77,7 +76,9 @@ void MemberTable::Erase(MemberSlot slot) {
 }
 
 std::vector<MemberSlot> MemberTable::SortedByName() const {
-  std::vector<MemberSlot> out(index_.begin(), index_.end());
+  std::vector<MemberSlot> out;
+  out.reserve(size_);
+  ForEach([&](const MemberEntry& e) { out.push_back(e.slot); });
   std::sort(out.begin(), out.end(), [this](MemberSlot a, MemberSlot b) { return name(slots_[a]) < name(slots_[b]); });
   return out;
 }

@@ -2,13 +2,18 @@
 //
 // What it promises:
 //  - Insert gives an entry a slot number; the entry stays at the same address
-//    until Erase of that slot (entries live in a deque and never move), so a
-//    reference to it, or to its name or address, is good until then. An
-//    erased slot is reused by a later Insert.
+//    until Erase of that slot (entries live in a ChunkedVector and never
+//    move), so a reference to it, or to its name or address, is good until
+//    then. An erased slot is reused by a later Insert.
 //  - Names and addresses are held as ids in a NamePool, which may be shared
 //    with other tables (pollen-sim's nodes share one).
-//  - Find by name is a pool lookup and a hash lookup of the name's id. The
-//    index holds slot numbers only.
+//  - Find by name is a pool lookup and one array read: the index is a slot
+//    number per pool id, as long as the largest id this table holds (names
+//    and addresses share the pool's ids: about 2 per member). At N=10,000
+//    that is ~80 KB per table, what the hashed index it replaced took, and a
+//    lookup reads one cache line of it instead of probing a hash table whose
+//    every candidate was checked through the entry (pollen-sim's steady state
+//    at N=10,000: MemberTable::Find was 12% of the CPU, perf).
 //  - ForEach walks every slot in use in slot order, which depends only on
 //    the table's history of Inserts and Erases: deterministic, as the
 //    protocol's walks (full-state lists, probe rounds, eviction) must be.
@@ -19,20 +24,19 @@
 // hashed name index beside it and a piggyback queue of ready-made wire
 // updates came to ~725 bytes of heap per (node, member) pair at the cold
 // start's peak (heaptrack, pollen-sim N=1000): ~43 GB at N=10,000. An entry
-// here is 56 bytes, its index slot ~5-10.
+// here is 56 bytes, its index slot ~8.
 //
 // Not thread-safe: one driver thread, like Membership.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "node/core/chunked_vector.h"
 #include "node/core/name_pool.h"
 #include "node/core/types.h"
 
@@ -69,11 +73,11 @@ struct MemberEntry {
 class MemberTable {
  public:
   explicit MemberTable(std::shared_ptr<NamePool> names);  // asserts non-null
-  MemberTable(const MemberTable&) = delete;  // the index's hasher points at this table
+  MemberTable(const MemberTable&) = delete;  // owns pool references: released once
   MemberTable& operator=(const MemberTable&) = delete;
   ~MemberTable();  // releases every name and address
 
-  size_t size() const { return index_.size(); }
+  size_t size() const { return size_; }
   MemberSlot Find(std::string_view name) const;  // kNoSlot if absent
   const std::string& name(const MemberEntry& e) const { return names_->at(e.name); }
   const std::string& address(const MemberEntry& e) const { return names_->at(e.address); }
@@ -88,46 +92,27 @@ class MemberTable {
   MemberEntry& Insert(std::string_view name, std::string_view address);
   // Frees the slot (its names and suspicion with it).
   void Erase(MemberSlot slot);
-  // Room in the index for `members` without rehashing (a warm start).
-  void Reserve(size_t members) { index_.reserve(members); }
+  // Room in the index for ids below `ids` without reallocating (a warm start).
+  void Reserve(size_t ids) { slot_of_id_.reserve(ids); }
 
   // Every slot in use, ordered by name. O(N log N).
   std::vector<MemberSlot> SortedByName() const;
   // Every slot in use, in slot order. O(slots).
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (const MemberEntry& e : slots_) {
+    slots_.ForEach([&](const MemberEntry& e) {
       if (e.name != NamePool::kNone) fn(e);
-    }
+    });
   }
 
  private:
-  // The index hashes a slot by its name's id: within one pool, equal names
-  // have equal ids. Lookups go by id (NameKey) as well as by slot.
-  struct NameKey {
-    NamePool::Id id;
-  };
-  struct NameHash {
-    using is_transparent = void;
-    const MemberTable* table;
-    size_t operator()(NameKey key) const;
-    size_t operator()(MemberSlot slot) const { return (*this)(NameKey{table->slots_[slot].name}); }
-  };
-  struct NameEq {
-    using is_transparent = void;
-    const MemberTable* table;
-    NamePool::Id IdOf(MemberSlot slot) const { return table->slots_[slot].name; }
-    static NamePool::Id IdOf(NameKey key) { return key.id; }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return IdOf(a) == IdOf(b);
-    }
-  };
-
   std::shared_ptr<NamePool> names_;
-  std::deque<MemberEntry> slots_;
+  ChunkedVector<MemberEntry> slots_;
   std::vector<MemberSlot> free_;
-  absl::flat_hash_set<MemberSlot, NameHash, NameEq> index_;
+  // slot_of_id_[id]: the slot whose name has pool id `id`, else kNoSlot.
+  // Within one pool equal names have equal ids.
+  std::vector<MemberSlot> slot_of_id_;
+  size_t size_ = 0;
 };
 
 }  // namespace pollen::node

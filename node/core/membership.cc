@@ -942,7 +942,7 @@ void Membership::SuspicionTick(Time now) {
 
 void Membership::WarmStart(const std::vector<std::pair<std::string, Address>>& members, Time now) {
   assert(members_->size() == 0);
-  members_->Reserve(std::min(members.size(), config_.max_members));
+  members_->Reserve(2 * std::min(members.size(), config_.max_members) + 2);  // a name and an address id each
   for (const auto& [name, address] : members) {
     assert(ValidName(name) && !address.empty() && address.size() <= kMaxAddressBytes);
     if (name == config_.self_name || FindMember(name) != nullptr) continue;

@@ -19,12 +19,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "node/core/chunked_vector.h"
 
 namespace pollen::node {
 
@@ -65,7 +65,7 @@ class NamePool {
     }
   };
 
-  std::deque<Entry> entries_;
+  ChunkedVector<Entry> entries_;  // a lookup's probe reads its candidate's text here
   std::vector<Id> free_;
   absl::flat_hash_set<Id, TextHash, TextEq> index_;
 };
