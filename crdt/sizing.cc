@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace pollen::crdt {
@@ -151,6 +153,25 @@ double EstimateFpr(FilterShape shape, uint64_t set_bits) {
   const double n = EstimateCardinality(shape, set_bits);
   if (std::isinf(n)) return 1.0;
   return ExpectedFpr(shape, n);
+}
+
+FillEstimate EstimateFillCached(FilterShape shape, uint64_t set_bits) {
+  static std::mutex mu;
+  static absl::flat_hash_map<std::tuple<uint64_t, uint32_t, uint64_t>, FillEstimate> cache;
+  constexpr size_t kMaxCached = 1 << 16;  // ~2.5 MB at most
+  const std::tuple<uint64_t, uint32_t, uint64_t> key(shape.blocks, shape.k, set_bits);
+  {
+    std::lock_guard lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  FillEstimate estimate;
+  estimate.items = EstimateCardinality(shape, set_bits);
+  estimate.fpr = std::isinf(estimate.items) ? 1.0 : ExpectedFpr(shape, estimate.items);  // EstimateFpr, one bisection
+  std::lock_guard lock(mu);
+  if (cache.size() >= kMaxCached) cache.clear();
+  cache.emplace(key, estimate);
+  return estimate;
 }
 
 absl::StatusOr<FilterShape> ChooseShapeCached(uint64_t capacity, double fpr) {

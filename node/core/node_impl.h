@@ -336,9 +336,6 @@ struct Node::Impl {
   mutable std::mutex scans_mu;
   mutable std::map<std::pair<uint64_t, uint64_t>, ScanResult> scans;  // guarded by scans_mu
 
-  mutable std::mutex estimates_mu;
-  mutable std::map<std::tuple<uint64_t, uint32_t, uint64_t>, std::pair<double, double>> estimates;
-
   uint64_t frame_rejects = 0;             // driver only: Reject() calls and unresolved tree pushes so far
   absl::flat_hash_map<std::string, Time> last_data;  // driver only: by member name, see Peers(); never iterated in order
 
@@ -905,9 +902,8 @@ struct Node::Impl {
   // members only; bounded by the membership table (stale names swept).
   void NoteData(const std::string& sender);
 
-  // The sizing estimates cost a model evaluation per bisection step; pollers
-  // (metrics, simulator checkers) mostly ask again for unchanged fills, so
-  // they are memoized by (shape, set bits). Bounded; any thread.
+  // The sizing estimates (items, fpr) of a fill: crdt::EstimateFillCached,
+  // shared by every node of the process. Any thread.
   std::pair<double, double> Estimates(crdt::FilterShape shape, uint64_t set_bits) const;
 
   // Bit count and digest of one generation; rescanned only when the filter's

@@ -247,17 +247,8 @@ void Node::Impl::NoteData(const std::string& sender) {
 }
 
 std::pair<double, double> Node::Impl::Estimates(crdt::FilterShape shape, uint64_t set_bits) const {
-  const std::tuple<uint64_t, uint32_t, uint64_t> key(shape.blocks, shape.k, set_bits);
-  {
-    std::lock_guard lock(estimates_mu);
-    auto it = estimates.find(key);
-    if (it != estimates.end()) return it->second;
-  }
-  const std::pair<double, double> value(crdt::EstimateCardinality(shape, set_bits), crdt::EstimateFpr(shape, set_bits));
-  std::lock_guard lock(estimates_mu);
-  if (estimates.size() >= 4096) estimates.clear();
-  estimates[key] = value;
-  return value;
+  const crdt::FillEstimate e = crdt::EstimateFillCached(shape, set_bits);
+  return {e.items, e.fpr};
 }
 
 Node::Impl::ScanResult Node::Impl::Scan(const FilterState& state, uint64_t slot, const crdt::BlockedFilter& filter,

@@ -72,5 +72,23 @@ TEST(Sizing, CardinalityEstimateInvertsExpectedFill) {
   EXPECT_EQ(EstimateFpr(shape, 0), 0.0);
 }
 
+// The shared cache answers exactly what the two uncached estimates do, for
+// every fill from empty to full, asked twice (a miss, then a hit), and for two
+// shapes whose fills coincide (the key holds the whole shape).
+TEST(Sizing, CachedFillEstimateEqualsTheUncachedOnes) {
+  for (const FilterShape shape : {FilterShape{16, 7}, FilterShape{16, 5}}) {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (uint64_t bits = 0; bits <= shape.bits(); bits += 7) {
+        const FillEstimate e = EstimateFillCached(shape, bits);
+        EXPECT_EQ(e.items, EstimateCardinality(shape, bits)) << bits;
+        EXPECT_EQ(e.fpr, EstimateFpr(shape, bits)) << bits;
+      }
+    }
+    const FillEstimate full = EstimateFillCached(shape, shape.bits());
+    EXPECT_TRUE(std::isinf(full.items));
+    EXPECT_EQ(full.fpr, 1.0);
+  }
+}
+
 }  // namespace
 }  // namespace pollen::crdt
