@@ -34,15 +34,27 @@ void Node::Impl::TreeRound() {
   if (beacon_changed) {
     // A new beacon goes out in kBeaconRepeats rounds in a row: a parent
     // pushes only to neighbours whose last beacon names it, so one lost
-    // beacon cut a child (and its subtree) off until the next periodic one,
-    // tree_beacon_interval later.
+    // beacon cut a child (and its subtree) off until the next periodic one.
     beacon_changed = false;
     beacon_repeats = kBeaconRepeats;
+    beacon_backoff = 1;
+    steady_beacons = 0;
+  }
+  // At the base interval whatever the beacon's backoff: a root that knows a
+  // smaller live member is one side of a healed partition, to be joined.
+  if (now >= next_root_check) {
+    LinkTowardsTheRoot();
+    next_root_check = now + config.tree_beacon_interval;
   }
   if (beacon_repeats > 0 || now >= next_beacon) {
-    if (now >= next_beacon) LinkTowardsTheRoot();
-    if (beacon_repeats > 0) --beacon_repeats;
-    next_beacon = now + config.tree_beacon_interval;
+    if (beacon_repeats > 0) {
+      --beacon_repeats;
+    } else if (steady_beacons < kSteadyBeacons) {
+      ++steady_beacons;
+    } else {
+      beacon_backoff = std::min(2 * beacon_backoff, kMaxBeaconBackoff);
+    }
+    next_beacon = now + config.tree_beacon_interval * beacon_backoff;
     std::vector<Address> peers;
     for (const std::string& name : tree->Neighbours()) {
       if (const Address* a = membership->LiveAddressOf(name); a != nullptr) peers.push_back(*a);

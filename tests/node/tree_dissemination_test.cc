@@ -3,6 +3,10 @@
 // once per node, and the cluster converges through loss and a crash.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <utility>
+
 #include "node/core/catalog.h"
 #include "node/core/rng.h"
 #include "node/core/dissemination.h"
@@ -141,6 +145,36 @@ TEST(TreeDissemination, ALostBeaconDoesNotCutASubtreeOff) {
     }
     EXPECT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 100); }, 15s)) << "loss seed " << seed;
   }
+}
+
+// A tree that stands still backs its periodic beacons off (node_impl.h,
+// kMaxBeaconBackoff): over 300 quiet seconds each link carries a beacon about
+// every 40 s instead of every tree_beacon_interval (5 s), i.e. ~60 per link
+// without the backoff. A key added afterwards still reaches every node by
+// the tree alone.
+TEST(TreeDissemination, ASteadyTreeBacksItsBeaconsOff) {
+  ClusterOptions o = TreeOptions(16, 41);
+  o.anti_entropy_interval = 1000s;
+  bool counting = false;
+  std::map<std::pair<size_t, std::string>, uint64_t> beacons;  // (sender, to) -> beacon frames
+  o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
+    if (counting && env.has_tree() && env.tree().has_beacon()) ++beacons[{from, out.to}];
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(60s);  // the tree settles; its last changes' beacons back off
+  counting = true;
+  c.RunFor(300s);
+  counting = false;
+  ASSERT_FALSE(beacons.empty());
+  uint64_t total = 0;
+  for (const auto& [link, n] : beacons) total += n;
+  const double per_link = static_cast<double>(total) / static_cast<double>(beacons.size());
+  EXPECT_LE(per_link, 15.0) << beacons.size() << " links";
+  ASSERT_TRUE(c.node(3).Add("crawl", Key(1)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 1, 2); }, 3s));
 }
 
 // After a partition long enough for each side to declare the other dead,
