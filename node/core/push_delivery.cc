@@ -11,6 +11,8 @@ PushDelivery::PushDelivery(Config config, uint64_t stream_ids) : config_(config)
   assert(config_.probe_delay.count() > 0 && config_.max_probe_interval >= config_.probe_delay);
   assert(config_.quiet_probe_delay >= config_.probe_delay && config_.quiet_probe_delay <= config_.max_probe_interval);
   assert(config_.quiet_probe_delay < config_.retain);
+  assert(config_.ack_delay.count() > 0 && config_.ack_delay < config_.probe_delay);
+  assert(config_.quiet_ack_delay >= config_.ack_delay && config_.quiet_ack_delay < config_.quiet_probe_delay);
   assert(config_.nack_retry.count() > 0 && config_.retain.count() > 0);
 }
 
@@ -111,6 +113,8 @@ void PushDelivery::ResetReceive(Link& l, uint32_t stream) {
   l.rx_stream = stream;
   l.contiguous = l.above = l.highest = l.acked_said = 0;
   l.ack_due = false;
+  l.quiet_ack_at = Time::max();
+  l.rx_clean_streak = 0;
   l.nack_due = Time::max();
   l.nack_tries = 0;
 }
@@ -138,6 +142,10 @@ void PushDelivery::OnPush(const std::string& link, uint32_t stream, uint64_t seq
     l.nack_due = Time::max();  // the gap filled
   } else if (l.nack_due == Time::max()) {
     l.nack_due = now + config_.nack_delay;
+  }
+  l.rx_clean_streak = std::min(l.rx_clean_streak + 1, kCleanStreak);
+  if (l.contiguous > l.acked_said) {  // from the last push
+    l.quiet_ack_at = now + (l.rx_clean_streak >= kCleanStreak ? config_.quiet_ack_delay : config_.ack_delay);
   }
 }
 
@@ -206,6 +214,7 @@ PushDelivery::Control PushDelivery::TakeControl(const std::string& link, Time no
       l.nack_due = Time::max();
     } else {
       ++l.nack_tries;
+      l.rx_clean_streak = 0;
       l.nack_due = now + config_.nack_retry;
       l.ack_due = true;  // the NACK frame names the stream and its ack
     }
@@ -215,12 +224,14 @@ PushDelivery::Control PushDelivery::TakeControl(const std::string& link, Time no
     c.ack = l.contiguous;
     l.acked_said = l.contiguous;
     l.ack_due = false;
+    l.quiet_ack_at = Time::max();
   }
+  if (l.quiet_ack_at <= now) l.quiet_ack_at = Time::max();  // nothing left to say (never due for good)
   return c;
 }
 
 Time PushDelivery::DueAt(const Link& l) const {
-  Time due = l.nack_due;
+  Time due = std::min(l.nack_due, l.quiet_ack_at);
   if (!l.window.empty()) due = std::min(due, l.probe_due);
   if (l.ack_due) due = Time::min();
   return due;

@@ -30,6 +30,14 @@
 //     gap or quiet_probe_delay.
 //   - Frames either way carry the cumulative ack when it is news; it trims
 //     the sender's window.
+//   - A receiver whose ack is still news when its link has been quiet for a
+//     little less than the sender's probe delay sends it unasked, so a burst
+//     ends in one ack instead of a probe and its answer: after ack_delay, or
+//     quiet_ack_delay once kCleanStreak pushes in a row arrived with no NACK
+//     (the receiver's view of the sender's clean streak; where the two
+//     disagree, a probe still goes, or an ack goes early). (pollen-sim,
+//     N=1000, 0.5 adds/s: probes and their acks were 1.4 of ~4.5 frames
+//     per node per second.)
 //
 // Nothing here is needed for correctness (bits are merged by OR from any
 // frame, and anti-entropy repairs whatever is lost for good: a window
@@ -38,7 +46,8 @@
 // without it the 99.9% delivery time was 8.5 s median, 19.9 s max.
 //
 // Cost with no loss: the stream and number on each push (7-9 bytes), an ack
-// when one is news, and one probe and one ack per link after a burst.
+// when one is news, and one unasked ack per link after a burst (a probe and
+// its answer too, when that ack is late or lost).
 //
 // Promises: bounded (kWindow pushes and one receive mask per link, at most
 // kMaxNacks numbers per NACK); deterministic (ordered containers, stream ids
@@ -72,6 +81,10 @@ class PushDelivery {
     Duration nack_retry = std::chrono::milliseconds(150);  // a few round trips plus a push delay
     Duration probe_delay = std::chrono::milliseconds(150);
     Duration quiet_probe_delay = std::chrono::milliseconds(1200);  // on a clean link; >= probe_delay
+    // Below probe_delay and quiet_probe_delay by more than a round trip, or
+    // the probe goes too.
+    Duration ack_delay = std::chrono::milliseconds(100);
+    Duration quiet_ack_delay = std::chrono::milliseconds(1100);
     Duration max_probe_interval = std::chrono::milliseconds(1200);
     Duration retain = std::chrono::seconds(3);  // older pushes are left to anti-entropy
   };
@@ -165,6 +178,8 @@ class PushDelivery {
     uint64_t highest = 0;     // the highest number known to have been sent
     uint64_t acked_said = 0;  // the last ack sent
     bool ack_due = false;
+    Time quiet_ack_at = Time::max();  // an unasked ack, unless a frame carries it first
+    uint64_t rx_clean_streak = 0;     // pushes arrived since the last NACK (saturates at kCleanStreak)
     Time nack_due = Time::max();
     uint32_t nack_tries = 0;
   };

@@ -32,15 +32,18 @@ TEST(PushDelivery, NumbersPushesPerLinkAndStream) {
   EXPECT_EQ(d.unacked("a"), 2u);
 }
 
-TEST(PushDelivery, InOrderPushesAreAckedOnlyWhenSomethingGoesBack) {
+// In-order pushes are acked by the next frame back, or by a frame of their
+// own once the link has been quiet for ack_delay (AQuietLinkIsAckedUnasked).
+TEST(PushDelivery, InOrderPushesAreAckedByTheNextFrameBack) {
   PushDelivery rx({}, 2);
   for (uint64_t seq = 1; seq <= 3; ++seq) rx.OnPush("s", 7, seq, At(0));
-  EXPECT_TRUE(rx.Due(At(1000)).empty());  // nothing missing: no frame of its own
+  EXPECT_TRUE(rx.Due(At(99)).empty());  // nothing missing: no frame of its own yet
   const Control c = rx.TakeControl("s", At(10), true);
   EXPECT_EQ(c.ack_stream, 7u);
   EXPECT_EQ(c.ack, 3u);
   EXPECT_TRUE(c.nacks.empty());
   EXPECT_TRUE(rx.TakeControl("s", At(11), true).empty());  // said once
+  EXPECT_TRUE(rx.Due(At(1000)).empty());                   // and not again unasked
 }
 
 TEST(PushDelivery, AGapIsNackedAfterTheDelayAndTheSenderResendsIt) {
@@ -175,8 +178,60 @@ TEST(PushDelivery, ANewStreamStartsAfresh) {
   EXPECT_EQ(rx.abandoned(), 0u);
   rx.OnPush("s", 4, 1, At(1));   // the sender restarted: stream 4
   EXPECT_EQ(rx.abandoned(), 1u);  // 1..9 of stream 3
-  EXPECT_EQ(rx.NextWakeup(), Time::max());
+  EXPECT_EQ(rx.NextWakeup(), At(1) + PushDelivery::Config{}.ack_delay);  // no NACK: only the ack of 1
   EXPECT_EQ(rx.TakeControl("s", At(2), true).ack, 1u);
+  EXPECT_EQ(rx.NextWakeup(), Time::max());
+}
+
+// A receiver whose link goes quiet acks unasked just before the sender's
+// probe would go (after quiet_probe_delay on a clean link, probe_delay on
+// another), so the sender never probes: one frame instead of two. A frame
+// that carries the ack first leaves nothing to send later.
+TEST(PushDelivery, AQuietLinkIsAckedUnasked) {
+  const PushDelivery::Config config;
+  PushDelivery tx(config, 11), rx(config, 12);
+  uint32_t stream = 0;
+  for (uint64_t seq = 1; seq <= PushDelivery::kCleanStreak; ++seq) {  // make the link clean
+    stream = tx.Send("r", Body(), 1, At(static_cast<int64_t>(seq))).stream;
+    rx.OnPush("s", stream, seq, At(static_cast<int64_t>(seq)));
+    const Control c = rx.TakeControl("s", At(static_cast<int64_t>(seq)), true);
+    ASSERT_EQ(c.ack, seq);
+    tx.OnFeedback("r", stream, c.ack, {}, At(static_cast<int64_t>(seq)));
+  }
+  // A burst of three pushes, then quiet.
+  for (uint64_t seq = PushDelivery::kCleanStreak + 1; seq <= PushDelivery::kCleanStreak + 3; ++seq) {
+    tx.Send("r", Body(), 1, At(100));
+    rx.OnPush("s", stream, seq, At(100));
+  }
+  const Time ack_at = At(100) + config.quiet_ack_delay;
+  EXPECT_TRUE(rx.Due(ack_at - milliseconds(1)).empty());
+  ASSERT_EQ(rx.Due(ack_at), std::vector<std::string>{"s"});
+  const Control c = rx.TakeControl("s", ack_at, false);
+  EXPECT_EQ(c.ack_stream, stream);
+  EXPECT_EQ(c.ack, PushDelivery::kCleanStreak + 3);
+  EXPECT_EQ(c.probe, 0u);
+  EXPECT_EQ(rx.NextWakeup(), Time::max());
+  ASSERT_GT(tx.NextWakeup(), ack_at);  // the probe was not due yet
+  tx.OnFeedback("r", stream, c.ack, {}, ack_at + milliseconds(1));
+  EXPECT_EQ(tx.NextWakeup(), Time::max());  // nothing unacked: no probe
+
+  // A link that is not clean (new here): the ack goes after ack_delay,
+  // before the sender's probe_delay.
+  PushDelivery tx2(config, 13), rx2(config, 14);
+  const auto p = tx2.Send("r", Body(), 1, At(0));
+  rx2.OnPush("s", p.stream, p.seq, At(0));
+  const Time ack2_at = At(0) + config.ack_delay;
+  EXPECT_TRUE(rx2.Due(ack2_at - milliseconds(1)).empty());
+  ASSERT_EQ(rx2.Due(ack2_at), std::vector<std::string>{"s"});
+  const Control c2 = rx2.TakeControl("s", ack2_at, false);
+  EXPECT_EQ(c2.ack, 1u);
+  tx2.OnFeedback("r", p.stream, c2.ack, {}, ack2_at + milliseconds(1));
+  EXPECT_EQ(tx2.NextWakeup(), Time::max());
+  // A frame that carried the ack before its time (a push back on the same
+  // link) leaves no unasked ack to send.
+  rx2.OnPush("s", p.stream, 2, At(500));
+  EXPECT_EQ(rx2.TakeControl("s", At(510), true).ack, 2u);
+  EXPECT_EQ(rx2.NextWakeup(), Time::max());
 }
 
 TEST(PushDelivery, FeedbackOnAnotherStreamIsIgnored) {
