@@ -104,8 +104,8 @@ std::string FormatSummary(const RunResult& r) {
     absl::StrAppend(&out, "\n");
   }
   if (!r.window_bytes_by_type.empty()) {
-    absl::StrAppendFormat(&out, "  workload window (%.0fs, %.1f simulated s per cpu s): %.0f bytes per new key; membership %.0f bytes per node per s;",
-                          r.window_seconds, r.window_cpu_seconds > 0 ? r.window_seconds / r.window_cpu_seconds : 0.0,
+    absl::StrAppendFormat(&out, "  workload window (%.0fs, %.3g simulated s per cpu s, %.2f cpu s): %.0f bytes per new key; membership %.0f bytes per node per s;",
+                          r.window_seconds, r.window_cpu_seconds > 0 ? r.window_seconds / r.window_cpu_seconds : 0.0, r.window_cpu_seconds,
                           r.window_bytes_per_new_key, r.membership_bytes_per_node_second);
     for (const auto& [k, v] : r.window_bytes_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
     absl::StrAppend(&out, "\n");
