@@ -324,11 +324,29 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
     if (membership->SmallestLivePeer() != nullptr && *membership->SmallestLivePeer() == sender) root_link_refused = true;
     tree->RemoveNeighbour(sender);
     RecomputeTree();
-  } else if ((msg.link() == 1 || msg.has_beacon()) && !tree->IsNeighbour(sender) && membership->IsAlive(sender) &&
-             !tree->AddNeighbour(sender)) {
-    wire::Tree refuse;  // full: the sender drops this link and picks another
-    refuse.set_link(2);
-    SendTree({&from, 1}, refuse);
+  } else if ((msg.link() == 1 || msg.has_beacon() || numbered) && !tree->IsNeighbour(sender) &&
+             membership->IsAlive(sender)) {
+    // The sender holds a link this node does not: a hello, or a link this
+    // node lost (it restarted, or held the sender dead for a while). Taken
+    // at its first frame, not at the sender's next periodic beacon, which
+    // may be 40 s away (kMaxBeaconBackoff): a parent that has lost its
+    // child's link pushes nothing to that subtree.
+    if (tree->AddNeighbour(sender)) {
+      beacon_changed = true;  // the new neighbour needs ours, which may not change
+      if (msg.link() != 1 && !msg.has_beacon()) {
+        // And this node needs the sender's, whose last one it lost: a hello
+        // brings it (a child whose beacon names this node gets no pushes
+        // until then, and its beacon, unchanged, is backed off).
+        wire::Tree hello;
+        hello.set_link(1);
+        *hello.mutable_beacon() = BeaconToWire();
+        SendTree({&from, 1}, hello);
+      }
+    } else {
+      wire::Tree refuse;  // full: the sender drops this link and picks another
+      refuse.set_link(2);
+      SendTree({&from, 1}, refuse);
+    }
   }
   if (msg.link() == 1 && tree->IsNeighbour(sender)) beacon_changed = true;  // a newcomer needs ours
   if (msg.has_beacon() && tree->IsNeighbour(sender)) {
