@@ -4,45 +4,82 @@
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 
 namespace pollen::protocol {
 
-ReplayWindow::ReplayWindow(size_t max_senders) : max_senders_(max_senders) {
-  if (max_senders == 0) {
-    std::fprintf(stderr, "ReplayWindow: max_senders must be > 0\n");
+ReplayWindow::ReplayWindow(size_t max_senders)
+    : max_senders_(max_senders), index_(0, BySender{&records_}, BySender{&records_}) {
+  if (max_senders == 0 || max_senders >= kNil) {
+    std::fprintf(stderr, "ReplayWindow: max_senders must be 1 .. %u\n", unsigned{kNil} - 1);
     std::abort();
   }
 }
 
 bool ReplayWindow::Accept(uint64_t sender, uint64_t counter) {
-  auto it = senders_.find(sender);
-  if (it == senders_.end()) {
-    while (senders_.size() >= max_senders_) EvictLeastRecent();
-    State& fresh = senders_[sender];
-    fresh.highest = counter;
-    Touch(sender, fresh);
+  auto it = index_.find(sender);
+  if (it == index_.end()) {
+    const Index i = NewRecord(sender);
+    records_[i].highest = counter;
     return true;
   }
-  State& s = it->second;
-  const bool fresh = counter > s.highest ? Advance(s, counter) : Backfill(s, counter);
-  if (fresh) Touch(sender, s);
+  const Index i = *it;
+  Record& r = records_[i];
+  const bool fresh = counter > r.highest ? Advance(r, counter) : Backfill(r, counter);
+  if (fresh && i != newest_) {
+    Unlink(i);
+    LinkNewest(i);
+  }
   return fresh;
 }
 
-bool ReplayWindow::Advance(State& s, uint64_t counter) {
-  const uint64_t shift = counter - s.highest;
-  if (s.ring != nullptr && shift >= kWindow) {
-    s.ring.reset();  // nothing seen is left in the window: back to distances
-    --rings_;
-    s.n_below = 0;
-  } else if (s.ring != nullptr) {
+ReplayWindow::Index ReplayWindow::NewRecord(uint64_t sender) {
+  Index i;
+  if (index_.size() < max_senders_) {
+    assert(records_.size() == index_.size());
+    i = static_cast<Index>(records_.size());
+    records_.emplace_back();
+  } else {
+    // Full: the least recently accepted sender gives up its record. Out of
+    // the index first, while the record still names it.
+    i = oldest_;
+    assert(i != kNil);
+    index_.erase(i);
+    Unlink(i);
+    FreeRing(records_[i]);
+    records_[i] = Record{};
+  }
+  records_[i].sender = sender;
+  index_.insert(i);
+  LinkNewest(i);
+  return i;
+}
+
+void ReplayWindow::Unlink(Index i) {
+  Record& r = records_[i];
+  if (r.older != kNil) records_[r.older].newer = r.newer; else oldest_ = r.newer;
+  if (r.newer != kNil) records_[r.newer].older = r.older; else newest_ = r.older;
+  r.older = r.newer = kNil;
+}
+
+void ReplayWindow::LinkNewest(Index i) {
+  Record& r = records_[i];
+  r.older = newest_;
+  r.newer = kNil;
+  if (newest_ != kNil) records_[newest_].newer = i; else oldest_ = i;
+  newest_ = i;
+}
+
+bool ReplayWindow::Advance(Record& r, uint64_t counter) {
+  const uint64_t shift = counter - r.highest;
+  if (r.ring != kNil && shift >= kWindow) {
+    FreeRing(r);  // nothing seen is left in the window: back to distances
+  } else if (r.ring != kNil) {
     // Forget the slots that now belong to counters highest+1 .. counter
     // (they held counters kWindow older), a word at a time: at most kWords + 1
     // iterations (bit by bit, a receiver that sees every 30th counter of a
     // sender spent 3% of pollen-sim N=100 here; perf).
-    Ring& ring = *s.ring;
-    uint64_t pos = (s.highest + 1) % kWindow;  // first slot to clear
+    Ring& ring = RingOf(r);
+    uint64_t pos = (r.highest + 1) % kWindow;  // first slot to clear
     uint64_t left = shift;
     while (left > 0) {
       const uint64_t bit = pos % 64;
@@ -59,95 +96,71 @@ bool ReplayWindow::Advance(State& s, uint64_t counter) {
     size_t n = 0;
     if (shift < kWindow) {
       kept[n++] = static_cast<uint16_t>(shift);
-      for (size_t i = 0; i < s.n_below; ++i) {
-        if (s.below[i] + shift < kWindow) kept[n++] = static_cast<uint16_t>(s.below[i] + shift);
+      for (const uint16_t d : r.below) {
+        if (d != 0 && d + shift < kWindow) kept[n++] = static_cast<uint16_t>(d + shift);
       }
     }
+    r.below.fill(0);
     if (n > kInline) {
-      s.highest = counter;
-      std::copy_n(kept.begin(), kInline, s.below.begin());
-      s.n_below = kInline;
-      ToRing(s);
-      Ring& ring = *s.ring;
+      r.highest = counter;
+      std::copy_n(kept.begin(), kInline, r.below.begin());
+      ToRing(r);
       const uint64_t last = counter - kept[kInline];
-      ring[(last % kWindow) / 64] |= uint64_t{1} << (last % 64);
+      RingOf(r)[(last % kWindow) / 64] |= uint64_t{1} << (last % 64);
       return true;
     }
-    std::copy_n(kept.begin(), n, s.below.begin());
-    s.n_below = static_cast<uint8_t>(n);
+    std::copy_n(kept.begin(), n, r.below.begin());
   }
-  s.highest = counter;
+  r.highest = counter;
   return true;
 }
 
-bool ReplayWindow::Backfill(State& s, uint64_t counter) {
-  const uint64_t behind = s.highest - counter;
+bool ReplayWindow::Backfill(Record& r, uint64_t counter) {
+  const uint64_t behind = r.highest - counter;
   if (behind == 0 || behind >= kWindow) return false;  // the highest itself, or too old to tell
-  if (s.ring != nullptr) {
-    uint64_t& word = (*s.ring)[(counter % kWindow) / 64];
+  if (r.ring != kNil) {
+    uint64_t& word = RingOf(r)[(counter % kWindow) / 64];
     const uint64_t mask = uint64_t{1} << (counter % 64);
     if (word & mask) return false;
     word |= mask;
     return true;
   }
-  const auto end = s.below.begin() + s.n_below;
-  if (std::find(s.below.begin(), end, static_cast<uint16_t>(behind)) != end) return false;
-  if (s.n_below < kInline) {
-    s.below[s.n_below++] = static_cast<uint16_t>(behind);
+  if (std::find(r.below.begin(), r.below.end(), static_cast<uint16_t>(behind)) != r.below.end()) return false;
+  const auto unused = std::find(r.below.begin(), r.below.end(), uint16_t{0});
+  if (unused != r.below.end()) {
+    *unused = static_cast<uint16_t>(behind);
     return true;
   }
-  ToRing(s);
-  (*s.ring)[(counter % kWindow) / 64] |= uint64_t{1} << (counter % 64);
+  ToRing(r);
+  RingOf(r)[(counter % kWindow) / 64] |= uint64_t{1} << (counter % 64);
   return true;
 }
 
-// The ring of the highest and the n_below distances.
-void ReplayWindow::ToRing(State& s) {
-  assert(s.ring == nullptr);
-  s.ring = std::make_unique<Ring>();
-  ++rings_;
-  Ring& ring = *s.ring;
+// The ring of the highest and the distances below it.
+void ReplayWindow::ToRing(Record& r) {
+  assert(r.ring == kNil);
+  if (free_rings_.empty()) {
+    assert(rings_.size() < kNil);  // at most one per record
+    r.ring = static_cast<Index>(rings_.size());
+    rings_.emplace_back();
+  } else {
+    r.ring = free_rings_.back();
+    free_rings_.pop_back();
+  }
+  Ring& ring = RingOf(r);
+  ring.fill(0);
   const auto set = [&ring](uint64_t c) { ring[(c % kWindow) / 64] |= uint64_t{1} << (c % 64); };
-  set(s.highest);
-  for (size_t i = 0; i < s.n_below; ++i) set(s.highest - s.below[i]);
-  s.n_below = 0;
+  set(r.highest);
+  for (const uint16_t d : r.below) {
+    if (d != 0) set(r.highest - d);
+  }
+  r.below.fill(0);
 }
 
-void ReplayWindow::Touch(uint64_t sender, State& s) {
-  s.touched = ++clock_;
-  if (!track_recency_) return;
-  recency_.emplace_back(s.touched, sender);
-  if (recency_.size() > 2 * senders_.size() + 64) {
-    std::erase_if(recency_, [this](const std::pair<uint64_t, uint64_t>& e) {
-      auto it = senders_.find(e.second);
-      return it == senders_.end() || it->second.touched != e.first;
-    });
-  }
-}
-
-// Forgets the sender with the oldest `touched` stamp (stamps are unique, so
-// the choice does not depend on the hash map's iteration order). The first
-// time the table is full, the recency list is built from the stamps; from
-// then on Touch keeps it, and eviction pops stale entries off its front.
-void ReplayWindow::EvictLeastRecent() {
-  if (!track_recency_) {
-    track_recency_ = true;
-    std::vector<std::pair<uint64_t, uint64_t>> all;
-    all.reserve(senders_.size());
-    for (const auto& [sender, state] : senders_) all.emplace_back(state.touched, sender);
-    std::sort(all.begin(), all.end());
-    recency_.assign(all.begin(), all.end());
-  }
-  while (!recency_.empty()) {
-    const auto [touched, sender] = recency_.front();
-    recency_.pop_front();
-    auto it = senders_.find(sender);
-    if (it == senders_.end() || it->second.touched != touched) continue;  // stale
-    if (it->second.ring != nullptr) --rings_;
-    senders_.erase(it);
-    return;
-  }
-  assert(senders_.empty());
+void ReplayWindow::FreeRing(Record& r) {
+  if (r.ring == kNil) return;
+  free_rings_.push_back(r.ring);
+  r.ring = kNil;
 }
 
 }  // namespace pollen::protocol

@@ -292,6 +292,49 @@ TEST(ReplayWindowTest, EvictsTheLeastRecentlyUsedUnderRandomTraffic) {
   }
 }
 
+// Windows and eviction together: senders with reordered counters (some
+// needing rings), more of them than fit, against a model that forgets the
+// least recently accepted sender. A reused record or ring that kept anything
+// of its previous sender would answer differently.
+TEST(ReplayWindowTest, ManySendersWithReorderAndEvictionMatchTheModel) {
+  constexpr size_t kCapacity = 6;
+  ReplayWindow w(kCapacity);
+  std::mt19937_64 rng(13);
+  struct Window {
+    std::set<uint64_t> seen;
+    uint64_t highest = 0;
+  };
+  std::map<uint64_t, Window> resident;
+  std::vector<uint64_t> lru;  // least recent first
+  std::map<uint64_t, uint64_t> sent;  // per sender: the highest counter it has sent
+  for (int i = 0; i < 50000; ++i) {
+    const uint64_t sender = rng() % 10;
+    uint64_t& top = sent[sender];
+    uint64_t c;
+    switch (rng() % 4) {
+      case 0: c = top += 1 + rng() % 40; break;                 // forward
+      case 1: c = top += rng() % 2000; break;                   // sometimes past the window
+      default: c = top >= 1200 ? top - rng() % 1200 : rng() % 1200;  // behind: repeats, reorder, too old
+    }
+    const auto found = resident.find(sender);
+    const bool fresh = found == resident.end() || c > found->second.highest ||
+                       (found->second.highest - c < ReplayWindow::kWindow && !found->second.seen.count(c));
+    ASSERT_EQ(w.Accept(sender, c), fresh) << "step " << i << " sender " << sender << " counter " << c;
+    if (!fresh) continue;
+    if (found == resident.end() && resident.size() == kCapacity) {
+      resident.erase(lru.front());
+      lru.erase(lru.begin());
+    }
+    Window& win = resident[sender];
+    win.seen.insert(c);
+    win.highest = std::max(win.highest, c);
+    std::erase(lru, sender);
+    lru.push_back(sender);
+    ASSERT_EQ(w.senders(), resident.size());
+  }
+  EXPECT_LE(w.rings(), kCapacity);
+}
+
 TEST(ReplayWindowTest, BoundedSendersEvictLeastRecentlyUsed) {
   ReplayWindow w(4);
   for (uint64_t s = 1; s <= 4; ++s) EXPECT_TRUE(w.Accept(s, 100));
