@@ -143,7 +143,7 @@ void Node::Impl::CheckGrowth() {
     if (newest->merged.load(std::memory_order_relaxed) && (newest->slot() != clock.estimated_slot || bits != clock.estimated_bits)) {
       clock.estimated_slot = newest->slot();
       clock.estimated_bits = bits;
-      const double items = Estimates(newest->filter->shape(), bits).first;
+      const double items = crdt::EstimateFillCached(newest->filter->shape(), bits).items;
       state->set->RaiseItems(newest->slot(), crdt::ItemsFromEstimate(items));
     }
     CheckSaturation(*state, *newest, bits);

@@ -695,6 +695,8 @@ struct Node::Impl {
   // Recomputes this node's beacon; counts a new parent.
   void RecomputeTree();
   wire::TreeBeacon BeaconToWire() const;
+  // A link request (link = 1) carrying this node's beacon.
+  wire::Tree HelloToWire() const;
   // Pushes this node's own new bits and every pending entry to the tree links.
   void TreePush();
   void SchedulePush() { next_push = std::min(next_push, now + config.tree_push_delay); }
@@ -916,10 +918,6 @@ struct Node::Impl {
   // Valid replication data arrived from `sender`: remember when, for known
   // members only; bounded by the membership table (stale names swept).
   void NoteData(const std::string& sender);
-
-  // The sizing estimates (items, fpr) of a fill: crdt::EstimateFillCached,
-  // shared by every node of the process. Any thread.
-  std::pair<double, double> Estimates(crdt::FilterShape shape, uint64_t set_bits) const;
 
   // Bit count and digest of one generation; rescanned only when the filter's
   // change counter moved since the last scan. The counter is read before the

@@ -246,11 +246,6 @@ void Node::Impl::NoteData(const std::string& sender) {
   last_data[sender] = now;
 }
 
-std::pair<double, double> Node::Impl::Estimates(crdt::FilterShape shape, uint64_t set_bits) const {
-  const crdt::FillEstimate e = crdt::EstimateFillCached(shape, set_bits);
-  return {e.items, e.fpr};
-}
-
 Node::Impl::ScanResult Node::Impl::Scan(const FilterState& state, uint64_t slot, const crdt::BlockedFilter& filter,
                                         InfoParts parts) const {
   const bool counts = HasParts(parts, InfoParts::kCounts);
@@ -327,7 +322,9 @@ FilterInfo Node::Impl::InfoOf(const FilterState& state, InfoParts parts) const {
         g.set_bits = scan.set_bits;
         g.fill_ratio = static_cast<double>(g.set_bits) / static_cast<double>(shape.bits());
         if (HasParts(parts, InfoParts::kEstimates)) {
-          std::tie(g.estimated_items, g.estimated_fpr) = Estimates(shape, g.set_bits);
+          const crdt::FillEstimate e = crdt::EstimateFillCached(shape, g.set_bits);
+          g.estimated_items = e.items;
+          g.estimated_fpr = e.fpr;
         }
       }
     }

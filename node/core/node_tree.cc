@@ -82,10 +82,7 @@ void Node::Impl::LinkTowardsTheRoot() {
     root_link_refused = false;
   }
   if (!membership->IsAlive(target) || (!tree->IsNeighbour(target) && !tree->AddNeighbour(target))) return;
-  wire::Tree hello;
-  hello.set_link(1);
-  *hello.mutable_beacon() = BeaconToWire();
-  SendTree({membership->LiveAddressOf(target), 1}, hello);
+  SendTree({membership->LiveAddressOf(target), 1}, HelloToWire());
 }
 
 void Node::Impl::MaintainOverlay() {
@@ -99,10 +96,7 @@ void Node::Impl::MaintainOverlay() {
     const size_t pick = static_cast<size_t>(rng.Below(live));
     const std::string& name = membership->LivePeerName(pick);
     if (tree->IsNeighbour(name) || !membership->IsAlive(name) || !tree->AddNeighbour(name)) continue;
-    wire::Tree hello;
-    hello.set_link(1);
-    *hello.mutable_beacon() = BeaconToWire();
-    SendTree({&membership->LivePeerAddress(pick), 1}, hello);
+    SendTree({&membership->LivePeerAddress(pick), 1}, HelloToWire());
   }
 }
 
@@ -145,6 +139,13 @@ wire::TreeBeacon Node::Impl::BeaconToWire() const {
   w.set_parent(tree->beacon().parent);
   if (config.tree_compact_refs) w.set_features(kTreeFeatureCompactRefs);
   return w;
+}
+
+wire::Tree Node::Impl::HelloToWire() const {
+  wire::Tree hello;
+  hello.set_link(1);
+  *hello.mutable_beacon() = BeaconToWire();
+  return hello;
 }
 
 void Node::Impl::TreePush() {
@@ -337,10 +338,7 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
         // And this node needs the sender's, whose last one it lost: a hello
         // brings it (a child whose beacon names this node gets no pushes
         // until then, and its beacon, unchanged, is backed off).
-        wire::Tree hello;
-        hello.set_link(1);
-        *hello.mutable_beacon() = BeaconToWire();
-        SendTree({&from, 1}, hello);
+        SendTree({&from, 1}, HelloToWire());
       }
     } else {
       wire::Tree refuse;  // full: the sender drops this link and picks another
