@@ -178,8 +178,10 @@ struct Simulator::Impl {
   EventQueue<Ev> queue;
   TraceHash trace;
   // Every node's member names and addresses, held once (NamePool): N^2
-  // copies otherwise (64 bytes per pair, 6.4 GB at N=10,000).
+  // copies otherwise (64 bytes per pair, 6.4 GB at N=10,000). Two pools, so
+  // that name ids are dense (see MemberTable).
   std::shared_ptr<node::NamePool> member_names = std::make_shared<node::NamePool>();
+  std::shared_ptr<node::NamePool> member_addresses = std::make_shared<node::NamePool>();
   // --warm-start: every node's (name, address), handed to each node's first
   // start; dropped once all have started.
   std::shared_ptr<const std::vector<std::pair<std::string, node::Address>>> warm_members;

@@ -78,6 +78,7 @@ bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
   c.lifeguard = o.lifeguard;
   c.reliable_fallback_ping = o.reliable_ping;
   c.member_names = member_names;  // one thread runs every node: one copy of each name
+  c.member_addresses = member_addresses;
   if (warm) c.warm_members = warm_members;
   c.route_timeout = o.workload.route_timeout;
   c.anti_entropy_interval = o.anti_entropy_interval;

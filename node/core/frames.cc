@@ -5,7 +5,11 @@
 namespace pollen::node {
 namespace {
 constexpr size_t kArenaBlockBytes = 16 << 10;     // most envelopes parse within it
-constexpr size_t kKeepPlaintextBytes = 64 << 10;  // reused decryption buffer kept up to this
+// The reused decryption buffer is kept up to this: every datagram fits, and
+// the stream frames beyond it (full member lists, anti-entropy ranges) are
+// rare next to datagrams. pollen-sim holds one buffer per node: at 64 KB
+// they averaged ~33 KB (heaptrack, N=2000 cold start), 330 MB at N=10,000.
+constexpr size_t kKeepPlaintextBytes = 16 << 10;
 }  // namespace
 
 FrameCodec::FrameCodec(const crdt::ClusterSecret& secret, std::string label, Rng& rng)

@@ -7,15 +7,16 @@
 
 namespace pollen::node {
 
-MemberTable::MemberTable(std::shared_ptr<NamePool> names) : names_(std::move(names)) {
-  assert(names_ != nullptr);
+MemberTable::MemberTable(std::shared_ptr<NamePool> names, std::shared_ptr<NamePool> addresses)
+    : names_(std::move(names)), addresses_(std::move(addresses)) {
+  assert(names_ != nullptr && addresses_ != nullptr);
 }
 
 MemberTable::~MemberTable() {
   slots_.ForEach([this](MemberEntry& e) {
     if (e.name == NamePool::kNone) return;
     names_->Release(e.name);
-    names_->Release(e.address);
+    addresses_->Release(e.address);
   });
 }
 
@@ -37,8 +38,8 @@ const MemberEntry& MemberTable::at(MemberSlot slot) const {
 void MemberTable::SetAddress(MemberEntry& e, std::string_view address) {
   assert(e.name != NamePool::kNone);
   const NamePool::Id old = e.address;
-  e.address = names_->Intern(address);  // before the release: the same text keeps its id
-  names_->Release(old);
+  e.address = addresses_->Intern(address);  // before the release: the same text keeps its id
+  addresses_->Release(old);
 }
 
 MemberEntry& MemberTable::Insert(std::string_view name, std::string_view address) {
@@ -55,9 +56,17 @@ MemberEntry& MemberTable::Insert(std::string_view name, std::string_view address
   }
   MemberEntry& e = slots_[slot];
   e.name = names_->Intern(name);
-  e.address = names_->Intern(address);
+  e.address = addresses_->Intern(address);
   e.slot = slot;
-  if (e.name >= slot_of_id_.size()) slot_of_id_.resize(size_t{e.name} + 1, kNoSlot);
+  if (e.name >= slot_of_id_.size()) {
+    // Doubling keeps growth amortized O(1); the pool's id count bounds it
+    // (no id is larger), which in pollen-sim, where every table ends up
+    // holding nearly every id, leaves no doubling slack.
+    const size_t ids = names_->ids();
+    assert(e.name < ids);
+    if (e.name >= slot_of_id_.capacity()) slot_of_id_.reserve(std::min(ids, std::max<size_t>(2 * slot_of_id_.capacity(), e.name + 1)));
+    slot_of_id_.resize(size_t{e.name} + 1, kNoSlot);
+  }
   assert(slot_of_id_[e.name] == kNoSlot);
   slot_of_id_[e.name] = slot;
   ++size_;
@@ -70,7 +79,7 @@ void MemberTable::Erase(MemberSlot slot) {
   slot_of_id_[e.name] = kNoSlot;  // before the name goes: its id may be reused
   --size_;
   names_->Release(e.name);
-  names_->Release(e.address);
+  addresses_->Release(e.address);
   e = MemberEntry{};
   free_.push_back(slot);
 }

@@ -5,15 +5,17 @@
 //    until Erase of that slot (entries live in a ChunkedVector and never
 //    move), so a reference to it, or to its name or address, is good until
 //    then. An erased slot is reused by a later Insert.
-//  - Names and addresses are held as ids in a NamePool, which may be shared
-//    with other tables (pollen-sim's nodes share one).
+//  - Names and addresses are held as ids in NamePools, which may be shared
+//    with other tables (pollen-sim's nodes share two: one for names, one
+//    for addresses).
 //  - Find by name is a pool lookup and one array read: the index is a slot
-//    number per pool id, as long as the largest id this table holds (names
-//    and addresses share the pool's ids: about 2 per member). At N=10,000
-//    that is ~80 KB per table, what the hashed index it replaced took, and a
+//    number per name id, as long as the largest id this table holds and at
+//    most the pool's id count. At N=10,000 that is ~40 KB per table, and a
 //    lookup reads one cache line of it instead of probing a hash table whose
 //    every candidate was checked through the entry (pollen-sim's steady state
-//    at N=10,000: MemberTable::Find was 12% of the CPU, perf).
+//    at N=10,000: MemberTable::Find was 12% of the CPU, perf). (With names
+//    and addresses in one pool, and the index grown by doubling, it was up
+//    to 160 KB, 1.6 GB of pollen-sim's N=10,000.)
 //  - ForEach walks every slot in use in slot order, which depends only on
 //    the table's history of Inserts and Erases: deterministic, as the
 //    protocol's walks (full-state lists, probe rounds, eviction) must be.
@@ -45,14 +47,10 @@ namespace pollen::node {
 using MemberSlot = uint32_t;
 inline constexpr MemberSlot kNoSlot = ~MemberSlot{0};
 
-// A suspicion's Lifeguard bookkeeping, held apart: few members are ever
-// suspect at once.
-struct MemberSuspicion {
-  Time since{0};
-  Time deadline{0};                   // declared dead then, unless refuted
-  std::vector<std::string> accusers;  // distinct, the first one first
-};
-
+// One member as a node holds it. pollen-sim holds N^2 of these (each node
+// every other), so the size matters: 48 bytes, and 4.8 GB at N=10,000. A
+// suspect's Lifeguard bookkeeping (Membership::suspects_) and the names
+// (NamePool) live elsewhere.
 struct MemberEntry {
   static constexpr uint32_t kNotLive = ~uint32_t{0};
 
@@ -60,8 +58,7 @@ struct MemberEntry {
   NamePool::Id address = NamePool::kNone;
   uint64_t incarnation = 0;
   Time last_change{0};
-  std::unique_ptr<MemberSuspicion> suspicion{};  // set exactly while suspect
-  uint64_t queue_key = 0;                        // Membership's piggyback queue key; 0: not queued
+  uint32_t queue_key = 0;                        // Membership's piggyback queue key; 0: not queued
   uint32_t live_pos = kNotLive;                  // Membership's live list position while alive or suspect
   MemberSlot slot = kNoSlot;                     // set by Insert
   // The last answered direct probe's round trip in microseconds (it is only
@@ -69,10 +66,13 @@ struct MemberEntry {
   int32_t probe_rtt_us = -1;
   MemberState state = MemberState::kAlive;
 };
+static_assert(sizeof(MemberEntry) <= 48, "see above");
 
 class MemberTable {
  public:
-  explicit MemberTable(std::shared_ptr<NamePool> names);  // asserts non-null
+  // Asserts non-null pools; one pool may serve both.
+  MemberTable(std::shared_ptr<NamePool> names, std::shared_ptr<NamePool> addresses);
+  explicit MemberTable(std::shared_ptr<NamePool> pool) : MemberTable(pool, pool) {}
   MemberTable(const MemberTable&) = delete;  // owns pool references: released once
   MemberTable& operator=(const MemberTable&) = delete;
   ~MemberTable();  // releases every name and address
@@ -80,7 +80,7 @@ class MemberTable {
   size_t size() const { return size_; }
   MemberSlot Find(std::string_view name) const;  // kNoSlot if absent
   const std::string& name(const MemberEntry& e) const { return names_->at(e.name); }
-  const std::string& address(const MemberEntry& e) const { return names_->at(e.address); }
+  const std::string& address(const MemberEntry& e) const { return addresses_->at(e.address); }
   void SetAddress(MemberEntry& e, std::string_view address);
 
   // Asserts a slot in use.
@@ -107,10 +107,12 @@ class MemberTable {
 
  private:
   std::shared_ptr<NamePool> names_;
+  std::shared_ptr<NamePool> addresses_;
   ChunkedVector<MemberEntry> slots_;
   std::vector<MemberSlot> free_;
   // slot_of_id_[id]: the slot whose name has pool id `id`, else kNoSlot.
-  // Within one pool equal names have equal ids.
+  // Within one pool equal names have equal ids. Its capacity stays within
+  // the pool's id count (see Insert).
   std::vector<MemberSlot> slot_of_id_;
   size_t size_ = 0;
 };

@@ -68,12 +68,18 @@ bool Supersedes(uint64_t inc, MemberState state, uint64_t cur_inc, MemberState c
   return inc > cur_inc || (inc == cur_inc && Rank(state) > Rank(cur_state));
 }
 
+std::unique_ptr<MemberTable> MakeTable(const MembershipConfig& config) {
+  std::shared_ptr<NamePool> names = config.names != nullptr ? config.names : std::make_shared<NamePool>();
+  std::shared_ptr<NamePool> addresses = config.addresses != nullptr ? config.addresses : names;
+  return std::make_unique<MemberTable>(std::move(names), std::move(addresses));
+}
+
 }  // namespace
 
 Membership::Membership(MembershipConfig config, uint64_t rng_seed)
     : config_(std::move(config)),
       rng_(rng_seed),
-      members_(std::make_unique<MemberTable>(config_.names != nullptr ? config_.names : std::make_shared<NamePool>())) {
+      members_(MakeTable(config_)) {
   assert(!config_.self_name.empty() && config_.self_name.size() <= kMaxNameBytes);
   assert(!config_.self_address.empty() && config_.self_address.size() <= kMaxAddressBytes);
   assert(config_.probe_interval > Duration::zero());
@@ -316,8 +322,8 @@ void Membership::WriteUpdate(const Member& m, wire::MemberUpdate* out) const {
   u.set_address(AddressOf(m));
   u.set_incarnation(m.incarnation);
   u.set_status(ToWire(m.state));
-  if (m.state == MemberState::kSuspect && m.suspicion != nullptr && !m.suspicion->accusers.empty()) {
-    u.set_accuser(m.suspicion->accusers.back());  // the newest: its confirmation spreads
+  if (m.state == MemberState::kSuspect && !SuspicionOf(m).accusers.empty()) {
+    u.set_accuser(SuspicionOf(m).accusers.back());  // the newest: its confirmation spreads
   }
 }
 
@@ -371,18 +377,37 @@ void Membership::WriteSelfUpdate(wire::MemberUpdate* u) const {
   u->set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
 }
 
-void Membership::Dequeue(uint64_t* key) {
+void Membership::Dequeue(MemberSlot slot, uint32_t* key) {
   if (*key == 0) return;
-  queue_.erase(*key);
+  const size_t erased = queue_.erase(QueueEntry(*key, slot));
+  assert(erased == 1);
+  (void)erased;
   *key = 0;
 }
 
-void Membership::Enqueue(MemberSlot slot, uint64_t* key) {
-  Dequeue(key);
-  // Newest first among equally transmitted updates: the sequence counts down.
-  assert(queue_order_ < kQueueSeqMask);
-  *key = kQueueSeqMask - queue_order_++;  // transmits 0; never 0 itself
-  queue_.emplace(*key, slot);
+void Membership::Enqueue(MemberSlot slot, uint32_t* key) {
+  Dequeue(slot, key);
+  if (queue_order_ == kQueueOrderMask) RenumberQueue();
+  // Newest first among equally transmitted updates: the order counts down.
+  assert(queue_order_ < kQueueOrderMask);
+  *key = kQueueOrderMask - static_cast<uint32_t>(queue_order_++);  // transmits 0; never 0 itself
+  queue_.insert(QueueEntry(*key, slot));
+}
+
+void Membership::RenumberQueue() {
+  std::vector<uint64_t> entries(queue_.begin(), queue_.end());
+  // Oldest first: the larger the order part, the older.
+  std::sort(entries.begin(), entries.end(), [](uint64_t a, uint64_t b) {
+    return (KeyOf(a) & kQueueOrderMask) > (KeyOf(b) & kQueueOrderMask);
+  });
+  queue_.clear();
+  uint32_t order = 0;
+  for (const uint64_t e : entries) {
+    const uint32_t key = (KeyOf(e) & ~kQueueOrderMask) | (kQueueOrderMask - order++);
+    *HeldKey(SlotOf(e)) = key;
+    queue_.insert(QueueEntry(key, SlotOf(e)));
+  }
+  queue_order_ = order;
 }
 
 void Membership::TrackLive(Member& m) {
@@ -413,7 +438,7 @@ void Membership::SetState(Member& m, MemberState state, uint64_t incarnation, Ti
   const std::string& name = NameOf(m);
   const MemberState old = m.state;
   const uint64_t old_inc = m.incarnation;
-  if (old == MemberState::kSuspect) suspicions_.erase({m.suspicion->deadline, name});
+  if (old == MemberState::kSuspect) suspicions_.erase({SuspicionOf(m).deadline, name});
   others_digest_ -= DigestOf(m);
   m.state = state;
   m.incarnation = incarnation;
@@ -426,14 +451,15 @@ void Membership::SetState(Member& m, MemberState state, uint64_t incarnation, Ti
   if (state == MemberState::kSuspect) {
     // A fresh suspicion (or one at a newer incarnation) restarts the timer.
     if (old != MemberState::kSuspect || old_inc != incarnation) {
-      m.suspicion = std::make_unique<MemberSuspicion>();
-      m.suspicion->since = now;
-      if (!accuser.empty()) m.suspicion->accusers.push_back(accuser);
-      m.suspicion->deadline = now + SuspicionTimeoutAfter(0);
+      MemberSuspicion& fresh = suspects_[m.slot];
+      fresh = MemberSuspicion{};
+      fresh.since = now;
+      if (!accuser.empty()) fresh.accusers.push_back(accuser);
+      fresh.deadline = now + SuspicionTimeoutAfter(0);
     }
-    suspicions_.insert({m.suspicion->deadline, name});
+    suspicions_.insert({SuspicionOf(m).deadline, name});
   } else {
-    m.suspicion.reset();
+    suspects_.erase(m.slot);
   }
   if (old != state && (state == MemberState::kSuspect || state == MemberState::kDead) && started_ && !left_) {
     notify_.push_back(name);  // tell the accused at once (sent after this update is applied)
@@ -472,29 +498,31 @@ bool Membership::MakeRoom() {
   }
   if (oldest == nullptr) return false;
   Member* victim = &members_->at(oldest->slot);
-  Dequeue(&victim->queue_key);
+  Dequeue(victim->slot, &victim->queue_key);
   std::replace(probe_order_.begin(), probe_order_.end(), victim->slot, kNoSlot);  // the slot may be reused
   assert(victim->live_pos == Member::kNotLive);
   ++view_version_;
   if (victim->state == MemberState::kDead) --dead_count_;
   others_digest_ -= DigestOf(*victim);
+  assert(!suspects_.contains(victim->slot));
   members_->Erase(victim->slot);  // dead or left: not live, not in suspicions_
   return true;
 }
 
 void Membership::Confirm(Member& m, const std::string& accuser, Time now) {
-  assert(m.state == MemberState::kSuspect && m.suspicion != nullptr);
+  assert(m.state == MemberState::kSuspect);
   const std::string& name = NameOf(m);
   const size_t k = ExpectedConfirmations();
-  std::vector<std::string>& accusers = m.suspicion->accusers;
+  MemberSuspicion& suspicion = SuspicionOf(m);
+  std::vector<std::string>& accusers = suspicion.accusers;
   if (k == 0 || accuser.empty() || accuser == name || accusers.size() >= k + 1) return;
   if (std::find(accusers.begin(), accusers.end(), accuser) != accusers.end()) return;
   accusers.push_back(accuser);
   const size_t confirmations = accusers.size() - 1;  // the first accuser raised it
-  const Time deadline = std::max(now, m.suspicion->since + SuspicionTimeoutAfter(confirmations));
-  if (deadline < m.suspicion->deadline) {
-    suspicions_.erase({m.suspicion->deadline, name});
-    m.suspicion->deadline = deadline;
+  const Time deadline = std::max(now, suspicion.since + SuspicionTimeoutAfter(confirmations));
+  if (deadline < suspicion.deadline) {
+    suspicions_.erase({suspicion.deadline, name});
+    suspicion.deadline = deadline;
     suspicions_.insert({deadline, name});
   }
   Enqueue(m);  // carries this accuser: the confirmation reaches the others
@@ -537,11 +565,12 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
     m.state = state;
     others_digest_ += DigestOf(m);
     if (state == MemberState::kSuspect) {
-      m.suspicion = std::make_unique<MemberSuspicion>();
-      m.suspicion->since = now;
-      if (!u.accuser().empty()) m.suspicion->accusers.push_back(u.accuser());
-      m.suspicion->deadline = now + SuspicionTimeoutAfter(0);
-      suspicions_.insert({m.suspicion->deadline, name});
+      assert(!suspects_.contains(m.slot));  // a reused slot's suspicion went with its last member
+      MemberSuspicion& fresh = suspects_[m.slot];
+      fresh.since = now;
+      if (!u.accuser().empty()) fresh.accusers.push_back(u.accuser());
+      fresh.deadline = now + SuspicionTimeoutAfter(0);
+      suspicions_.insert({fresh.deadline, name});
     }
     if (IsLive(m) && probe_order_.size() < 2 * config_.max_members) {
       // Probe newcomers soon: a random place in the rest of this round. The
@@ -609,10 +638,10 @@ void Membership::SendMsg(const Address& to, OutMessage msg, const std::string& p
       included.push_back(peer_name);
     }
     const uint32_t limit = RetransmitLimit();
-    assert(limit < 255);  // transmits fit the key's top byte
+    assert(limit <= kMaxTransmits);  // transmits fit the key's top bits
     // The taken entries' keys, re-keyed below (transmits + 1) once the walk
     // is over: the B-tree's iterators do not survive an insert.
-    std::array<std::pair<uint64_t, MemberSlot>, kMaxPiggybackWire> taken;
+    std::array<uint64_t, kMaxPiggybackWire> taken;
     size_t n_taken = 0;
     size_t bytes = msg->ByteSizeLong();
     // Entries passed over for being too big for what is left of the budget:
@@ -622,7 +651,7 @@ void Membership::SendMsg(const Address& to, OutMessage msg, const std::string& p
     for (auto it = queue_.begin(); it != queue_.end() && n_taken < taken.size() &&
                                    static_cast<size_t>(msg->updates_size()) < config_.max_piggyback;
          ++it) {
-      const MemberSlot slot = it->second;
+      const MemberSlot slot = SlotOf(*it);
       const std::string& name = slot == kSelfSlot ? config_.self_name : NameOf(members_->at(slot));
       if (std::find(included.begin(), included.end(), name) != included.end()) continue;
       wire::MemberUpdate* update = msg->add_updates();
@@ -641,13 +670,14 @@ void Membership::SendMsg(const Address& to, OutMessage msg, const std::string& p
       taken[n_taken++] = *it;
     }
     for (size_t i = 0; i < n_taken; ++i) {
-      const auto [key, slot] = taken[i];
-      uint64_t* held = slot == kSelfSlot ? &self_queue_key_ : &members_->at(slot).queue_key;
+      const uint32_t key = KeyOf(taken[i]);
+      const MemberSlot slot = SlotOf(taken[i]);
+      uint32_t* held = HeldKey(slot);
       assert(*held == key);
-      queue_.erase(key);
-      const uint64_t transmits = (key >> kQueueSeqBits) + 1;
-      *held = transmits >= limit ? 0 : (transmits << kQueueSeqBits) | (key & kQueueSeqMask);
-      if (*held != 0) queue_.emplace(*held, slot);
+      queue_.erase(taken[i]);
+      const uint32_t transmits = (key >> kQueueOrderBits) + 1;
+      *held = transmits >= limit ? 0 : (transmits << kQueueOrderBits) | (key & kQueueOrderMask);
+      if (*held != 0) queue_.insert(QueueEntry(*held, slot));
     }
   }
   outgoing_.push_back(Send{to, std::move(msg), reliable});
@@ -912,8 +942,8 @@ void Membership::RecoverFromStall(Time now) {
   for (auto it = suspicions_.begin(); it != suspicions_.end() && it->first <= now; ++it) lapsed.push_back(it->second);
   for (const std::string& name : lapsed) {
     Member& m = *FindMember(name);
-    suspicions_.erase({m.suspicion->deadline, name});
-    m.suspicion->deadline = grace;
+    suspicions_.erase({SuspicionOf(m).deadline, name});
+    SuspicionOf(m).deadline = grace;
     suspicions_.insert({grace, name});
   }
 }

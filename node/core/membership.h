@@ -107,6 +107,8 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "google/protobuf/arena.h"
 #include "node/core/member_table.h"
 #include "node/core/rng.h"
@@ -175,9 +177,12 @@ struct MembershipConfig {
   bool lifeguard = true;
   uint32_t max_health_multiplier = 8;     // memberlist's AwarenessMaxMultiplier
   double suspicion_max_multiplier = 6.0;  // memberlist's SuspicionMaxTimeoutMult
-  // Where member names and addresses are interned; null: a pool of this
-  // node's own. Nodes that share one must run in one thread (NamePool).
+  // Where member names, and addresses, are interned; null: a pool of this
+  // node's own (one for both if `addresses` is null too). Nodes that share a
+  // pool must run in one thread (NamePool). Apart, each pool's ids are
+  // dense, and the member table's index is as long as the name ids.
   std::shared_ptr<NamePool> names;
+  std::shared_ptr<NamePool> addresses;
   // A warm start: the (name, address) of members held alive at incarnation 0
   // from Start on, as if this node had joined long ago and every join had
   // reached it. No events, nothing queued for piggybacking (not even self),
@@ -226,6 +231,12 @@ class Membership {
 
   std::vector<Send> TakeOutgoing();
   std::vector<Event> TakeEvents();  // kMemberJoined/Alive/Suspect/Dead/Left about others
+  // Tests only: the piggyback queue's order numbers run out after `left`
+  // more Enqueues (~67 million otherwise), so that its renumbering runs.
+  void ExhaustQueueOrderForTesting(uint64_t left) {
+    assert(left < kQueueOrderMask - queue_order_);
+    queue_order_ = kQueueOrderMask - left;
+  }
 
   std::vector<MemberInfo> Members() const;  // sorted by name, self included
   std::optional<MemberInfo> Find(const std::string& name) const;
@@ -285,12 +296,21 @@ class Membership {
 
  private:
   using Member = MemberEntry;
-  // The piggyback queue's key: (transmits, newest first) in one integer, so
-  // the queue is a B-tree of 16-byte pairs rather than a map of wire updates
-  // (which was ~265 of the ~725 bytes per pair at N=1000's cold-start peak).
-  static constexpr int kQueueSeqBits = 56;
-  static constexpr uint64_t kQueueSeqMask = (uint64_t{1} << kQueueSeqBits) - 1;
+  // The piggyback queue's key: (transmits, newest first) in 32 bits, and
+  // the queue a B-tree of (key, slot) packed into 8 bytes. It was a B-tree of
+  // 16-byte pairs (and before that a map of wire updates, ~265 of the ~725
+  // bytes per pair at N=1000's cold-start peak): a cold start queues nearly
+  // every member at every node, and the pairs were 286 MB of pollen-sim's
+  // N=4000 cold start (heaptrack). The order counts down from kQueueOrderMask
+  // and is renumbered (RenumberQueue) when it runs out, every ~67 million
+  // Enqueues.
+  static constexpr int kQueueOrderBits = 26;
+  static constexpr uint32_t kQueueOrderMask = (uint32_t{1} << kQueueOrderBits) - 1;
+  static constexpr uint32_t kMaxTransmits = (uint32_t{1} << (32 - kQueueOrderBits)) - 1;
   static constexpr MemberSlot kSelfSlot = kNoSlot - 1;  // self's entry in queue_
+  static uint64_t QueueEntry(uint32_t key, MemberSlot slot) { return uint64_t{key} << 32 | slot; }
+  static uint32_t KeyOf(uint64_t entry) { return static_cast<uint32_t>(entry >> 32); }
+  static MemberSlot SlotOf(uint64_t entry) { return static_cast<MemberSlot>(entry); }
   struct Probe {
     std::string target;
     uint64_t seq = 0;
@@ -334,8 +354,12 @@ class Membership {
   // then: every change of what it carries comes with an Enqueue.
   void Enqueue(Member& m) { Enqueue(m.slot, &m.queue_key); }
   void EnqueueSelf() { Enqueue(kSelfSlot, &self_queue_key_); }
-  void Enqueue(MemberSlot slot, uint64_t* key);
-  void Dequeue(uint64_t* key);
+  void Enqueue(MemberSlot slot, uint32_t* key);
+  void Dequeue(MemberSlot slot, uint32_t* key);
+  uint32_t* HeldKey(MemberSlot slot) { return slot == kSelfSlot ? &self_queue_key_ : &members_->at(slot).queue_key; }
+  // New order numbers for every queued entry, oldest first from 0, keeping
+  // the queue's order: the counter then starts again above them.
+  void RenumberQueue();
   void WriteUpdate(const Member& m, wire::MemberUpdate* out) const;  // into a fresh update
   void WriteSelfUpdate(wire::MemberUpdate* out) const;
   MemberInfo InfoOf(const Member& m) const;
@@ -393,13 +417,29 @@ class Membership {
   // Others only. Held by pointer: its index's hasher points at it, and
   // Membership stays movable.
   std::unique_ptr<MemberTable> members_;
-  // Piggyback queue, at most one entry per member and one for self: key
-  // (transmits << kQueueSeqBits | newest-first sequence) -> slot (kSelfSlot
-  // for self). The member's entry holds its key, so replacing it needs no
-  // search.
-  absl::btree_map<uint64_t, MemberSlot> queue_;
-  uint64_t self_queue_key_ = 0;  // 0: self not queued
+  // Piggyback queue, at most one entry per member and one for self:
+  // QueueEntry(transmits << kQueueOrderBits | newest-first order, slot)
+  // (kSelfSlot for self). The member's entry holds its key, so replacing it
+  // needs no search.
+  absl::btree_set<uint64_t> queue_;
+  uint32_t self_queue_key_ = 0;  // 0: self not queued
   std::set<std::pair<Time, std::string>> suspicions_;  // (deadline, name) of suspects
+  // A suspect's Lifeguard bookkeeping, by slot: exactly the members held
+  // suspect have one. Looked up, never iterated (its order is the hash's).
+  struct MemberSuspicion {
+    Time since{0};
+    Time deadline{0};                   // declared dead then, unless refuted
+    std::vector<std::string> accusers;  // distinct, the first one first
+  };
+  absl::flat_hash_map<MemberSlot, MemberSuspicion> suspects_;
+  MemberSuspicion& SuspicionOf(const Member& m) {
+    assert(m.state == MemberState::kSuspect && suspects_.contains(m.slot));
+    return suspects_.find(m.slot)->second;
+  }
+  const MemberSuspicion& SuspicionOf(const Member& m) const {
+    assert(m.state == MemberState::kSuspect && suspects_.contains(m.slot));
+    return suspects_.find(m.slot)->second;
+  }
   // The alive and suspect members' slots, each at its Member::live_pos: added
   // at the end, removed by moving the last one into the gap. Random picks
   // index it, so a pick is O(1), not a walk of the table (at N=1000

@@ -42,6 +42,7 @@ class NamePool {
   Id Find(std::string_view text) const;
   const std::string& at(Id id) const;  // asserts a live id
   size_t size() const { return index_.size(); }  // distinct strings held
+  size_t ids() const { return entries_.size(); }  // every id is below this
 
  private:
   struct Entry {

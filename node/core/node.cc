@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.lifeguard = impl.config.lifeguard;
   mc.reliable_fallback_ping = impl.config.reliable_fallback_ping;
   mc.names = impl.config.member_names;
+  mc.addresses = impl.config.member_addresses;
   mc.warm_members = std::move(impl.config.warm_members);
   mc.dead_reconnect_interval = impl.config.dead_reconnect_interval;
   mc.gossip_interval = impl.config.gossip_interval;

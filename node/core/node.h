@@ -53,10 +53,11 @@ struct NodeConfig {
   double suspicion_multiplier = 4.0;  // suspicion timeout = mult * log10(N+1) * probe_interval
   bool lifeguard = true;              // MembershipConfig::lifeguard (false: plain SWIM)
   bool reliable_fallback_ping = true;  // MembershipConfig::reliable_fallback_ping
-  // MembershipConfig::names: where member names and addresses are interned.
-  // Null (the default): the node's own. Nodes driven by one thread may share
-  // one (pollen-sim's do).
+  // MembershipConfig::names and ::addresses: where member names and
+  // addresses are interned. Null (the default): the node's own. Nodes driven
+  // by one thread may share them (pollen-sim's do).
   std::shared_ptr<NamePool> member_names;
+  std::shared_ptr<NamePool> member_addresses;
   // MembershipConfig::warm_members: members taken as alive from Start on, as
   // if the join were long done (pollen-sim's --warm-start); null: join
   // through the seeds.

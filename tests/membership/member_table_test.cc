@@ -85,6 +85,35 @@ TEST(MemberTable, TablesSharingAPoolKeepTheirOwnMembers) {
   EXPECT_EQ(pool->size(), 0u);  // the tables released everything
 }
 
+// Apart, each pool holds only its own kind, every reference goes back to
+// the pool it came from, and the name ids stay dense: a table's index is no
+// longer than the names pool's id count.
+TEST(MemberTable, NamesAndAddressesInPoolsOfTheirOwn) {
+  auto names = std::make_shared<NamePool>();
+  auto addresses = std::make_shared<NamePool>();
+  {
+    MemberTable one(names, addresses), two(names, addresses);
+    for (int i = 0; i < 100; ++i) Add(one, "n" + std::to_string(i), 1);
+    for (int i = 99; i >= 0; --i) Add(two, "n" + std::to_string(i), 1);
+    EXPECT_EQ(names->size(), 100u);
+    EXPECT_EQ(names->ids(), 100u);  // 0 .. 99: no address took a name id
+    EXPECT_EQ(addresses->size(), 100u);
+    EXPECT_EQ(names->Find("n7:1"), NamePool::kNone);
+    EXPECT_EQ(addresses->Find("n7"), NamePool::kNone);
+    const MemberSlot s = one.Find("n7");
+    ASSERT_NE(s, kNoSlot);
+    one.SetAddress(one.at(s), "elsewhere:2");
+    EXPECT_EQ(one.address(one.at(s)), "elsewhere:2");
+    EXPECT_NE(addresses->Find("n7:1"), NamePool::kNone);  // still two's
+    two.Erase(two.Find("n7"));
+    EXPECT_EQ(addresses->Find("n7:1"), NamePool::kNone);
+    EXPECT_EQ(one.Find("n7"), s);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(two.Find("n" + std::to_string(i)) == kNoSlot, i == 7);
+  }
+  EXPECT_EQ(names->size(), 0u);
+  EXPECT_EQ(addresses->size(), 0u);
+}
+
 TEST(MemberTable, MatchesAMapUnderRandomInsertsErasesAndMoves) {
   auto pool = std::make_shared<NamePool>();
   MemberTable t(pool);

@@ -432,6 +432,41 @@ TEST(Membership, OversizeUpdateIsSentAndDoesNotBlockTheQueue) {
   for (int i = 0; i < 10; ++i) EXPECT_GE(sent["m" + std::to_string(i)], 2) << i;
 }
 
+// When the piggyback queue's order numbers run out they are renumbered in
+// place: a node that renumbers (several times here) sends exactly what an
+// identical node that did not sends, updates in the same order.
+TEST(Membership, RenumberingThePiggybackQueueKeepsItsOrder) {
+  MembershipConfig c = Pump::Config("s", {});
+  c.max_piggyback = 3;  // the queue drains slowly: it is long when renumbered
+  std::unique_ptr<Membership> plain = WithMembers(c, "m", 30);
+  std::unique_ptr<Membership> renumbered = WithMembers(c, "m", 30);
+  std::vector<std::string> sent_plain, sent_renumbered;
+  int joins = 0;
+  for (int round = 0; round < 40; ++round) {
+    if (round % 10 == 0) renumbered->ExhaustQueueOrderForTesting(3);
+    // Two newcomers a round: Enqueues, some of them past the renumbering.
+    for (int k = 0; k < 2; ++k, ++joins) {
+      const wire::MembershipMessage gossip =
+          Gossip("m1", {Update("new" + std::to_string(joins), 0, wire::MEMBER_STATUS_ALIVE)});
+      const Time t = plain->NextWakeup();
+      plain->Handle("m1:1", gossip, t);
+      renumbered->Handle("m1:1", gossip, t);
+    }
+    TickAckingProbes(*plain, 3, [&](const wire::MembershipMessage& msg) { sent_plain.push_back(msg.SerializeAsString()); });
+    TickAckingProbes(*renumbered, 3,
+                     [&](const wire::MembershipMessage& msg) { sent_renumbered.push_back(msg.SerializeAsString()); });
+  }
+  size_t updates = 0;
+  for (const std::string& s : sent_plain) {
+    wire::MembershipMessage msg;
+    ASSERT_TRUE(msg.ParseFromString(s));
+    updates += static_cast<size_t>(msg.updates_size());
+  }
+  EXPECT_GT(updates, 200u);  // the queue was busy throughout
+  ASSERT_EQ(sent_plain.size(), sent_renumbered.size());
+  for (size_t i = 0; i < sent_plain.size(); ++i) EXPECT_EQ(sent_plain[i], sent_renumbered[i]) << "message " << i;
+}
+
 TEST(Membership, PushPullPeriodScalesPastThirtyTwoMembers) {
   const auto scale_with = [](int others) {
     Membership m(Pump::Config("self", {}), 1);
