@@ -838,7 +838,7 @@ void Membership::HandleAck(const std::string& sender, const wire::MemberAck& a, 
     if (sender == probe_->target && now >= probe_->started && !probe_->indirect_sent) {
       if (Member* m = FindMember(sender); m != nullptr) {
         const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(now - probe_->started).count();
-        m->probe_rtt_us = static_cast<int32_t>(std::min<int64_t>(us, std::numeric_limits<int32_t>::max()));
+        m->probe_rtt_us = static_cast<int32_t>(std::min<int64_t>(us, Member::kMaxProbeRttUs));
       }
     }
     return;

@@ -38,8 +38,18 @@ class Cluster:
                 self.procs.append(subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT))
             self.resp_ports.append(resp)
             self.http_ports.append(http)
-        for i in range(nodes):
-            self._wait(lambda: self.alive_members(i) == nodes, "node %d to see %d alive members" % (i + 1, nodes))
+        try:
+            for i in range(nodes):
+                self._wait(lambda: self.alive_members(i) == nodes, "node %d to see %d alive members" % (i + 1, nodes))
+        except RuntimeError as e:
+            # What each node said and whether it still runs: a start that
+            # timed out once (under load, 2026-11-28) left nothing to read.
+            report = [str(e)]
+            for i, p in enumerate(self.procs):
+                report.append("n%d (%s, %d alive seen):\n%s" % (i + 1, "running" if p.poll() is None else
+                              "exited %s" % p.returncode, self.alive_members(i), self.log(i)[-2000:]))
+            self.stop()
+            raise RuntimeError("\n".join(report)) from None
 
     @property
     def urls(self):
