@@ -48,11 +48,11 @@ class ChunkedVector {
   // Every element in index order.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (size_t i = 0; i < size_; ++i) fn(chunks_[i / kChunk][i % kChunk]);
+    for (size_t i = 0; i < size_; ++i) fn((*this)[i]);
   }
   template <typename Fn>
   void ForEach(Fn&& fn) {
-    for (size_t i = 0; i < size_; ++i) fn(chunks_[i / kChunk][i % kChunk]);
+    for (size_t i = 0; i < size_; ++i) fn((*this)[i]);
   }
 
  private:

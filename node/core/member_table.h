@@ -92,7 +92,7 @@ class MemberTable {
   // A default entry for `name` at `address`. Asserts a non-empty name that is
   // not in the table.
   MemberEntry& Insert(std::string_view name, std::string_view address);
-  // Frees the slot (its names and suspicion with it).
+  // Frees the slot; its name and address stay in their pools.
   void Erase(MemberSlot slot);
   // Room in the index for ids below `ids` without reallocating (a warm start).
   void Reserve(size_t ids) { slot_of_id_.reserve(ids); }
