@@ -16,9 +16,9 @@
 
 namespace {
 
-// Restarts pollen-sim once with glibc's tunable glibc.malloc.hugetlb=1, so
-// that malloc asks for transparent huge pages (2 MB) for the heap; glibc
-// reads tunables only at start-up. Each event touches another node's state
+// --huge-pages=on: restarts pollen-sim once with glibc's tunable
+// glibc.malloc.hugetlb=1, so that malloc asks for transparent huge pages
+// (2 MB) for the heap; glibc reads tunables only at start-up. Each event touches another node's state
 // (~130 KB at N=1000, ~850 KB at N=10,000), so with 4 KB pages most events
 // miss the TLB. Measured in interleaved pairs (simulation/README.md, "Huge
 // pages"). Nothing happens when GLIBC_TUNABLES already names the tunable
@@ -26,7 +26,9 @@ namespace {
 // run goes on as it is; with the kernel's THP off the tunable does nothing.
 // heaptrack and valgrind do not follow the restart (heaptrack then reports
 // only what came before it, and hides its LD_PRELOAD from the process, so it
-// cannot be detected): run them with --huge-pages=off.
+// cannot be detected): leave the flag off for them. Off by default: the
+// huge pages cost ~1-6% of peak RSS, and the N=10,000 cold start then
+// passes 8 GiB (8.04 GiB against 7.94).
 void RestartWithHugePages(char** argv) {
   constexpr char kTunable[] = "glibc.malloc.hugetlb";
   const char* current = std::getenv("GLIBC_TUNABLES");

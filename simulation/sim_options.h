@@ -145,7 +145,7 @@ struct SimOptions {
   bool quiet = false;
   bool help = false;
   bool version = false;  // print pollen-sim's version and exit
-  bool huge_pages = true;  // --huge-pages=off: leave malloc's pages as they are (main.cc)
+  bool huge_pages = false;  // --huge-pages=on: restart with malloc on transparent huge pages (main.cc)
   std::vector<std::string> replay_args;  // flags to replay a run, minus --seed/--seeds
   // --progress: called every 5 virtual seconds with the virtual time
   // (seconds) and, until the cold start has ended, how many nodes list every

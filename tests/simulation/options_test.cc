@@ -21,7 +21,7 @@ TEST(SimOptions, ParsesFlagsBothForms) {
   EXPECT_EQ(o->gossip_interval, std::chrono::milliseconds(100));
   EXPECT_EQ(o->duration, std::chrono::milliseconds(12500));
   EXPECT_TRUE(o->warm_start);
-  EXPECT_TRUE(o->huge_pages);  // the default
+  EXPECT_FALSE(o->huge_pages);  // the default
   EXPECT_NE(std::find(o->replay_args.begin(), o->replay_args.end(), "--warm-start"), o->replay_args.end());
   // Replay flags omit the seed.
   for (const auto& a : o->replay_args) EXPECT_EQ(a.find("--seed"), std::string::npos);
@@ -42,9 +42,9 @@ TEST(SimOptions, RejectsBadFlags) {
   EXPECT_FALSE(ParseFlags({"--warmup=0.05", "--join-bound=0.05"}).ok());  // below the poll period: never judged
   EXPECT_FALSE(ParseFlags({"--huge-pages=maybe"}).ok());
   EXPECT_FALSE(ParseFlags({"--huge-pages"}).ok());
-  auto off = ParseFlags({"--huge-pages=off"});
-  ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_FALSE(off->huge_pages);
+  auto on = ParseFlags({"--huge-pages=on"});
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->huge_pages);
   auto o = ParseFlags({"--warmup=10", "--join-bound=9.5"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->join_bound, std::chrono::milliseconds(9500));
