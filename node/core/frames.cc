@@ -4,16 +4,12 @@
 
 namespace pollen::node {
 namespace {
-// Both of these are per node, and pollen-sim holds 10,000 nodes: 16 KB each
-// was 320 MB there, resident in full once the heap is on huge pages
-// (simulation/README.md, "Huge pages"). Frames are far smaller: at N=1000
-// the average is ~100 bytes and a datagram is at most max_datagram_bytes
-// (1,200 by default); only stream frames (full member lists, anti-entropy
-// ranges) are larger, and they are rare.
-constexpr size_t kArenaBlockBytes = 4 << 10;  // an envelope of a default-sized datagram parses within it
-// The reused decryption buffer is kept up to this; a larger frame's is freed.
-// (At 64 KB the buffers averaged ~33 KB: heaptrack, N=2000 cold start.)
-constexpr size_t kKeepPlaintextBytes = 4 << 10;
+constexpr size_t kArenaBlockBytes = 16 << 10;     // most envelopes parse within it
+// The reused decryption buffer is kept up to this: every datagram fits, and
+// the stream frames beyond it (full member lists, anti-entropy ranges) are
+// rare next to datagrams. pollen-sim holds one buffer per node: at 64 KB
+// they averaged ~33 KB (heaptrack, N=2000 cold start), 330 MB at N=10,000.
+constexpr size_t kKeepPlaintextBytes = 16 << 10;
 }  // namespace
 
 FrameCodec::FrameCodec(const crdt::ClusterSecret& secret, std::string label, Rng& rng)

@@ -70,9 +70,10 @@ bool Supersedes(uint64_t inc, MemberState state, uint64_t cur_inc, MemberState c
 
 // Appends `slot`, growing the capacity by an eighth (not doubling) and never
 // past `limit`. live_ and probe_order_ hold one slot per member in every
-// node: at N=10,000 doubling left them 16,384 long for ~10,000 used, ~48 KB
-// per node and ~0.5 GB of pollen-sim's cold start. Each slot is copied about
-// eight times on the way up, which no profile shows.
+// node: at N=10,000 doubling left them 16,384 long for ~10,000 used, up to
+// ~48 KB per node. pollen-sim's N=10,000 cold start peaked at 8.27 GiB
+// before and 7.94 GiB after (simulation/README.md, "Cold-start memory").
+// Each slot is copied about eight times on the way up, which no profile shows.
 void AppendSlim(std::vector<MemberSlot>& v, MemberSlot slot, size_t limit) {
   if (v.size() == v.capacity()) v.reserve(std::max(v.size() + 1, std::min(limit, v.capacity() + v.capacity() / 8 + 16)));
   v.push_back(slot);
