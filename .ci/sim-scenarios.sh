@@ -103,6 +103,18 @@ else
   echo "determinism: FAIL same seed gave '$h1' and '$h2' ($SIM ${det_args[*]})"
 fi
 
+# Parallel windows: the churn scenario again on two threads, the same trace
+# as the run on one above (--threads changes only the speed).
+h_one=$(grep -o 'trace=[0-9a-f]*' "$logdir/scenario-churn" || true)
+h_two=$(timeout "$LIMIT" "$SIM" --scenario=churn --nodes=100 --duration=120 --seed=1 --threads=2 --quiet |
+  grep -o 'trace=[0-9a-f]*' || true)
+if [ -n "$h_one" ] && [ "$h_one" = "$h_two" ]; then
+  echo "parallel windows: PASS churn on one and two threads, same $h_one"
+else
+  failed=1
+  echo "parallel windows: FAIL churn gave '$h_one' on one thread and '$h_two' on two"
+fi
+
 if [ "$failed" -ne 0 ]; then
   echo "simulator: FAILED (replay commands above)"
   exit 1

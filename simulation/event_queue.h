@@ -60,6 +60,17 @@ class EventQueue {
     return heap_.front().time;
   }
 
+  // The earliest event's payload, left in place. Requires !empty().
+  const Payload& Top() const {
+    assert(!heap_.empty());
+    return slots_[heap_.front().slot];
+  }
+
+  // Uses up the next sequence number, as a Push would, without an event:
+  // for a caller that orders some events outside the queue (pollen-sim's
+  // parallel windows) yet must number later pushes as if they were here.
+  uint64_t TakeSeq() { return next_seq_++; }
+
   // Removes and returns the earliest event. Requires !empty().
   Entry Pop() {
     assert(!heap_.empty());

@@ -82,7 +82,7 @@ bool Network::Reachable(size_t from, size_t to) const {
 
 bool Network::Deliverable(size_t from, size_t to) {
   if (Reachable(from, to)) return true;
-  ++counters_.partition_dropped;
+  CountPartitionDrop();
   return false;
 }
 

@@ -86,6 +86,8 @@ class Network {
   bool Reachable(size_t from, size_t to) const;
   // Call on arrival; counts the drop when the link is partitioned.
   bool Deliverable(size_t from, size_t to);
+  // Counts a frame dropped on arrival (for a caller that checked Reachable).
+  void CountPartitionDrop() { ++counters_.partition_dropped; }
 
   // side[i] is 0 or 1 for each node. Replaces any current partition.
   void Partition(PartitionKind kind, std::vector<uint8_t> side);

@@ -104,8 +104,9 @@ std::string FormatSummary(const RunResult& r) {
     absl::StrAppend(&out, "\n");
   }
   if (!r.window_bytes_by_type.empty()) {
-    absl::StrAppendFormat(&out, "  workload window (%.0fs, %.3g simulated s per cpu s, %.2f cpu s): %.0f bytes per new key; membership %.0f bytes per node per s;",
+    absl::StrAppendFormat(&out, "  workload window (%.0fs, %.3g simulated s per cpu s, %.2f cpu s, %.3g per wall s): %.0f bytes per new key; membership %.0f bytes per node per s;",
                           r.window_seconds, r.window_cpu_seconds > 0 ? r.window_seconds / r.window_cpu_seconds : 0.0, r.window_cpu_seconds,
+                          r.window_wall_seconds > 0 ? r.window_seconds / r.window_wall_seconds : 0.0,
                           r.window_bytes_per_new_key, r.membership_bytes_per_node_second);
     for (const auto& [k, v] : r.window_bytes_by_type) absl::StrAppendFormat(&out, " %s=%d", k, v);
     absl::StrAppend(&out, "\n");
@@ -186,7 +187,7 @@ std::string FormatJson(const RunResult& r) {
       ",\"partition_dropped\":", r.network.partition_dropped, "}", ",\"node_counters\":", JsonMap(r.node_counters), ",\"rejected_by_reason\":",
       JsonMap(r.rejected_by_reason), ",\"bytes_out_by_type\":", JsonMap(r.bytes_out_by_type),
       ",\"frames_out_by_type\":", JsonMap(r.frames_out_by_type),
-      ",\"window_seconds\":", r.window_seconds, ",\"window_cpu_seconds\":", r.window_cpu_seconds, ",\"window_bytes_by_type\":", JsonMap(r.window_bytes_by_type),
+      ",\"window_seconds\":", r.window_seconds, ",\"window_cpu_seconds\":", r.window_cpu_seconds, ",\"window_wall_seconds\":", r.window_wall_seconds, ",\"windows\":", r.windows, ",\"parallel_windows\":", r.parallel_windows, ",\"window_bytes_by_type\":", JsonMap(r.window_bytes_by_type),
       ",\"window_bytes_per_new_key\":", r.window_bytes_per_new_key,
       ",\"membership_bytes_per_node_second\":", r.membership_bytes_per_node_second,
       ",\"relative_message_redundancy\":", r.relative_message_redundancy,

@@ -78,7 +78,12 @@ struct RunResult {
   // The workload window [warmup, warmup + duration] alone: bytes by type,
   // all of them per new key, and membership bytes per node per second.
   double window_seconds = 0;
-  double window_cpu_seconds = 0;  // process CPU time the window took (not part of the trace)
+  double window_cpu_seconds = 0;   // process CPU time the window took, all threads (not part of the trace)
+  double window_wall_seconds = 0;  // elapsed (monotonic) time it took (likewise)
+  // --threads > 1: windows of node events run, and those run on the worker
+  // threads (the others held one node's events); 0 with one thread. Only how
+  // the run was computed, not what it did.
+  uint64_t windows = 0, parallel_windows = 0;
   std::map<std::string, uint64_t> window_bytes_by_type;
   double window_bytes_per_new_key = 0;
   double membership_bytes_per_node_second = 0;

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -28,6 +30,8 @@
 #include "simulation/simulator.h"
 
 namespace pollen::sim {
+struct WindowRunner;  // parallel_window.h
+
 namespace internal {
 
 using node::Channel;
@@ -140,6 +144,41 @@ struct SimNode {
   bool changed_since_poll = true;
 };
 
+// What Flush takes from a node: its frames to send, answered adds and
+// WAITs, events, and for each filter-created or -discarded event the filter's
+// counts at that moment (the checker's Observe reads them at commit, when the
+// node may have moved on).
+struct NodeOutput {
+  std::vector<node::Outgoing> outgoing;
+  std::vector<node::RoutedAddResult> routed;
+  std::vector<node::PeerCheckResult> checks;
+  std::vector<node::Event> events;
+  std::vector<std::pair<size_t, node::FilterInfo>> observed;  // (index in events, counts)
+};
+
+// One node event (a tick or a delivery) split in two. RunStep does the part
+// that touches only that node (its core, its SimNode's wake and hold state)
+// and records here what the rest of the simulator must learn; CommitStep
+// applies that to the shared state (trace, network, counters, checkers,
+// agenda). Steps of different nodes share nothing, so within a window of
+// the minimum link latency they may run on different threads and be
+// committed afterwards in the serial loop's order (parallel_window.cc).
+struct NodeStep {
+  enum class Outcome : uint8_t { kNothing, kDelivered, kPartitionDropped, kPausedDropped, kHeld, kLagged, kTicked };
+  Time at{0};
+  uint32_t node = 0;
+  Outcome outcome = Outcome::kNothing;
+  uint32_t from = 0;         // kDelivered: the trace's record of the frame
+  Channel channel = Channel::kDatagram;
+  uint64_t bytes_hash = 0;
+  NodeOutput out;
+  // At most one event for the agenda: the frame held back by slow lag, or the node's next tick.
+  bool push = false;
+  Time push_at{0};
+  Ev push_ev;
+  int32_t created = -1;  // parallel windows: the pushed event runs in this window, as created event `created`
+};
+
 struct Sample {
   std::string filter;
   std::string key;
@@ -155,13 +194,8 @@ struct Sample {
 using namespace internal;  // NOLINT: internal header, included by simulation/*.cc only
 
 struct Simulator::Impl {
-  explicit Impl(SimOptions options)
-      : o(std::move(options)),
-        fault_rng(StreamRng(o.seed, kFaults)),
-        work_rng(StreamRng(o.seed, kWorkload)),
-        seed_rng(StreamRng(o.seed, kNodeSeeds)),
-        net(o.nodes, NetworkWithFaults(o), StreamRng(o.seed, kNetwork)),
-        checker(o.nodes, o.generations) {}
+  explicit Impl(SimOptions options);  // simulator.cc, where WindowRunner is complete
+  ~Impl();
 
   static NetworkOptions NetworkWithFaults(const SimOptions& o) {
     NetworkOptions n = o.network;
@@ -198,6 +232,7 @@ struct Simulator::Impl {
   // without the join storm before it or the liveness phase after.
   std::map<std::string, uint64_t> window_open_bytes, window_close_bytes;
   std::clock_t window_open_cpu = 0;
+  std::chrono::steady_clock::time_point window_open_wall;
   std::map<std::string, uint64_t> BytesOutByType();
   bool faults_on = true, workload_on = true, done = false;
   bool join_bound_failed = false;  // --join-bound: judged once
@@ -258,9 +293,20 @@ struct Simulator::Impl {
   bool CreateNode(uint32_t i, bool warm = false);
 
   // ---- node I/O ----
+  // Flush is Collect (the node's side) then CommitOutput (the simulator's).
   void Flush(uint32_t i);
+  void Collect(uint32_t i, NodeOutput& out);
+  void CommitOutput(uint32_t i, NodeOutput& out);
+  // Reschedule pushes the tick NextTick plans (it moves the node's wake state).
   void Reschedule(uint32_t i, bool after_tick);
+  bool NextTick(uint32_t i, bool after_tick, Time at, Time& wake, uint64_t& token);
   void AfterClientOp(uint32_t i);
+  // A kTick or kDeliver event at time `at` (NodeStep). RunStep touches no
+  // state of the simulator's but node ev.node's.
+  static bool IsNodeEvent(Ev::Kind kind) { return kind == Ev::Kind::kTick || kind == Ev::Kind::kDeliver; }
+  void RunStep(Ev& ev, Time at, NodeStep& step);
+  void CommitStep(NodeStep& step);  // pushes step.push with At() (step.created must be -1)
+  void CommitStepEffects(NodeStep& step);  // all but the push
 
   // An add at node i, recorded for the checkers. Returns true if acknowledged.
   // `contended_key`: the index of a contended key (ContendedAnswer), or -1.
@@ -317,6 +363,14 @@ struct Simulator::Impl {
   // the node that differed last time first, so a poll that fails is cheap.
   bool Converged();
   void ConvergePoll();
+
+  // ---- parallel windows (parallel_window.cc) ----
+  std::unique_ptr<WindowRunner> windows;  // --threads > 1
+  bool ParallelWindowsAllowed() const;
+  // Runs the node events of the next window of the agenda on the worker
+  // threads and commits them; false if the agenda's next event is not a
+  // node event (the caller dispatches it).
+  bool RunWindow(Time hard_stop);
 
   // ---- the run ----
   void Setup();

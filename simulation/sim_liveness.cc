@@ -2,6 +2,7 @@
 #include "simulation/sim_impl.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 
@@ -14,6 +15,7 @@ namespace pollen::sim {
 void Simulator::Impl::FaultsEnd() {
   window_close_bytes = BytesOutByType();
   r.window_cpu_seconds = static_cast<double>(std::clock() - window_open_cpu) / CLOCKS_PER_SEC;
+  r.window_wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_open_wall).count();
   faults_on = false;
   workload_on = false;
   NetworkOptions calm = o.network;

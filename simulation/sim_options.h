@@ -145,6 +145,10 @@ struct SimOptions {
   bool quiet = false;
   bool help = false;
   bool version = false;  // print pollen-sim's version and exit
+  // --threads: node events run on this many threads in windows of the
+  // minimum link latency (parallel_window.h). The results are the same for
+  // every value: only the speed changes.
+  uint32_t threads = 1;
   bool huge_pages = false;  // --huge-pages=on: restart with malloc on transparent huge pages (main.cc)
   std::vector<std::string> replay_args;  // flags to replay a run, minus --seed/--seeds
   // --progress: called every 5 virtual seconds with the virtual time

@@ -1,6 +1,8 @@
 // The event loop, node I/O and the run report.
 #include "simulation/sim_impl.h"
 
+#include "simulation/parallel_window.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -10,6 +12,16 @@
 #include "absl/strings/str_join.h"
 
 namespace pollen::sim {
+
+Simulator::Impl::Impl(SimOptions options)
+    : o(std::move(options)),
+      fault_rng(StreamRng(o.seed, kFaults)),
+      work_rng(StreamRng(o.seed, kWorkload)),
+      seed_rng(StreamRng(o.seed, kNodeSeeds)),
+      net(o.nodes, NetworkWithFaults(o), StreamRng(o.seed, kNetwork)),
+      checker(o.nodes, o.generations) {}
+
+Simulator::Impl::~Impl() = default;
 
 void Simulator::Impl::At(Time t, Ev ev) {
   if (!queue.Push(t, std::move(ev))) checker.Fail("simulator: event queue full");
@@ -77,7 +89,7 @@ bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
   c.reliable_fallback_ping = o.reliable_ping;
-  c.member_names = member_names;  // one thread runs every node: one copy of each name
+  c.member_names = member_names;  // one copy of each name (frozen for --threads: Setup)
   c.member_addresses = member_addresses;
   if (warm) c.warm_members = warm_members;
   c.route_timeout = o.workload.route_timeout;
@@ -95,16 +107,36 @@ bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
 }
 
 void Simulator::Impl::Flush(uint32_t i) {
-  SimNode& s = nodes[i];
-  for (node::Outgoing& out : s.node->TakeOutgoing()) {
-    auto to = by_address.find(out.to);
-    r.wire_bytes += out.bytes.size();
+  NodeOutput out;
+  Collect(i, out);
+  CommitOutput(i, out);
+}
+
+void Simulator::Impl::Collect(uint32_t i, NodeOutput& out) {
+  node::Node& n = *nodes[i].node;
+  out.outgoing = n.TakeOutgoing();
+  out.routed = n.TakeRoutedAdds();
+  out.checks = n.TakePeerChecks();
+  out.events = n.TakeEvents();
+  for (size_t k = 0; k < out.events.size(); ++k) {
+    const node::Event& e = out.events[k];
+    if (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded) {
+      if (auto info = n.Info(e.subject, node::InfoParts::kCounts); info.ok()) out.observed.emplace_back(k, std::move(*info));
+    }
+  }
+}
+
+void Simulator::Impl::CommitOutput(uint32_t i, NodeOutput& out) {
+  const SimNode& s = nodes[i];
+  for (node::Outgoing& frame : out.outgoing) {
+    auto to = by_address.find(frame.to);
+    r.wire_bytes += frame.bytes.size();
     ++r.frames_sent;
     if (to == by_address.end()) {
-      ++unroutable[out.to];
+      ++unroutable[frame.to];
       continue;
     }
-    const Arrivals arrivals = net.Plan(i, to->second, out.channel, now);
+    const Arrivals arrivals = net.Plan(i, to->second, frame.channel, now);
     for (size_t a = 0; a < arrivals.size(); ++a) {
       Ev ev;
       ev.kind = Ev::Kind::kDeliver;
@@ -112,14 +144,16 @@ void Simulator::Impl::Flush(uint32_t i) {
       ev.from = i;
       ev.token = nodes[to->second].boot;
       ev.from_boot = s.boot;
-      ev.channel = out.channel;
-      ev.bytes = (a + 1 == arrivals.size()) ? std::move(out.bytes) : out.bytes;
+      ev.channel = frame.channel;
+      ev.bytes = (a + 1 == arrivals.size()) ? std::move(frame.bytes) : frame.bytes;
       At(arrivals[a], std::move(ev));
     }
   }
-  for (node::RoutedAddResult& done : s.node->TakeRoutedAdds()) AddAnswered(i, std::move(done));
-  for (node::PeerCheckResult& done : s.node->TakePeerChecks()) WaitAnswered(i, std::move(done));
-  for (const node::Event& e : s.node->TakeEvents()) {
+  for (node::RoutedAddResult& done : out.routed) AddAnswered(i, std::move(done));
+  for (node::PeerCheckResult& done : out.checks) WaitAnswered(i, std::move(done));
+  size_t observed = 0;
+  for (size_t k = 0; k < out.events.size(); ++k) {
+    const node::Event& e = out.events[k];
     trace.Mix(0xe7e7);
     trace.Mix(i);
     trace.Mix(static_cast<uint64_t>(now.count()));
@@ -131,27 +165,36 @@ void Simulator::Impl::Flush(uint32_t i) {
     if (e.kind == node::Event::Kind::kMemberSuspect || e.kind == node::Event::Kind::kMemberDead) CountAccusation(e);
     if (e.kind == node::Event::Kind::kEpochAdvanced) checker.OnEpoch(i, e.subject, e.count, now);
     if (e.kind == node::Event::Kind::kFilterDiscarded) checker.OnReplaced(i, e.subject);
-    if (e.kind == node::Event::Kind::kFilterCreated || e.kind == node::Event::Kind::kFilterDiscarded) {
-      if (auto info = s.node->Info(e.subject, node::InfoParts::kCounts); info.ok()) checker.Observe(i, *info, now);
+    if (observed < out.observed.size() && out.observed[observed].first == k) {
+      checker.Observe(i, out.observed[observed].second, now);
+      ++observed;
     }
   }
 }
 
-void Simulator::Impl::Reschedule(uint32_t i, bool after_tick) {
+bool Simulator::Impl::NextTick(uint32_t i, bool after_tick, Time at, Time& wake, uint64_t& token) {
   SimNode& s = nodes[i];
-  if (!s.up) return;
-  const Time local = Local(i);
+  if (!s.up) return false;
+  const Time local = s.clock.ToLocal(at);
   const Time wake_local = s.node->NextWakeup();
   Time want;
   if (wake_local == kNever || wake_local - local > kMaxTickGap * 2) {
-    want = now + kMaxTickGap;
+    want = at + kMaxTickGap;
   } else {
-    want = std::min(s.clock.ToVirtual(wake_local), now + kMaxTickGap);
+    want = std::min(s.clock.ToVirtual(wake_local), at + kMaxTickGap);
   }
-  want = std::max(want, after_tick ? now + kMinTickGap : now);
-  if (want >= s.wake_at) return;
+  want = std::max(want, after_tick ? at + kMinTickGap : at);
+  if (want >= s.wake_at) return false;
   s.wake_at = want;
-  At(want, Ev::Kind::kTick, i, ++s.wake_token);
+  wake = want;
+  token = ++s.wake_token;
+  return true;
+}
+
+void Simulator::Impl::Reschedule(uint32_t i, bool after_tick) {
+  Time wake;
+  uint64_t token;
+  if (NextTick(i, after_tick, now, wake, token)) At(wake, Ev::Kind::kTick, i, token);
 }
 
 void Simulator::Impl::AfterClientOp(uint32_t i) {
@@ -265,6 +308,17 @@ void Simulator::Impl::Setup() {
     const Duration start = i < 3 ? Duration(i) : Uniform(work_rng, Duration(0), std::chrono::seconds(1));
     At(o.warm_start ? Duration(0) : start, Ev::Kind::kStart, i);
   }
+  if (ParallelWindowsAllowed()) {
+    // The nodes share the name pools across threads: pin every name and
+    // address they will use (one reference each, never released), then freeze.
+    for (const SimNode& s : nodes) {
+      member_names->Intern(s.name);
+      member_addresses->Intern(s.address);
+    }
+    member_names->Freeze();
+    member_addresses->Freeze();
+    windows = std::make_unique<WindowRunner>(static_cast<int>(o.threads));
+  }
   if (o.warm_start) {
     auto members = std::make_shared<std::vector<std::pair<std::string, node::Address>>>();
     for (const SimNode& s : nodes) members->emplace_back(s.name, s.address);
@@ -299,56 +353,111 @@ void Simulator::Impl::Setup() {
   At(faults_end, Ev::Kind::kFaultsEnd);
 }
 
-void Simulator::Impl::Dispatch(Ev& ev) {
-  switch (ev.kind) {
-    case Ev::Kind::kTick: {
-      SimNode& s = nodes[ev.node];
-      if (!s.up || ev.token != s.wake_token) return;
-      s.wake_at = kNever;
-      if (s.paused) return;  // Resume ticks it
-      s.node->Tick(Local(ev.node));
-      Flush(ev.node);
-      Reschedule(ev.node, true);
+void Simulator::Impl::RunStep(Ev& ev, Time at, NodeStep& step) {
+  using Outcome = NodeStep::Outcome;
+  step.at = at;
+  step.node = ev.node;
+  SimNode& s = nodes[ev.node];
+  const Time local = s.clock.ToLocal(at);
+  if (ev.kind == Ev::Kind::kTick) {
+    if (!s.up || ev.token != s.wake_token) return;
+    s.wake_at = kNever;
+    if (s.paused) return;  // Resume ticks it
+    step.outcome = Outcome::kTicked;
+    s.node->Tick(local);
+    Collect(ev.node, step.out);
+    step.push = NextTick(ev.node, true, at, step.push_at, step.push_ev.token);
+    step.push_ev.kind = Ev::Kind::kTick;
+    step.push_ev.node = ev.node;
+    return;
+  }
+  assert(ev.kind == Ev::Kind::kDeliver);
+  const SimNode& from = nodes[ev.from];
+  if (!s.up || ev.token != s.boot) return;  // host down or rebooted: frame lost
+  if (ev.channel == Channel::kStream && (!from.up || from.boot != ev.from_boot)) return;  // connection broken
+  if (!net.Reachable(ev.from, ev.node)) {
+    step.outcome = Outcome::kPartitionDropped;  // in flight when the partition began
+    return;
+  }
+  if (s.slow_lag > Duration(0) && !ev.lagged) {
+    ev.lagged = true;
+    step.outcome = Outcome::kLagged;
+    step.push = true;
+    step.push_at = at + s.slow_lag;
+    step.push_ev = std::move(ev);
+    return;
+  }
+  if (s.paused) {
+    // A receive buffer: datagrams past its bound are dropped, as the
+    // kernel would; a stream's frames wait (TCP's window holds them).
+    constexpr size_t kMaxHeldDatagrams = 4096;
+    const size_t held_datagrams = static_cast<size_t>(std::count_if(
+        s.held.begin(), s.held.end(), [](const Ev& h) { return h.channel == Channel::kDatagram; }));
+    if (ev.channel == Channel::kDatagram && held_datagrams >= kMaxHeldDatagrams) {
+      step.outcome = Outcome::kPausedDropped;
       return;
     }
-    case Ev::Kind::kDeliver: {
-      SimNode& to = nodes[ev.node];
-      const SimNode& from = nodes[ev.from];
-      if (!to.up || ev.token != to.boot) return;  // host down or rebooted: frame lost
-      if (ev.channel == Channel::kStream && (!from.up || from.boot != ev.from_boot)) return;  // connection broken
-      if (!net.Deliverable(ev.from, ev.node)) return;
-      if (to.slow_lag > Duration(0) && !ev.lagged) {
-        ev.lagged = true;
-        At(now + to.slow_lag, std::move(ev));
-        return;
-      }
-      if (to.paused) {
-        // A receive buffer: datagrams past its bound are dropped, as the
-        // kernel would; a stream's frames wait (TCP's window holds them).
-        constexpr size_t kMaxHeldDatagrams = 4096;
-        const size_t held_datagrams = static_cast<size_t>(std::count_if(
-            to.held.begin(), to.held.end(), [](const Ev& h) { return h.channel == Channel::kDatagram; }));
-        if (ev.channel == Channel::kDatagram && held_datagrams >= kMaxHeldDatagrams) {
-          ++r.paused_frames_dropped;
-          return;
-        }
-        to.held.push_back(std::move(ev));
-        return;
-      }
-      trace.Mix(ev.from);
-      trace.Mix(ev.node);
+    step.outcome = Outcome::kHeld;
+    s.held.push_back(std::move(ev));
+    return;
+  }
+  step.outcome = Outcome::kDelivered;
+  step.from = ev.from;
+  step.channel = ev.channel;
+  step.bytes_hash = StableHash(ev.bytes);
+  s.changed_since_poll = true;
+  if (ev.channel == Channel::kStream) {
+    s.node->HandleStreamFrame(from.address, ev.bytes, local);
+  } else {
+    s.node->HandleDatagram(from.address, ev.bytes, local);
+  }
+  Collect(ev.node, step.out);
+  step.push = NextTick(ev.node, false, at, step.push_at, step.push_ev.token);
+  step.push_ev.kind = Ev::Kind::kTick;
+  step.push_ev.node = ev.node;
+}
+
+void Simulator::Impl::CommitStepEffects(NodeStep& step) {
+  using Outcome = NodeStep::Outcome;
+  now = step.at;
+  switch (step.outcome) {
+    case Outcome::kNothing:
+    case Outcome::kHeld:
+    case Outcome::kLagged:
+      return;
+    case Outcome::kPartitionDropped:
+      net.CountPartitionDrop();
+      return;
+    case Outcome::kPausedDropped:
+      ++r.paused_frames_dropped;
+      return;
+    case Outcome::kDelivered:
+      trace.Mix(step.from);
+      trace.Mix(step.node);
       trace.Mix(static_cast<uint64_t>(now.count()));
-      trace.Mix(static_cast<uint64_t>(ev.channel));
-      trace.Mix(ev.bytes);
+      trace.Mix(static_cast<uint64_t>(step.channel));
+      trace.Mix(step.bytes_hash);
       ++r.frames_delivered;
-      to.changed_since_poll = true;
-      if (ev.channel == Channel::kStream) {
-        to.node->HandleStreamFrame(from.address, ev.bytes, Local(ev.node));
-      } else {
-        to.node->HandleDatagram(from.address, ev.bytes, Local(ev.node));
-      }
-      Flush(ev.node);
-      Reschedule(ev.node, false);
+      break;
+    case Outcome::kTicked:
+      break;
+  }
+  CommitOutput(step.node, step.out);
+}
+
+void Simulator::Impl::CommitStep(NodeStep& step) {
+  assert(step.created < 0);
+  CommitStepEffects(step);
+  if (step.push) At(step.push_at, std::move(step.push_ev));
+}
+
+void Simulator::Impl::Dispatch(Ev& ev) {
+  switch (ev.kind) {
+    case Ev::Kind::kTick:
+    case Ev::Kind::kDeliver: {
+      NodeStep step;
+      RunStep(ev, now, step);
+      CommitStep(step);
       return;
     }
     case Ev::Kind::kStart: {
@@ -396,6 +505,7 @@ void Simulator::Impl::Dispatch(Ev& ev) {
     case Ev::Kind::kWindowStart:
       window_open_bytes = BytesOutByType();
       window_open_cpu = std::clock();  // reported only, never traced
+      window_open_wall = std::chrono::steady_clock::now();  // likewise
       return;
     case Ev::Kind::kMembersPoll: MembersPoll(); return;
   }
@@ -426,6 +536,7 @@ RunResult Simulator::Impl::Run() {
   Setup();
   const Time hard_stop = faults_end + o.liveness_bound + std::chrono::seconds(10);
   while (!done && !queue.empty()) {
+    if (windows != nullptr && RunWindow(hard_stop)) continue;
     auto entry = queue.Pop();
     now = entry.time;
     if (now > hard_stop) {
@@ -488,6 +599,10 @@ void Simulator::Impl::Finish() {
   r.liveness_bound_seconds = Sec(o.liveness_bound);
   r.last_divergence = last_divergence;
   r.network = net.counters();
+  if (windows != nullptr) {
+    r.windows = windows->windows;
+    r.parallel_windows = windows->parallel_windows;
+  }
   node::NodeCounters total;
   for (SimNode& s : nodes) {
     AddCounters(total, s.carried);

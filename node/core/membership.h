@@ -178,7 +178,7 @@ struct MembershipConfig {
   double suspicion_max_multiplier = 6.0;  // memberlist's SuspicionMaxTimeoutMult
   // Where member names, and addresses, are interned; null: a pool of this
   // node's own (one for both if `addresses` is null too). Nodes that share a
-  // pool must run in one thread (NamePool). Apart, each pool's ids are
+  // pool must run in one thread, unless it is frozen (NamePool). Apart, each pool's ids are
   // dense, and the member table's index is as long as the name ids.
   std::shared_ptr<NamePool> names;
   std::shared_ptr<NamePool> addresses;

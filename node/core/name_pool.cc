@@ -1,6 +1,9 @@
 #include "node/core/name_pool.h"
 
+#include <atomic>
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/hash/hash.h"
 
@@ -15,12 +18,28 @@ NamePool::Id NamePool::Find(std::string_view text) const {
   return it == index_.end() ? kNone : *it;
 }
 
+namespace {
+[[noreturn]] void FrozenViolation(const char* what) {
+  std::fprintf(stderr, "NamePool: %s in shared mode (the caller must pin every string first)\n", what);
+  std::abort();
+}
+}  // namespace
+
+// Relaxed: a count is only compared with zero by the thread that changes it;
+// the strings themselves do not change in shared mode.
+uint32_t NamePool::Refs(const Entry& e) {
+  return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(e.refs)).load(std::memory_order_relaxed);
+}
+
 NamePool::Id NamePool::Intern(std::string_view text) {
   if (const Id found = Find(text); found != kNone) {
-    assert(entries_[found].refs < UINT32_MAX);
-    ++entries_[found].refs;
+    const uint32_t before =
+        std::atomic_ref<uint32_t>(entries_[found].refs).fetch_add(1, std::memory_order_relaxed);
+    assert(before > 0 && before < UINT32_MAX);
+    (void)before;
     return found;
   }
+  if (frozen_) FrozenViolation("Intern of a new string");
   Id id;
   if (!free_.empty()) {
     id = free_.back();
@@ -37,16 +56,19 @@ NamePool::Id NamePool::Intern(std::string_view text) {
 }
 
 void NamePool::Release(Id id) {
-  assert(id < entries_.size() && entries_[id].refs > 0);
-  if (--entries_[id].refs > 0) return;
+  assert(id < entries_.size() && Refs(entries_[id]) > 0);
+  if (std::atomic_ref<uint32_t>(entries_[id].refs).fetch_sub(1, std::memory_order_relaxed) > 1) return;
+  if (frozen_) FrozenViolation("Release of the last reference");
   index_.erase(id);  // before the text goes: the hasher reads it
   std::string().swap(entries_[id].text);  // frees a long string's buffer too
   free_.push_back(id);
 }
 
 const std::string& NamePool::at(Id id) const {
-  assert(id < entries_.size() && entries_[id].refs > 0);
+  assert(id < entries_.size() && Refs(entries_[id]) > 0);
   return entries_[id].text;
 }
+
+uint32_t NamePool::references(Id id) const { return id < entries_.size() ? Refs(entries_[id]) : 0; }
 
 }  // namespace pollen::node

@@ -14,7 +14,8 @@
 // nodes one), which holds each string once per process. A node without a
 // shared pool gets a pool of its own.
 //
-// Not thread-safe: every Membership sharing a pool must run in one thread.
+// Not thread-safe, except in shared mode: every Membership sharing a pool
+// runs in one thread, unless the pool was put in shared mode (below).
 #pragma once
 
 #include <cstddef>
@@ -39,16 +40,27 @@ class NamePool {
 
   Id Intern(std::string_view text);
   void Release(Id id);  // asserts a live id
+
+  // Shared mode, for nodes driven from several threads at once (pollen-sim's
+  // --threads): from here on the set of strings is frozen. Find and at only
+  // read; Intern of held text and Release count atomically; an Intern of new
+  // text, or a Release of the last reference, would change the index under
+  // another thread's reads, so it aborts instead. The caller first interns
+  // (pins) every string the nodes will use. Irreversible.
+  void Freeze() { frozen_ = true; }
+  bool frozen() const { return frozen_; }
   Id Find(std::string_view text) const;
   const std::string& at(Id id) const;  // asserts a live id
+  uint32_t references(Id id) const;     // 0 for a free or unknown id
   size_t size() const { return index_.size(); }  // distinct strings held
   size_t ids() const { return entries_.size(); }  // every id is below this
 
  private:
   struct Entry {
     std::string text;
-    uint32_t refs = 0;  // 0: free
+    uint32_t refs = 0;  // 0: free. Read and written through std::atomic_ref (shared mode).
   };
+  static uint32_t Refs(const Entry& e);
   struct TextHash {
     using is_transparent = void;
     const NamePool* pool;
@@ -69,6 +81,7 @@ class NamePool {
   ChunkedVector<Entry> entries_;  // a lookup's probe reads its candidate's text here
   std::vector<Id> free_;
   absl::flat_hash_set<Id, TextHash, TextEq> index_;
+  bool frozen_ = false;
 };
 
 }  // namespace pollen::node

@@ -55,7 +55,8 @@ struct NodeConfig {
   bool reliable_fallback_ping = true;  // MembershipConfig::reliable_fallback_ping
   // MembershipConfig::names and ::addresses: where member names and
   // addresses are interned. Null (the default): the node's own. Nodes driven
-  // by one thread may share them (pollen-sim's do).
+  // by one thread may share them (pollen-sim's do); nodes on several threads
+  // only once they are frozen (NamePool::Freeze; pollen-sim's --threads).
   std::shared_ptr<NamePool> member_names;
   std::shared_ptr<NamePool> member_addresses;
   // MembershipConfig::warm_members: members taken as alive from Start on, as

@@ -41,6 +41,21 @@ TEST(NamePool, InternsOnceCountsReferencesAndFreesAtZero) {
   EXPECT_EQ(pool.at(b), std::string(40, 'b'));
 }
 
+TEST(NamePoolDeathTest, AFrozenPoolRefusesNewStringsAndLastReleases) {
+  // Either would change the index under another thread's reads (shared mode).
+  NamePool pool;
+  const NamePool::Id a = pool.Intern("alpha");
+  pool.Freeze();
+  EXPECT_TRUE(pool.frozen());
+  EXPECT_EQ(pool.Intern("alpha"), a);  // held text: counted, allowed
+  EXPECT_EQ(pool.references(a), 2u);
+  pool.Release(a);
+  EXPECT_EQ(pool.references(a), 1u);
+  EXPECT_DEATH(pool.Intern("beta"), "Intern of a new string in shared mode");
+  EXPECT_DEATH(pool.Release(a), "Release of the last reference in shared mode");
+  EXPECT_EQ(pool.at(a), "alpha");
+}
+
 TEST(MemberTable, FindsInsertedNamesAndForgetsErasedOnes) {
   auto pool = std::make_shared<NamePool>();
   MemberTable t(pool);

@@ -22,6 +22,7 @@ TEST(SimOptions, ParsesFlagsBothForms) {
   EXPECT_EQ(o->duration, std::chrono::milliseconds(12500));
   EXPECT_TRUE(o->warm_start);
   EXPECT_FALSE(o->huge_pages);  // the default
+  EXPECT_EQ(o->threads, 1u);    // likewise
   EXPECT_NE(std::find(o->replay_args.begin(), o->replay_args.end(), "--warm-start"), o->replay_args.end());
   // Replay flags omit the seed.
   for (const auto& a : o->replay_args) EXPECT_EQ(a.find("--seed"), std::string::npos);
@@ -45,6 +46,12 @@ TEST(SimOptions, RejectsBadFlags) {
   auto on = ParseFlags({"--huge-pages=on"});
   ASSERT_TRUE(on.ok()) << on.status();
   EXPECT_TRUE(on->huge_pages);
+  EXPECT_FALSE(ParseFlags({"--threads=0"}).ok());
+  EXPECT_FALSE(ParseFlags({"--threads=65"}).ok());
+  EXPECT_FALSE(ParseFlags({"--threads"}).ok());
+  auto two = ParseFlags({"--threads=2"});
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->threads, 2u);
   auto o = ParseFlags({"--warmup=10", "--join-bound=9.5"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->join_bound, std::chrono::milliseconds(9500));
