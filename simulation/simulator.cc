@@ -1,8 +1,6 @@
 // The event loop, node I/O and the run report.
 #include "simulation/sim_impl.h"
 
-#include "simulation/parallel_window.h"
-
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "simulation/parallel_window.h"
 
 namespace pollen::sim {
 
