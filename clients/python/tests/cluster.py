@@ -27,15 +27,9 @@ class Cluster:
         self.procs, self.resp_ports, self.http_ports = [], [], []
         seed = None
         for i in range(nodes):
-            gossip, resp, http = free_port(), free_port(), free_port()
-            args = [self.binary, "--node-name", "n%d" % (i + 1), "--gossip-bind", "127.0.0.1:%d" % gossip,
-                    "--resp-bind", "127.0.0.1:%d" % resp, "--http-bind", "127.0.0.1:%d" % http,
-                    "--log-level", "warn"]
-            if seed:
-                args += ["--seeds", seed]
+            proc, gossip, resp, http = self._start(i, env, seed)
             seed = seed or "127.0.0.1:%d" % gossip
-            with open(os.path.join(self.dir, "n%d.log" % (i + 1)), "w") as log:
-                self.procs.append(subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT))
+            self.procs.append(proc)
             self.resp_ports.append(resp)
             self.http_ports.append(http)
         try:
@@ -50,6 +44,41 @@ class Cluster:
                               "exited %s" % p.returncode, self.alive_members(i), self.log(i)[-2000:]))
             self.stop()
             raise RuntimeError("\n".join(report)) from None
+
+    def _start(self, i, env, seed, attempts=5):
+        """Starts node i on free ports. A port found free can be taken by
+        another test before pollend binds it (ctest runs two at once: CI,
+        2026-11-28, "cannot listen on 127.0.0.1:60815: Address already in
+        use"); then the node is started again on other ports. Any other
+        failure is left to the caller's wait, which reports the log."""
+        log_path = os.path.join(self.dir, "n%d.log" % (i + 1))
+        for _ in range(attempts):
+            gossip, resp, http = free_port(), free_port(), free_port()
+            args = [self.binary, "--node-name", "n%d" % (i + 1), "--gossip-bind", "127.0.0.1:%d" % gossip,
+                    "--resp-bind", "127.0.0.1:%d" % resp, "--http-bind", "127.0.0.1:%d" % http,
+                    "--log-level", "warn"]
+            if seed:
+                args += ["--seeds", seed]
+            with open(log_path, "w") as log:
+                proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+            # Listening (the HTTP port is bound last) or exited, whichever first.
+            deadline = time.monotonic() + 30
+            while proc.poll() is None and time.monotonic() < deadline and not self._answers(http):
+                time.sleep(0.05)
+            if proc.poll() is None:
+                return proc, gossip, resp, http
+            with open(log_path) as f:
+                if "Address already in use" not in f.read():
+                    return proc, gossip, resp, http
+        return proc, gossip, resp, http
+
+    @staticmethod
+    def _answers(http_port):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % http_port, timeout=2):
+                return True
+        except OSError:
+            return False
 
     @property
     def urls(self):
