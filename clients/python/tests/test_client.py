@@ -19,7 +19,8 @@ class SeenSetTest(unittest.TestCase):
         self.cluster.stop()
 
     def test_answers_per_key_in_batches_and_waits_for_replicas(self):
-        s = SeenSet(self.cluster.urls, "urls", batch_size=3, wait_replicas=2)
+        # A generous WAIT timeout: a WAIT cut short by a loaded machine is not what is tested.
+        s = SeenSet(self.cluster.urls, "urls", batch_size=3, wait_replicas=2, wait_timeout_ms=20000)
         s.reserve(0.001, 100000)
         s.reserve(0.001, 100000)  # exists: left as it is
         keys = ["k%d" % i for i in range(10)]
@@ -48,7 +49,7 @@ class SeenSetTest(unittest.TestCase):
         # to (with WAIT 1 the one holding them may be the other one, and the
         # node moved to answers "new" until gossip brings them: a duplicate,
         # not a loss).
-        s = SeenSet(self.cluster.urls, "f", wait_replicas=2)
+        s = SeenSet(self.cluster.urls, "f", wait_replicas=2, wait_timeout_ms=20000)  # as above
         keys = ["url-%d" % i for i in range(50)]
         self.assertEqual(s.seen_add(keys), [False] * 50)
         self.cluster.kill(0)  # the node in use, its connection idle
