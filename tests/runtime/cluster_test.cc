@@ -1,9 +1,38 @@
 // Multi-process: a 3-node cluster replicates adds to every node; a node that
 // joins late converges; the TCP-only mode replicates too.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "tests/runtime/cluster_fixture.h"
 
 namespace pollen::testing {
 namespace {
+
+// The harness's own promise: a port taken between PickFreePort and pollend's
+// bind (another test under ctest -j) costs a start on other ports, not a
+// failed test. Here a UDP socket holds the gossip port.
+TEST_F(ClusterTest, AFirstStartWhosePortWasTakenStartsAgainOnOtherPorts) {
+  const int held = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t taken = ntohs(a.sin_port);
+
+  nodes_.push_back(std::make_unique<Pollend>("n1", NodePorts{taken, PickFreePort(), PickFreePort(), false},
+                                             std::vector<std::string>{}, secret_, dir_ + "/n1.log"));
+  Pollend& n = *nodes_.back();
+  ASSERT_TRUE(n.Start());
+  EXPECT_TRUE(n.WaitReady(kReadyTimeout)) << TailFile(n.log_path());
+  EXPECT_NE(n.ports().gossip, taken);
+  EXPECT_NE(TailFile(n.log_path()).find("Address already in use"), std::string::npos);
+  ::close(held);
+}
 
 TEST_F(ClusterTest, AddsAtOneNodeReadPresentAtEveryOtherAndLateJoinerConverges) {
   ASSERT_NO_FATAL_FAILURE(StartThree());

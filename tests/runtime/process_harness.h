@@ -78,6 +78,9 @@ class Pollend {
           std::string log_path);
   ~Pollend();  // SIGKILL + reap
   bool Start();
+  // True once /readyz answers 200. A first start that exits because a port
+  // was taken between PickFreePort and the bind is retried on new ports (up
+  // to kMaxPortRetries times), so ports() may change here.
   bool WaitReady(std::chrono::milliseconds timeout);
   void Kill(int sig);
   // Waits for exit; returns the exit status (or -1 on timeout / signal).
@@ -96,6 +99,10 @@ class Pollend {
   std::string secret_hex_;
   std::string log_path_;
   pid_t pid_ = -1;
+  bool ever_ready_ = false;
+  size_t log_offset_ = 0;  // the log's size when this start began
+  static constexpr int kMaxPortRetries = 5;
+  std::string LogSinceStart() const;
 };
 
 std::string PollendPath();

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <sstream>
 #include <thread>
 
 #include "tests/runtime/cluster_fixture.h"
@@ -16,6 +17,16 @@ class WaitTest : public ClusterTest {
  protected:
   // Three nodes that all list three alive members and hold filter "urls".
   void StartWithFilter() { StartThreeWithFilter({"0.001", "100000"}); }
+
+  // The pollen_members lines of `n`'s metrics (for failure messages).
+  static std::string MembersOf(Pollend& n) {
+    std::string out;
+    std::istringstream lines(n.Metrics());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("pollen_members", 0) == 0) out += line + "\n";
+    }
+    return out;
+  }
 
   static std::vector<std::string> Args(std::vector<std::string> head, const std::vector<std::string>& keys) {
     head.insert(head.end(), keys.begin(), keys.end());
@@ -63,11 +74,11 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
     ASSERT_TRUE(WaitAlive(*nodes_[0], 3));
     nodes_[2]->Kill(SIGSTOP);  // n3 hears nothing and answers nothing
     std::atomic<bool> done{false};
-    RespReply waited;
+    RespReply added, waited;
     const std::string key = "silent-peer-" + std::to_string(attempt);
     std::thread waiter([&] {
       RespClient c = nodes_[0]->Client();
-      c.Command({"BF.ADD", "urls", key});
+      added = c.Command({"BF.ADD", "urls", key});
       waited = c.Command({"WAIT", "2", "60000"});
       done = true;
     });
@@ -83,13 +94,16 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
     }
     nodes_[2]->Kill(SIGCONT);  // n3 answers a resend (or is declared dead first)
     waiter.join();
+    // A WAIT whose connection recorded no key counts every live peer at
+    // once: the add must have been taken for the rest to mean anything.
+    ASSERT_EQ(added.type, RespReply::kInteger) << added.str;
     ASSERT_EQ(waited.type, RespReply::kInteger) << waited.str;
     EXPECT_GE(waited.integer, 1);
     EXPECT_LE(waited.integer, 2);
     if (!waiting) {
       // Answered before anyone saw it wait, all while n3 was stopped: n3 was
       // not counted, and must not have been counted as holding the key.
-      EXPECT_EQ(waited.integer, 1);
+      EXPECT_EQ(waited.integer, 1) << "n1's view:\n" << MembersOf(*nodes_[0]);
       continue;
     }
     EXPECT_TRUE(served_meanwhile);
