@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <queue>
 
 namespace pollen::sim {
 
@@ -56,7 +55,6 @@ bool Simulator::Impl::RunWindow(Time hard_stop) {
   w.next_node.store(0, std::memory_order_relaxed);
   for (WindowRunner::Lane& lane : w.lanes) {
     lane.steps.clear();
-    lane.step_keys.clear();
     lane.created_step.clear();
   }
 
@@ -82,9 +80,8 @@ bool Simulator::Impl::RunWindow(Time hard_stop) {
         lane.node_queue.pop_back();
         const uint32_t index = static_cast<uint32_t>(lane.steps.size());
         if (p.key >= WindowRunner::kCreated) lane.created_step[p.key - WindowRunner::kCreated] = index;
-        lane.steps.emplace_back();
-        lane.step_keys.push_back(p.key);
-        NodeStep& step = lane.steps.back();
+        NodeStep& step = lane.steps.emplace_back();
+        step.window_key = p.key;
         RunStep(p.ev, p.at, step);
         if (step.push && step.push_at < end) {
           step.created = static_cast<int32_t>(lane.created_step.size());
@@ -106,28 +103,28 @@ bool Simulator::Impl::RunWindow(Time hard_stop) {
 
   // Commit in the serial loop's order: (time, sequence), where a created
   // event's sequence number is taken when its creator commits.
-  struct Ref {
-    Time at{0};
-    uint64_t seq = 0;
-    uint32_t lane = 0, step = 0;
-  };
+  using Ref = WindowRunner::CommitRef;
   auto later = [](const Ref& a, const Ref& b) { return Earlier(b.at, b.seq, a.at, a.seq); };
-  std::priority_queue<Ref, std::vector<Ref>, decltype(later)> order(later);
+  std::vector<Ref>& order = w.commit_order;  // kept across windows (~30,000 at N=1000), not reallocated
+  order.clear();
   for (uint32_t lane = 0; lane < lanes; ++lane) {
     const WindowRunner::Lane& l = w.lanes[lane];
     for (uint32_t k = 0; k < l.steps.size(); ++k) {
-      if (l.step_keys[k] < WindowRunner::kCreated) order.push({l.steps[k].at, l.step_keys[k], lane, k});
+      if (l.steps[k].window_key < WindowRunner::kCreated) order.push_back({l.steps[k].at, l.steps[k].window_key, lane, k});
     }
   }
+  std::make_heap(order.begin(), order.end(), later);
   while (!order.empty()) {
-    const Ref ref = order.top();
-    order.pop();
+    std::pop_heap(order.begin(), order.end(), later);
+    const Ref ref = order.back();
+    order.pop_back();
     WindowRunner::Lane& l = w.lanes[ref.lane];
     NodeStep& step = l.steps[ref.step];
     CommitStepEffects(step);
     if (!step.push) continue;
     if (step.created >= 0) {
-      order.push({step.push_at, queue.TakeSeq(), ref.lane, l.created_step[static_cast<size_t>(step.created)]});
+      order.push_back({step.push_at, queue.TakeSeq(), ref.lane, l.created_step[static_cast<size_t>(step.created)]});
+      std::push_heap(order.begin(), order.end(), later);
     } else {
       At(step.push_at, std::move(step.push_ev));
     }

@@ -52,8 +52,13 @@ struct WindowRunner {
   struct Lane {
     std::vector<Pending> node_queue;     // the node being run: a min-heap
     std::vector<NodeStep> steps;         // in the order they ran
-    std::vector<uint64_t> step_keys;     // steps[k]'s key
     std::vector<uint32_t> created_step;  // created id -> index in steps
+  };
+  // A step waiting to commit: (at, seq) is its place in the serial order.
+  struct CommitRef {
+    Time at{0};
+    uint64_t seq = 0;
+    uint32_t lane = 0, step = 0;
   };
 
   WorkerTeam team;
@@ -62,6 +67,7 @@ struct WindowRunner {
   std::vector<uint32_t> by_node;                // indices into gathered, grouped by node
   std::vector<uint32_t> node_starts;            // where each node's group starts in by_node, then its size
   std::atomic<uint32_t> next_node{0};           // the next group a lane takes
+  std::vector<CommitRef> commit_order;          // a min-heap while the window commits
   uint64_t windows = 0, parallel_windows = 0;  // RunResult's
 };
 

@@ -176,7 +176,11 @@ struct NodeStep {
   bool push = false;
   Time push_at{0};
   Ev push_ev;
-  int32_t created = -1;  // parallel windows: the pushed event runs in this window, as created event `created`
+  // Parallel windows only (parallel_window.h): the pushed event runs in this
+  // window, as created event `created`; this step's own place in its node's
+  // order (WindowRunner::Pending::key).
+  int32_t created = -1;
+  uint64_t window_key = 0;
 };
 
 struct Sample {
