@@ -195,6 +195,7 @@ Node and workload:
   --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
   --tree-push-delay-ms=MS how long a tree push waits to gather more bits before it is forwarded (default 50)
   --compact-refs=on|off   tree pushes name known filters by name and digest, not full parameters (default on)
+  --implicit-sender=on|off  tree pushes and acks leave out the sender's address (default on)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
   --anti-entropy-max-ms=MS  with tree dissemination, once three anti-entropy intervals pass with no sign of trouble,
                           the interval doubles at each run, up to this (default 60000; at or below
@@ -255,7 +256,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"reliable-ping", true}, {"pause", false}, {"warm-start", false},
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
-        {"tree-push-delay-ms", true}, {"compact-refs", true},
+        {"tree-push-delay-ms", true}, {"compact-refs", true}, {"implicit-sender", true},
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
@@ -388,9 +389,11 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       if (has_value) {
         POLLEN_NUM(v, 0.1, 1e6) o.faults.pause_gap = FromSeconds(v);
       }
-    } else if (name == "lifeguard" || name == "compact-refs" || name == "reliable-ping" || name == "huge-pages") {
-      bool& flag = name == "lifeguard"      ? o.lifeguard
-                   : name == "compact-refs" ? o.compact_refs
+    } else if (name == "lifeguard" || name == "compact-refs" || name == "implicit-sender" || name == "reliable-ping" ||
+               name == "huge-pages") {
+      bool& flag = name == "lifeguard"         ? o.lifeguard
+                   : name == "compact-refs"    ? o.compact_refs
+                   : name == "implicit-sender" ? o.implicit_sender
                    : name == "huge-pages"   ? o.huge_pages
                                             : o.reliable_ping;
       if (value == "on") {

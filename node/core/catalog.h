@@ -78,6 +78,10 @@ absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& entry);
 // never 0 (0 marks the full form); equal parameters give equal digests,
 // different ones collide with probability ~2^-64.
 inline constexpr uint32_t kTreeFeatureCompactRefs = 1;  // TreeBeacon.features bit
+// Tree frames without the sender's address (NodeConfig::tree_implicit_sender):
+// the neighbour finds it in its member list. 17 of a one-key push's ~125
+// bytes on loopback addresses, more for longer ones.
+inline constexpr uint32_t kTreeFeatureImplicitSender = 2;  // TreeBeacon.features bit
 uint64_t ParamsDigest(const crdt::FilterParams& params);
 // Rewrites a full reference in place to its compact form.
 void CompactRef(wire::FilterRef* ref);

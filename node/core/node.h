@@ -102,6 +102,11 @@ struct NodeConfig {
   // filter's catalog entry is no longer being announced. false: full
   // references only, and none advertised (for comparisons).
   bool tree_compact_refs = true;
+  // Leave the sender's address out of pushes and delivery control sent to
+  // neighbours whose beacon advertises that they take it from their member
+  // list (wire.proto TreeBeacon.features bit 1); beacons and hellos keep it.
+  // false: the address on every frame, and none of that advertised.
+  bool tree_implicit_sender = true;
 
   // Owner-routed adds (FilterConfig::routed): how long an asker waits for
   // an owner's answer before asking again (node/core/routing.h).

@@ -12,16 +12,19 @@ std::string Node::Impl::Serialize(wire::Envelope& env) const {
   return plain;
 }
 
-std::string Node::Impl::SerializeBody(int field, const google::protobuf::MessageLite& body) {
+std::string Node::Impl::SerializeBody(int field, const google::protobuf::MessageLite& body, bool implicit_sender) {
   if (envelope_header.empty()) {
     wire::Envelope header;
     envelope_header = Serialize(header);
+    header.clear_sender_address();
+    header.SerializeToString(&envelope_header_implicit);
   }
+  const std::string& header = implicit_sender ? envelope_header_implicit : envelope_header;
   const size_t size = body.ByteSizeLong();
   assert(field > 0 && field < 2048 && size <= protocol::kMaxFrameBytes);
   std::string plain;
-  plain.reserve(envelope_header.size() + 2 + 5 + size);
-  plain = envelope_header;
+  plain.reserve(header.size() + 2 + 5 + size);
+  plain = header;
   auto put_varint = [&plain](uint64_t v) {
     while (v >= 0x80) {
       plain.push_back(static_cast<char>((v & 0x7f) | 0x80));

@@ -290,6 +290,8 @@ struct Node::Impl {
   // Tree neighbours whose last beacon advertised kTreeFeatureCompactRefs
   // (a subset of tree->Neighbours(), pruned with the delivery links).
   std::set<std::string> compact_ref_links;
+  // Likewise for kTreeFeatureImplicitSender.
+  std::set<std::string> implicit_sender_links;
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
   std::vector<Outgoing> out;
@@ -479,8 +481,10 @@ struct Node::Impl {
   // per node) followed by the body field. For the per-round gossip and
   // membership frames (moving each body into an Envelope and freeing it
   // again was ~2% of pollen-sim N=100).
-  std::string SerializeBody(int field, const google::protobuf::MessageLite& body);
+  // `implicit_sender`: without sender_address (kTreeFeatureImplicitSender).
+  std::string SerializeBody(int field, const google::protobuf::MessageLite& body, bool implicit_sender = false);
   std::string envelope_header;  // Serialize() of an Envelope with no body; built on first use
+  std::string envelope_header_implicit;  // the same without sender_address
   // Seals serialized envelope bytes (`type`: BodyIndex) for one peer.
   void SendPlain(const Address& to, const std::string& plain, size_t type, bool stream);
   // The same bytes for several peers: sealed once, under one (sender,
@@ -710,7 +714,8 @@ struct Node::Impl {
   void SendPush(const std::string& link, const PushDelivery::Numbered& push, bool resend);
   // Sends the probes, acks and NACKs that are due, each link's in one frame.
   void ServiceDelivery();
-  void SendTree(std::span<const Address> peers, const wire::Tree& msg);
+  // `implicit_sender`: leave the address out (only to implicit_sender_links).
+  void SendTree(std::span<const Address> peers, const wire::Tree& msg, bool implicit_sender = false);
   void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
 
   // Appends the words of (filter, slot) to `packer` as Delta parts; returns

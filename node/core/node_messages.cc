@@ -200,10 +200,15 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     std::lock_guard lock(stats_mu);
     bytes_in_type[BodyIndex(env)] += bytes.size();
   }
-  // Replies go to where the sender listens (a stream's source port is not it).
-  const Address reply_to = (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes)
-                               ? env.sender_address()
-                               : from;
+  // Replies go to where the sender listens (a stream's source port is not
+  // it). A tree frame may leave the address out (kTreeFeatureImplicitSender):
+  // the member list has it.
+  Address reply_to = from;
+  if (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes) {
+    reply_to = env.sender_address();
+  } else if (env.sender_address().empty() && env.body_case() == wire::Envelope::kTree) {
+    if (const Address* listed = membership->LiveAddressOf(env.sender_name()); listed != nullptr) reply_to = *listed;
+  }
   switch (env.body_case()) {
     case wire::Envelope::kMembership:
       if (started) {

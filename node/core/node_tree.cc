@@ -25,9 +25,11 @@ void Node::Impl::TreeRound() {
   if (tree->version() != retained_shape) {
     const std::vector<std::string> neighbours = tree->Neighbours();
     delivery->Retain(neighbours);
-    std::erase_if(compact_ref_links, [&](const std::string& link) {
+    const auto gone = [&](const std::string& link) {
       return !std::binary_search(neighbours.begin(), neighbours.end(), link);
-    });
+    };
+    std::erase_if(compact_ref_links, gone);
+    std::erase_if(implicit_sender_links, gone);
     retained_shape = tree->version();
   }
   RecomputeTree();
@@ -137,7 +139,8 @@ wire::TreeBeacon Node::Impl::BeaconToWire() const {
   w.set_root(tree->beacon().root);
   w.set_distance(tree->beacon().distance);
   w.set_parent(tree->beacon().parent);
-  if (config.tree_compact_refs) w.set_features(kTreeFeatureCompactRefs);
+  w.set_features((config.tree_compact_refs ? kTreeFeatureCompactRefs : 0) |
+                 (config.tree_implicit_sender ? kTreeFeatureImplicitSender : 0));
   return w;
 }
 
@@ -257,7 +260,7 @@ void Node::Impl::SendPush(const std::string& link, const PushDelivery::Numbered&
   msg.set_stream(push.stream);
   msg.set_seq(push.seq);
   ControlToWire(delivery->TakeControl(link, now, true), msg);
-  SendTree({address, 1}, msg);
+  SendTree({address, 1}, msg, implicit_sender_links.contains(link));
   Stats([&](NodeCounters& s) { s.delta_bits_sent += push.bits; });
 }
 
@@ -272,12 +275,12 @@ void Node::Impl::ServiceDelivery() {
     if (control.empty() || address == nullptr) continue;
     wire::Tree msg;
     ControlToWire(control, msg);
-    SendTree({address, 1}, msg);
+    SendTree({address, 1}, msg, implicit_sender_links.contains(link));
   }
 }
 
-void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg) {
-  const std::string plain = SerializeBody(wire::Envelope::kTreeFieldNumber, msg);
+void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg, bool implicit_sender) {
+  const std::string plain = SerializeBody(wire::Envelope::kTreeFieldNumber, msg, implicit_sender);
   SendPlainToAll(peers, plain, BodyIndex(wire::Envelope::kTree), false);
 }
 
@@ -352,6 +355,11 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
       compact_ref_links.insert(sender);
     } else {
       compact_ref_links.erase(sender);
+    }
+    if (config.tree_implicit_sender && (b.features() & kTreeFeatureImplicitSender) != 0) {
+      implicit_sender_links.insert(sender);
+    } else {
+      implicit_sender_links.erase(sender);
     }
     const bool was_child = tree->IsChild(sender);
     tree->OnBeacon(sender, BroadcastTree::Beacon{b.root(), b.distance(), b.parent()});

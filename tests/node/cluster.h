@@ -80,6 +80,8 @@ struct ClusterOptions {
   NodeConfig::Dissemination dissemination = NodeConfig::Dissemination::kTree;  // the node default
   bool report_peer_adds = false;  // NodeConfig::report_peer_adds
   bool compact_refs = true;       // NodeConfig::tree_compact_refs
+  // Last word on node i's config (say, one node as an older version).
+  std::function<void(size_t i, NodeConfig&)> configure;
   bool inspect = false;  // count delivered frames by (channel, type) in delivered()
   // Return true to drop a frame (from, outgoing, peeked envelope if it opened).
   std::function<bool(size_t from, const Outgoing&, const wire::Envelope&)> drop;
@@ -110,6 +112,7 @@ class Cluster {
     c.filters = options_.filters;
     c.report_peer_adds = options_.report_peer_adds;
     c.tree_compact_refs = options_.compact_refs;
+    if (options_.configure) options_.configure(i, c);
     return c;
   }
 

@@ -285,6 +285,57 @@ TEST(TreeDissemination, PushesNameKnownFiltersCompactly) {
   EXPECT_LT(tree_bytes[1], tree_bytes[0]);
 }
 
+// Pushes and delivery control to a neighbour that advertises it leave the
+// sender's address out (the neighbour's member list has it); beacons keep it,
+// and so does everything sent to a neighbour that does not advertise it (an
+// older node: node 0 here). Every key still reaches every node, by the tree
+// alone, and the tree sends fewer bytes.
+TEST(TreeDissemination, PushesLeaveTheSenderAddressOutWhereTheNeighbourTakesIt) {
+  uint64_t tree_bytes[2] = {0, 0};
+  for (bool implicit : {false, true}) {
+    ClusterOptions o = TreeOptions(12);
+    o.anti_entropy_interval = 1000s;
+    o.configure = [implicit](size_t i, NodeConfig& c) { c.tree_implicit_sender = implicit && i != 0; };
+    bool counting = false;
+    // Pushes by whether they carry the address, and whether node 0 (the
+    // older node) sends or receives them.
+    uint64_t bare = 0, addressed_old = 0, addressed_others = 0, bare_to_old = 0, bare_beacons = 0;
+    o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
+      if (!counting || !env.has_tree()) return false;
+      const bool has_address = !env.sender_address().empty();
+      const bool old = from == 0 || out.to == AddressOf(0);
+      if (env.tree().has_data()) ++(!has_address ? bare : old ? addressed_old : addressed_others);
+      if (!has_address && out.to == AddressOf(0)) ++bare_to_old;
+      if (!has_address && env.tree().has_beacon()) ++bare_beacons;
+      return false;
+    };
+    Cluster c(o);
+    c.StartAll();
+    ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+    c.RunFor(20s);
+    counting = true;
+    const uint64_t before = TreeBytes(c);
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
+      if (i % 10 == 9) c.Step();
+    }
+    ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 200); }, 5s)) << "implicit " << implicit;
+    ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 5s));
+    tree_bytes[implicit] = TreeBytes(c) - before;
+    EXPECT_EQ(bare_to_old, 0u);
+    EXPECT_EQ(bare_beacons, 0u);
+    EXPECT_GT(addressed_old, 0u);
+    if (implicit) {
+      // Links made during the run send with the address until the new
+      // neighbour's beacon arrives: a few.
+      EXPECT_GT(bare, 50 * addressed_others);
+    } else {
+      EXPECT_EQ(bare, 0u);
+    }
+  }
+  EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+}
+
 // A compact reference the receiver cannot resolve (it lacks the filter, or
 // holds it with other parameters) does not count as received: the push is
 // NACKed at once, nothing is merged, and the NACKed push comes again with full

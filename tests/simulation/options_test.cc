@@ -46,6 +46,11 @@ TEST(SimOptions, RejectsBadFlags) {
   auto on = ParseFlags({"--huge-pages=on"});
   ASSERT_TRUE(on.ok()) << on.status();
   EXPECT_TRUE(on->huge_pages);
+  EXPECT_FALSE(ParseFlags({"--implicit-sender=maybe"}).ok());
+  auto explicit_sender = ParseFlags({"--implicit-sender=off"});
+  ASSERT_TRUE(explicit_sender.ok()) << explicit_sender.status();
+  EXPECT_FALSE(explicit_sender->implicit_sender);
+  EXPECT_TRUE(on->implicit_sender);  // the default
   EXPECT_FALSE(ParseFlags({"--threads=0"}).ok());
   EXPECT_FALSE(ParseFlags({"--threads=65"}).ok());
   EXPECT_FALSE(ParseFlags({"--threads"}).ok());
