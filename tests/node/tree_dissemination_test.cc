@@ -38,6 +38,25 @@ uint64_t TreeBytes(Cluster& c) {
   return bytes;
 }
 
+// Starts `o`'s cluster and lets it settle, sets `counting`, adds 200 keys
+// round-robin, and stores in `*bytes` the tree bytes sent until every node
+// holds them all (within 5 s). Use under ASSERT_NO_FATAL_FAILURE.
+void TreeBytesOf200Keys(const ClusterOptions& o, bool& counting, uint64_t* bytes) {
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(20s);
+  counting = true;
+  const uint64_t before = TreeBytes(c);
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
+    if (i % 10 == 9) c.Step();
+  }
+  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 200); }, 5s));
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 5s));
+  *bytes = TreeBytes(c) - before;
+}
+
 uint64_t BitsSent(Cluster& c) {
   uint64_t sent = 0;
   for (size_t n = 0; n < c.size(); ++n) sent += c.node(n).Counters().delta_bits_sent;
@@ -262,19 +281,7 @@ TEST(TreeDissemination, PushesNameKnownFiltersCompactly) {
       }
       return false;
     };
-    Cluster c(o);
-    c.StartAll();
-    ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
-    c.RunFor(20s);
-    counting = true;
-    const uint64_t before = TreeBytes(c);
-    for (int i = 0; i < 200; ++i) {
-      ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
-      if (i % 10 == 9) c.Step();
-    }
-    ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 200); }, 5s)) << "compact " << compact;
-    ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 5s));
-    tree_bytes[compact] = TreeBytes(c) - before;
+    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[compact])) << "compact " << compact;
     if (compact) {
       EXPECT_GT(compact_deltas, 20 * full_deltas);
     } else {
@@ -309,19 +316,7 @@ TEST(TreeDissemination, PushesLeaveTheSenderAddressOutWhereTheNeighbourTakesIt) 
       if (!has_address && env.tree().has_beacon()) ++bare_beacons;
       return false;
     };
-    Cluster c(o);
-    c.StartAll();
-    ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
-    c.RunFor(20s);
-    counting = true;
-    const uint64_t before = TreeBytes(c);
-    for (int i = 0; i < 200; ++i) {
-      ASSERT_TRUE(c.node(static_cast<size_t>(i) % c.size()).Add("crawl", Key(i)).ok());
-      if (i % 10 == 9) c.Step();
-    }
-    ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 0, 200); }, 5s)) << "implicit " << implicit;
-    ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 5s));
-    tree_bytes[implicit] = TreeBytes(c) - before;
+    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[implicit])) << "implicit " << implicit;
     EXPECT_EQ(bare_to_old, 0u);
     EXPECT_EQ(bare_beacons, 0u);
     EXPECT_GT(addressed_old, 0u);
