@@ -93,6 +93,9 @@ fuzz_one() {
   [ -n "$dict" ] && args+=(-dict="$dict")
   local dirs=("$work")
   [ -d "$seeds" ] && dirs+=("$seeds")
+  # Every crash turned into a regression input replays first, here under
+  # clang's ASan+UBSan (and under g++ in ctest's Release run).
+  [ -d "fuzz/regressions/$target" ] && dirs+=("fuzz/regressions/$target")
   local status=0
   # shellcheck disable=SC2086
   "$binary" "${args[@]}" ${FUZZ_ARGS:-} "${dirs[@]}" >"$log" 2>&1 || status=$?
