@@ -1,7 +1,8 @@
 """Real Scrapy crawls (Debian's python3-scrapy) of a local site, served by
 this test, deduplicated by pollen.scrapy.PollenDupeFilter on a real 3-node
 cluster: every page fetched once, duplicates skipped; a node killed
-mid-crawl changes nothing; two crawlers at two nodes on a routed filter
+mid-crawl loses no page (the one request in flight may fetch its page
+twice); two crawlers at two nodes on a routed filter
 fetch each page once between them."""
 import json
 import os
@@ -123,12 +124,11 @@ class ScrapyCrawlTest(unittest.TestCase):
         finally:
             site.stop()
 
-    def test_a_node_killed_mid_crawl_changes_nothing(self):
+    def test_a_node_killed_mid_crawl_loses_nothing(self):
         killed = threading.Event()
 
         def kill_at(page):
-            # Mid-crawl, while Scrapy waits for this page (one request at a
-            # time, so no dupefilter request is in flight): its node dies.
+            # Mid-crawl, while Scrapy waits for this page, its node dies.
             # WAIT 2: the node the crawl moves to holds every fingerprint.
             if page == PAGES // 3 and not killed.is_set():
                 killed.set()
@@ -137,17 +137,25 @@ class ScrapyCrawlTest(unittest.TestCase):
         site = Site(on_page=kill_at)
         self.reserve_everywhere()
         try:
-            # WAIT's timeout is generous: a WAIT 2 cut short before the kill (CI
-            # under ctest -j2, 2026-11-28: the default 1 s) leaves a key at the
-            # killed node alone, and its page is fetched again. After the kill
-            # a WAIT ends as soon as the dead node leaves the view.
+            # WAIT's timeout is generous: a WAIT 2 cut short before the kill
+            # would leave a key at the killed node alone.
             stats = self.crawl(site, {"REDIS_URL": self.cluster.urls[0], "POLLEN_URLS": self.cluster.urls[1:],
                                       "POLLEN_WAIT_REPLICAS": 2, "POLLEN_WAIT_TIMEOUT_MS": 20000,
                                       "CONCURRENT_REQUESTS": 1})
             self.assertTrue(killed.is_set())
-            self.assert_every_page_once(site)
             self.assertEqual(stats.get("pollen/failovers"), 1)
-            self.assertEqual(stats.get("pollen/unvouched_keys"), 0)
+            # Scrapy handles a page's links while it downloads the next page,
+            # so a dupefilter request may be in flight when the node dies
+            # (seen in CI: page 74, twice). The client cannot know whether
+            # that key was added before, so it answers "not seen" and counts
+            # it unvouched (clients/python/README.md): at most one such key,
+            # its page fetched at most twice. Every other page once.
+            unvouched = stats.get("pollen/unvouched_keys")
+            self.assertLessEqual(unvouched, 1)
+            self.assertEqual(sorted(site.hits), list(range(PAGES)), "pages never fetched")
+            twice = {p: n for p, n in site.hits.items() if n != 1}
+            self.assertLessEqual(len(twice), unvouched, "pages fetched more than once: %s" % twice)
+            self.assertTrue(all(n == 2 for n in twice.values()), twice)
             # Every WAIT 2 after the kill is short: one peer is left.
             self.assertGreater(stats.get("pollen/short_waits"), 0)
         finally:
