@@ -38,7 +38,9 @@ class SeenSet:
       "redis://:password@host:port", "rediss://..."), or "host:port".
     batch_size: keys per BF.MADD (and per WAIT).
     wait_replicas, wait_timeout_ms: WAIT after each batch (0: no WAIT).
-    socket_timeout: seconds for one reply before the node counts as failed.
+    socket_timeout: seconds for one reply before the node counts as failed
+      (with wait_replicas, replies may take wait_timeout_ms longer: a WAIT
+      takes up to its timeout by design, and is not a failed node).
     home_retry_seconds: after failing over, how often to try the first node again.
     """
 
@@ -161,13 +163,21 @@ class SeenSet:
         if self._conn is not None and self._peer_closed(self._conn):
             self.close()
         if self._conn is None:
-            conn = _connection_from_url(self.urls[self._index], self.socket_timeout)
+            conn = _connection_from_url(self.urls[self._index], self._reply_timeout(), self.socket_timeout)
             try:
                 conn.connect()
             except _CONNECTION_ERRORS as e:
                 raise _NotSent() from e
             self._conn = conn
         return self._conn
+
+    def _reply_timeout(self):
+        # One socket timeout serves every command of a connection (redis-py
+        # 4.3 has no per-call timeout), so it covers the slowest, WAIT.
+        # Without the extra, a WAIT that waited out a killed peer for more
+        # than socket_timeout counted its healthy node as failed and moved on.
+        extra = self.wait_timeout_ms / 1000.0 if self.wait_replicas > 0 else 0.0
+        return self.socket_timeout + extra
 
     @staticmethod
     def _peer_closed(conn):
@@ -195,11 +205,11 @@ class SeenSet:
             self._index = 0
 
 
-def _connection_from_url(url, socket_timeout):
+def _connection_from_url(url, reply_timeout, connect_timeout):
     kwargs = redis.connection.parse_url(url)
     kwargs.pop("connection_class", None)
-    kwargs["socket_timeout"] = socket_timeout
-    kwargs["socket_connect_timeout"] = socket_timeout
+    kwargs["socket_timeout"] = reply_timeout
+    kwargs["socket_connect_timeout"] = connect_timeout
     if url.startswith("rediss://"):
         return redis.SSLConnection(**kwargs)
     return redis.Connection(**kwargs)

@@ -24,6 +24,9 @@ Settings (scrapy-redis's names where they mean the same):
                                (default 0): a node that dies takes no
                                fingerprint with it
     POLLEN_WAIT_TIMEOUT_MS     WAIT's timeout (default 1000)
+    POLLEN_HOME_RETRY_SECONDS  after failing over, how often to try the first
+                               node again (default 30; a try that fails
+                               counts as another failover)
 
 A false positive of the filter (POLLEN_ERROR_RATE) skips a request that was
 never fetched; a node failing mid-request answers its keys "not seen"
@@ -74,7 +77,8 @@ class PollenDupeFilter(BaseDupeFilter):
         key = settings.get("SCHEDULER_DUPEFILTER_KEY", DEFAULT_KEY) % {"spider": name}
         seen_set = SeenSet(_node_urls(settings), key,
                            wait_replicas=settings.getint("POLLEN_WAIT_REPLICAS", 0),
-                           wait_timeout_ms=settings.getint("POLLEN_WAIT_TIMEOUT_MS", 1000))
+                           wait_timeout_ms=settings.getint("POLLEN_WAIT_TIMEOUT_MS", 1000),
+                           home_retry_seconds=settings.getfloat("POLLEN_HOME_RETRY_SECONDS", 30.0))
         return cls(seen_set, debug=settings.getbool("DUPEFILTER_DEBUG"),
                    fingerprinter=getattr(crawler, "request_fingerprinter", None),
                    error_rate=settings.getfloat("POLLEN_ERROR_RATE", 0.001),
