@@ -285,12 +285,20 @@ bool Pollend::WaitReady(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int restarts = 0;; ++restarts) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    WaitFor([&] { return !running() || HttpGet(ports_.http, "/readyz").status == 200; }, left);
-    if (running()) {
-      if (HttpGet(ports_.http, "/readyz").status != 200) return false;  // timed out
+    // Readiness is recorded where it is seen: asking /readyz again afterwards
+    // could fail on its own and turn a ready node into a timeout.
+    bool ready = false;
+    WaitFor(
+        [&] {
+          ready = running() && HttpGet(ports_.http, "/readyz").status == 200;
+          return ready || !running();
+        },
+        left);
+    if (ready) {
       ever_ready_ = true;
       return true;
     }
+    if (running()) return false;  // timed out
     // It exited. PickFreePort's ports are free when picked, not when pollend
     // binds them: a test running beside this one (ctest -j) may take one in
     // between. On a first start, and only for that reason, try other ports.

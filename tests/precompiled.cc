@@ -1,0 +1,1 @@
+// The translation unit that builds tests/precompiled.h once (tests/CMakeLists.txt).
