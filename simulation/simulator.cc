@@ -86,6 +86,7 @@ bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
   c.tree_push_delay = o.tree_push_delay;
   c.tree_compact_refs = o.compact_refs;
   c.tree_implicit_sender = o.implicit_sender;
+  c.tree_filter_aliases = o.filter_aliases;
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
   c.reliable_fallback_ping = o.reliable_ping;

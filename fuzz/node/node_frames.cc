@@ -164,6 +164,15 @@ std::vector<std::string> Templates() {
     t->set_ack(5);
     t->add_nack(7);
     finish(env);
+    // ... naming the filter by a compact reference that defines an alias
+    // (filter_aliases.h), then by the alias alone
+    node::CompactRef(d->mutable_filter());
+    d->mutable_filter()->set_alias(1);
+    finish(env);
+    d->mutable_filter()->Clear();
+    d->mutable_filter()->set_alias(1);
+    t->set_seq(4);
+    finish(env);
   }
   {  // owner routing: a request to decide keys, and a reply to one
     wire::Envelope env;

@@ -111,6 +111,9 @@ absl::StatusOr<crdt::FilterParams> FromWire(const wire::FilterRef& ref) {
   // A compact reference is resolved against local state (Node's
   // ParamsFromWire), never taken as parameters.
   if (ref.digest() != 0) return absl::InvalidArgumentError("a compact filter reference here");
+  // Likewise an alias: only a tree push's receiver knows what it stands for
+  // (HandleTree replaces it before decoding).
+  if (ref.alias() != 0) return absl::InvalidArgumentError("a filter alias here");
   crdt::FilterParams p = Unvalidated(ref);
   if (absl::Status s = crdt::ValidateParams(p); !s.ok()) return s;
   return p;

@@ -107,6 +107,11 @@ struct NodeConfig {
   // list (wire.proto TreeBeacon.features bit 1); beacons and hellos keep it.
   // false: the address on every frame, and none of that advertised.
   bool tree_implicit_sender = true;
+  // Name filters in pushes to neighbours that advertise it (TreeBeacon
+  // features bit 2) by link-scoped numbers instead of compact references
+  // (node/core/filter_aliases.h); needs tree_compact_refs. false: none sent
+  // and none advertised.
+  bool tree_filter_aliases = true;
 
   // Owner-routed adds (FilterConfig::routed): how long an asker waits for
   // an owner's answer before asking again (node/core/routing.h).

@@ -32,6 +32,7 @@
 #include "node/core/gossip_packer.h"
 #include "node/core/held_deltas.h"
 #include "node/core/membership.h"
+#include "node/core/filter_aliases.h"
 #include "node/core/push_delivery.h"
 #include "node/core/routing.h"
 #include "node/core/rng.h"
@@ -290,8 +291,10 @@ struct Node::Impl {
   // Tree neighbours whose last beacon advertised kTreeFeatureCompactRefs
   // (a subset of tree->Neighbours(), pruned with the delivery links).
   std::set<std::string> compact_ref_links;
-  // Likewise for kTreeFeatureImplicitSender.
+  // Likewise for kTreeFeatureImplicitSender and kTreeFeatureFilterAliases.
   std::set<std::string> implicit_sender_links;
+  std::set<std::string> alias_links;
+  FilterAliases aliases;  // with `tree`: both directions of every tree link
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
   std::vector<Outgoing> out;
@@ -717,6 +720,13 @@ struct Node::Impl {
   // `implicit_sender`: leave the address out (only to implicit_sender_links).
   void SendTree(std::span<const Address> peers, const wire::Tree& msg, bool implicit_sender = false);
   void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
+  // Filter aliases in a tree push from `sender` (filter_aliases.h): replaced
+  // by the compact references they stand for, and the push's own
+  // definitions collected into `defined` (not learned yet).
+  enum class AliasExpansion { kNone, kExpanded, kUnknown, kMalformed };
+  static bool HasAlias(const wire::Gossip& g);
+  AliasExpansion ExpandAliases(const std::string& sender, uint32_t stream, uint64_t seq, wire::Gossip* g,
+                               std::vector<std::pair<uint32_t, FilterAliases::Target>>* defined) const;
 
   // Appends the words of (filter, slot) to `packer` as Delta parts; returns
   // the bits packed (0 if the filter or sub-filter is gone), and appends each

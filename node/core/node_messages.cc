@@ -7,6 +7,7 @@ absl::StatusOr<crdt::FilterParams> Node::Impl::ParamsFromWire(const wire::Filter
                                                               std::shared_ptr<const FilterState>* matched) const {
   if (matched != nullptr) matched->reset();
   if (ref.digest() != 0 && !IsCompactRef(ref)) return absl::InvalidArgumentError("digest beside full parameters");
+  if (ref.alias() != 0) return absl::InvalidArgumentError("a filter alias outside a tree push");
   auto it = filters.find(ref.name());
   if (IsCompactRef(ref)) {
     if (it == filters.end() || ParamsDigest(it->second->entry.params) != ref.digest()) {

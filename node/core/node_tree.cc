@@ -25,11 +25,13 @@ void Node::Impl::TreeRound() {
   if (tree->version() != retained_shape) {
     const std::vector<std::string> neighbours = tree->Neighbours();
     delivery->Retain(neighbours);
+    aliases.Retain(neighbours);
     const auto gone = [&](const std::string& link) {
       return !std::binary_search(neighbours.begin(), neighbours.end(), link);
     };
     std::erase_if(compact_ref_links, gone);
     std::erase_if(implicit_sender_links, gone);
+    std::erase_if(alias_links, gone);
     retained_shape = tree->version();
   }
   RecomputeTree();
@@ -140,7 +142,8 @@ wire::TreeBeacon Node::Impl::BeaconToWire() const {
   w.set_distance(tree->beacon().distance);
   w.set_parent(tree->beacon().parent);
   w.set_features((config.tree_compact_refs ? kTreeFeatureCompactRefs : 0) |
-                 (config.tree_implicit_sender ? kTreeFeatureImplicitSender : 0));
+                 (config.tree_implicit_sender ? kTreeFeatureImplicitSender : 0) |
+                 (config.tree_compact_refs && config.tree_filter_aliases ? kTreeFeatureFilterAliases : 0));
   return w;
 }
 
@@ -251,10 +254,20 @@ void Node::Impl::SendPush(const std::string& link, const PushDelivery::Numbered&
   // fixed-size filter, ~37 for a scaling one (catalog.h). Not for a filter
   // whose catalog entry is still being announced: the link may not hold it
   // yet (the entry rides in this push).
+  // Aliases save ~18 more (filter_aliases.h) once the link has acknowledged
+  // a push that defined them.
   if (!resend && compact_ref_links.contains(link)) {
+    const bool alias = alias_links.contains(link);
+    const uint64_t acked = alias ? delivery->acked(link) : 0;
     for (wire::Delta& delta : *msg.mutable_data()->mutable_deltas()) {
-      const std::string& name = delta.filter().name();
-      if (!announce_catalog.contains(name) && !catalog_rounds.contains(name)) CompactRef(delta.mutable_filter());
+      wire::FilterRef& ref = *delta.mutable_filter();
+      if (announce_catalog.contains(ref.name()) || catalog_rounds.contains(ref.name())) continue;
+      CompactRef(&ref);
+      if (!alias) continue;
+      const FilterAliases::Form form =
+          aliases.ForPush(link, push.stream, FilterAliases::Target{ref.name(), ref.digest()}, push.seq, acked);
+      if (form.alias != 0 && !form.define) ref.Clear();
+      ref.set_alias(form.alias);
     }
   }
   msg.set_stream(push.stream);
@@ -284,6 +297,39 @@ void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg,
   SendPlainToAll(peers, plain, BodyIndex(wire::Envelope::kTree), false);
 }
 
+bool Node::Impl::HasAlias(const wire::Gossip& g) {
+  return std::any_of(g.deltas().begin(), g.deltas().end(), [](const wire::Delta& d) { return d.filter().alias() != 0; });
+}
+
+Node::Impl::AliasExpansion Node::Impl::ExpandAliases(const std::string& sender, uint32_t stream, uint64_t seq,
+                                                     wire::Gossip* g,
+                                                     std::vector<std::pair<uint32_t, FilterAliases::Target>>* defined) const {
+  if (seq == 0 || stream == 0) return AliasExpansion::kMalformed;  // aliases live in a delivery stream
+  // Definitions first: a push may define an alias and use it again.
+  for (wire::Delta& d : *g->mutable_deltas()) {
+    wire::FilterRef& ref = *d.mutable_filter();
+    if (ref.alias() == 0 || ref.digest() == 0) continue;
+    if (!IsCompactRef(ref) || ref.name().size() > crdt::kMaxFilterNameBytes) return AliasExpansion::kMalformed;
+    defined->emplace_back(ref.alias(), FilterAliases::Target{ref.name(), ref.digest()});
+    ref.clear_alias();
+  }
+  for (wire::Delta& d : *g->mutable_deltas()) {
+    wire::FilterRef& ref = *d.mutable_filter();
+    if (ref.alias() == 0) continue;
+    const uint32_t alias = ref.alias();
+    ref.clear_alias();
+    if (ref.ByteSizeLong() != 0) return AliasExpansion::kMalformed;  // an alias beside full parameters
+    const FilterAliases::Target* target = aliases.Find(sender, stream, alias);
+    for (const auto& [a, t] : *defined) {
+      if (a == alias) target = &t;
+    }
+    if (target == nullptr) return AliasExpansion::kUnknown;
+    ref.set_name(target->name);
+    ref.set_digest(target->digest);
+  }
+  return AliasExpansion::kExpanded;
+}
+
 void Node::Impl::HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg) {
   DecodedGossip data;
   const wire::TreeBeacon& b = msg.beacon();
@@ -299,15 +345,29 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
                           b.parent().size() <= Membership::kMaxNameBytes && numbers_ok &&
                           (!numbered || msg.stream() != 0) && (!feedback || msg.ack_stream() != 0) &&
                           static_cast<size_t>(msg.nack_size()) <= PushDelivery::kMaxNacks;
-  const bool data_ok = control_ok && DecodeGossip(msg.data(), &data);
+  // Filter aliases become compact references before anything is decoded;
+  // what the push defines is learned only once it has decoded (below).
+  const wire::Gossip* gossip = &msg.data();
+  wire::Gossip expanded;
+  std::vector<std::pair<uint32_t, FilterAliases::Target>> defined;
+  AliasExpansion aliased = AliasExpansion::kNone;
+  if (control_ok && HasAlias(msg.data())) {
+    expanded = msg.data();
+    aliased = ExpandAliases(sender, msg.stream(), msg.seq(), &expanded, &defined);
+    gossip = &expanded;
+  }
+  const bool data_ok = control_ok && (aliased == AliasExpansion::kNone || aliased == AliasExpansion::kExpanded) &&
+                       DecodeGossip(*gossip, &data);
   // A push naming a filter by a compact reference this node cannot resolve
   // (it lacks the filter: restarted empty, joined late, or the filter was
-  // replaced) is taken as not received: from a tree neighbour it is NACKed at
-  // once and comes again with full references; from anyone else its bits are
-  // left to anti-entropy. The rest of the frame (beacon, delivery control)
-  // is used as usual. Counted, and a sign of trouble for anti-entropy's
-  // interval, but not logged: it repairs itself.
-  const bool unresolved = control_ok && !data_ok && data.unresolved_ref && msg.seq() != 0;
+  // replaced), or by an alias it does not know (it restarted, or gave up on
+  // the push that defined it), is taken as not received: from a tree
+  // neighbour it is NACKed at once and comes again with full references;
+  // from anyone else its bits are left to anti-entropy. The rest of the
+  // frame (beacon, delivery control) is used as usual. Counted, and a sign
+  // of trouble for anti-entropy's interval, but not logged: it repairs itself.
+  const bool unresolved = control_ok && !data_ok && msg.seq() != 0 &&
+                          (aliased == AliasExpansion::kUnknown || data.unresolved_ref);
   if (!data_ok && !unresolved) {
     Reject(from, "malformed");
     return;
@@ -361,6 +421,12 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
     } else {
       implicit_sender_links.erase(sender);
     }
+    const uint32_t alias_features = kTreeFeatureCompactRefs | kTreeFeatureFilterAliases;
+    if (config.tree_compact_refs && config.tree_filter_aliases && (b.features() & alias_features) == alias_features) {
+      alias_links.insert(sender);
+    } else {
+      alias_links.erase(sender);
+    }
     const bool was_child = tree->IsChild(sender);
     tree->OnBeacon(sender, BroadcastTree::Beacon{b.root(), b.distance(), b.parent()});
     RecomputeTree();
@@ -375,10 +441,14 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
       delivery->OnRefused(sender, msg.stream(), msg.seq(), now);
     } else if (msg.seq() != 0) {
       delivery->OnPush(sender, msg.stream(), msg.seq(), now);
+      for (const auto& [alias, target] : defined) aliases.Learn(sender, msg.stream(), alias, target);
     }
     if (msg.probe() != 0) delivery->OnProbe(sender, msg.stream(), msg.probe(), now);
     if (msg.ack_stream() != 0) {
       const std::vector<uint64_t> nacks(msg.nack().begin(), msg.nack().end());
+      // A NACK may be for a push whose alias the link could not resolve:
+      // define every alias again, under new numbers (filter_aliases.h).
+      if (!nacks.empty()) aliases.Forget(sender);
       for (const PushDelivery::Numbered& push : delivery->OnFeedback(sender, msg.ack_stream(), msg.ack(), nacks, now)) {
         SendPush(sender, push, true);
         Stats([](NodeCounters& s) { ++s.tree_resends; });

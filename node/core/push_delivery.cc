@@ -63,6 +63,7 @@ std::vector<PushDelivery::Numbered> PushDelivery::OnFeedback(const std::string& 
   auto it = links_.find(link);
   if (it == links_.end() || stream != it->second.stream) return resend;
   Link& l = it->second;
+  l.acked = std::max(l.acked, std::min(ack, l.next_seq - 1));
   const size_t before = l.window.size();
   while (!l.window.empty() && l.window.front().seq <= ack) l.window.pop_front();
   l.clean_streak = nacks.empty() ? std::min<uint64_t>(kCleanStreak, l.clean_streak + (before - l.window.size())) : 0;
@@ -270,6 +271,11 @@ void PushDelivery::Retain(const std::vector<std::string>& links) {
 size_t PushDelivery::unacked(const std::string& link) const {
   auto it = links_.find(link);
   return it == links_.end() ? 0 : it->second.window.size();
+}
+
+uint64_t PushDelivery::acked(const std::string& link) const {
+  auto it = links_.find(link);
+  return it == links_.end() ? 0 : it->second.acked;
 }
 
 }  // namespace pollen::node

@@ -145,6 +145,9 @@ class PushDelivery {
   // Drops every link not in `links` (ascending).
   void Retain(const std::vector<std::string>& links);
   size_t unacked(const std::string& link) const;
+  // The highest number of our current stream on `link` that the link has
+  // acknowledged (every push up to it arrived or was given up); 0 if none.
+  uint64_t acked(const std::string& link) const;
   // Times a push was lost for good, left to anti-entropy: on the receiver, a
   // gap given up (kMaxNackTries, shifted out of the mask, its stream
   // replaced, its link dropped); on the sender, a NACK for a push no longer
@@ -170,6 +173,7 @@ class PushDelivery {
     Time probe_due = Time::max();
     Duration probe_interval{};
     uint64_t clean_streak = 0;  // pushes acked since the last NACK (saturates at kCleanStreak)
+    uint64_t acked = 0;         // the link's cumulative ack of `stream`, at most next_seq - 1
     // receiver
     uint32_t rx_stream = 0;
     uint32_t replaced_rx_stream = 0;  // frames still in flight from it are ignored

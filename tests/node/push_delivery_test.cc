@@ -32,6 +32,22 @@ TEST(PushDelivery, NumbersPushesPerLinkAndStream) {
   EXPECT_EQ(d.unacked("a"), 2u);
 }
 
+TEST(PushDelivery, AckedIsTheHighestAcknowledgedNumberOfTheCurrentStream) {
+  PushDelivery d({}, 1);
+  EXPECT_EQ(d.acked("a"), 0u);
+  const auto p1 = d.Send("a", Body(), 3, At(0));
+  (void)d.Send("a", Body(), 3, At(1));
+  EXPECT_EQ(d.acked("a"), 0u);
+  (void)d.OnFeedback("a", p1.stream + 1, 2, {}, At(2));  // another stream: ignored
+  EXPECT_EQ(d.acked("a"), 0u);
+  (void)d.OnFeedback("a", p1.stream, 1, {}, At(2));
+  EXPECT_EQ(d.acked("a"), 1u);
+  (void)d.OnFeedback("a", p1.stream, 0, {}, At(3));  // an old ack does not lower it
+  EXPECT_EQ(d.acked("a"), 1u);
+  (void)d.OnFeedback("a", p1.stream, 99, {}, At(3));  // never past the last number sent
+  EXPECT_EQ(d.acked("a"), 2u);
+}
+
 // In-order pushes are acked by the next frame back, or by a frame of their
 // own once the link has been quiet for ack_delay (AQuietLinkIsAckedUnasked).
 TEST(PushDelivery, InOrderPushesAreAckedByTheNextFrameBack) {

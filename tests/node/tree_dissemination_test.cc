@@ -40,12 +40,18 @@ uint64_t TreeBytes(Cluster& c) {
 
 // Starts `o`'s cluster and lets it settle, sets `counting`, adds 200 keys
 // round-robin, and stores in `*bytes` the tree bytes sent until every node
-// holds them all (within 5 s). Use under ASSERT_NO_FATAL_FAILURE.
-void TreeBytesOf200Keys(const ClusterOptions& o, bool& counting, uint64_t* bytes) {
+// holds them all (within 5 s). With `warm`, every node adds a key of its own
+// 2 s before counting starts, so every link has carried and acknowledged a
+// push. Use under ASSERT_NO_FATAL_FAILURE.
+void TreeBytesOf200Keys(const ClusterOptions& o, bool& counting, uint64_t* bytes, bool warm = false) {
   Cluster c(o);
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   c.RunFor(20s);
+  if (warm) {
+    for (size_t n = 0; n < c.size(); ++n) ASSERT_TRUE(c.node(n).Add("crawl", "warm-" + std::to_string(n)).ok());
+    c.RunFor(2s);
+  }
   counting = true;
   const uint64_t before = TreeBytes(c);
   for (int i = 0; i < 200; ++i) {
@@ -265,8 +271,9 @@ TEST(TreeDissemination, IsDeterministic) {
 }
 
 // Pushes name a filter the neighbour holds by name and digest (catalog.h,
-// CompactRef): every key still reaches every node, nearly every delta goes
-// compact, and the tree sends fewer bytes than with full references.
+// CompactRef), or by an alias of that (filter_aliases.h): every key still
+// reaches every node, nearly every delta goes compact, and the tree sends
+// fewer bytes than with full references.
 TEST(TreeDissemination, PushesNameKnownFiltersCompactly) {
   uint64_t tree_bytes[2] = {0, 0};
   for (bool compact : {false, true}) {
@@ -277,7 +284,9 @@ TEST(TreeDissemination, PushesNameKnownFiltersCompactly) {
     uint64_t compact_deltas = 0, full_deltas = 0;
     o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
       if (counting && env.has_tree()) {
-        for (const wire::Delta& d : env.tree().data().deltas()) ++(IsCompactRef(d.filter()) ? compact_deltas : full_deltas);
+        for (const wire::Delta& d : env.tree().data().deltas()) {
+          ++(IsCompactRef(d.filter()) || d.filter().alias() != 0 ? compact_deltas : full_deltas);
+        }
       }
       return false;
     };
@@ -431,6 +440,152 @@ TEST(TreeDissemination, AFilterTheNeighbourLacksArrivesByTheFullResend) {
         return r.ok() && *r;
       },
       30s));
+}
+
+// Once a link has acknowledged a push that defined it, pushes name the filter
+// by its alias alone. Node 0 does not advertise aliases (an older node): it
+// gets none and sends none. Every key still reaches every node by the tree
+// alone, and the tree sends fewer bytes than with compact references.
+TEST(TreeDissemination, PushesNameFiltersByAliasOnceTheLinkHasAcknowledgedOne) {
+  uint64_t tree_bytes[2] = {0, 0};
+  for (bool aliases : {false, true}) {
+    ClusterOptions o = TreeOptions(12);
+    o.anti_entropy_interval = 1000s;
+    o.configure = [aliases](size_t i, NodeConfig& c) { c.tree_filter_aliases = aliases && i != 0; };
+    bool counting = false;
+    // References in pushes by form; `compact` only between new nodes.
+    uint64_t alias_only = 0, defining = 0, compact = 0, alias_at_old = 0;
+    o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
+      if (!counting || !env.has_tree()) return false;
+      const bool old = from == 0 || out.to == AddressOf(0);
+      for (const wire::Delta& d : env.tree().data().deltas()) {
+        const wire::FilterRef& ref = d.filter();
+        if (ref.alias() != 0 && old) ++alias_at_old;
+        if (ref.alias() != 0 && ref.digest() == 0) ++alias_only;
+        if (ref.alias() != 0 && ref.digest() != 0) ++defining;
+        if (ref.alias() == 0 && IsCompactRef(ref) && !old) ++compact;
+      }
+      return false;
+    };
+    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[aliases], /*warm=*/true))
+        << "aliases " << aliases;
+    EXPECT_EQ(alias_at_old, 0u);
+    if (aliases) {
+      // Every link between new nodes defined its alias with the warm-up
+      // keys: a few definitions again where the tree changed since.
+      EXPECT_GT(alias_only, 10 * (defining + compact));
+    } else {
+      EXPECT_EQ(alias_only + defining, 0u);
+      EXPECT_GT(compact, 0u);
+    }
+  }
+  EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+}
+
+// Aliases in forged frames from a linked neighbour: one the receiver does not
+// know makes the push not received (NACKed at once, nothing merged); one
+// outside a numbered push, or beside full parameters, or outside a tree push,
+// is malformed.
+TEST(TreeDissemination, AnUnknownOrMisplacedAliasChangesNothing) {
+  ClusterOptions o = TreeOptions(2);
+  o.anti_entropy_interval = 1000s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);  // n0 and n1 are tree neighbours
+  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
+  ASSERT_TRUE(entry.ok());
+  const crdt::FilterParams& params = entry->params;
+  const std::vector<crdt::WordBits> words = {{5, 0xff}};
+  uint64_t counter = 0xC0FFEE;
+  // Sends n1 a tree push of one delta whose reference `shape` sets; returns
+  // whether n1 NACKed push 1 of stream 77.
+  auto send = [&](const std::function<void(wire::FilterRef*)>& shape, uint64_t seq, bool as_gossip = false) {
+    wire::Envelope env;
+    env.set_sender_name(NameOf(0));
+    env.set_sender_address(AddressOf(0));
+    wire::Gossip* g = as_gossip ? env.mutable_gossip() : env.mutable_tree()->mutable_data();
+    wire::Delta* delta = g->add_deltas();
+    ToWire(params, delta->mutable_filter());
+    shape(delta->mutable_filter());
+    delta->set_positions(EncodeWords(words, 0, params.shape.bits()));
+    if (!as_gossip) {
+      env.mutable_tree()->set_stream(77);
+      env.mutable_tree()->set_seq(seq);
+    }
+    (void)c.node(1).TakeOutgoing();
+    c.node(1).HandleDatagram(AddressOf(0), Forger(TestSecret(), ++counter).Seal(env), c.now());
+    bool nacked = false;
+    for (const Outgoing& out : c.node(1).TakeOutgoing()) {
+      std::optional<wire::Envelope> e = Peek(TestSecret(), out.bytes);
+      EXPECT_TRUE(e.has_value());
+      nacked = nacked || (e.has_value() && out.to == AddressOf(0) && e->has_tree() && e->tree().ack_stream() == 77 &&
+                          e->tree().nack_size() == 1 && e->tree().nack(0) == seq);
+    }
+    return nacked;
+  };
+  const uint64_t bits_before = SetBits(c.node(1));
+  auto rejected = [&](const char* reason) { return c.node(1).Counters().rejected_by_reason[reason]; };
+
+  EXPECT_TRUE(send([](wire::FilterRef* r) { r->Clear(), r->set_alias(5); }, 1));
+  EXPECT_EQ(rejected("unresolved_ref"), 1u);
+  EXPECT_EQ(rejected("malformed"), 0u);
+
+  EXPECT_FALSE(send([](wire::FilterRef* r) { r->Clear(), r->set_alias(5); }, 0));  // not numbered
+  EXPECT_EQ(rejected("malformed"), 1u);
+  EXPECT_FALSE(send([](wire::FilterRef* r) { r->set_alias(5); }, 2));  // beside full parameters
+  EXPECT_EQ(rejected("malformed"), 2u);
+  EXPECT_FALSE(send([](wire::FilterRef* r) { CompactRef(r), r->set_alias(5); }, 0, /*as_gossip=*/true));
+  EXPECT_EQ(rejected("malformed"), 3u);
+  EXPECT_EQ(rejected("unresolved_ref"), 1u);
+  EXPECT_EQ(SetBits(c.node(1)), bits_before);
+
+  // A definition is taken, and the alias then stands for the filter.
+  EXPECT_FALSE(send([](wire::FilterRef* r) { CompactRef(r), r->set_alias(6); }, 3));
+  EXPECT_GT(SetBits(c.node(1)), bits_before);
+  EXPECT_EQ(rejected("unresolved_ref"), 1u);
+  EXPECT_FALSE(send([](wire::FilterRef* r) { r->Clear(), r->set_alias(6); }, 4));
+  EXPECT_EQ(rejected("unresolved_ref"), 1u);
+  EXPECT_EQ(rejected("malformed"), 3u);
+}
+
+// A receiver that restarts loses its alias table while its neighbour's stream
+// goes on: the neighbour's next alias-only push is refused and NACKed, the
+// neighbour defines its aliases again, and every key reaches the restarted
+// node by the tree alone, after which pushes go by alias again.
+TEST(TreeDissemination, AReceiverThatLostItsAliasesGetsThemDefinedAgain) {
+  ClusterOptions o = TreeOptions(2);
+  o.anti_entropy_interval = 1000s;
+  bool counting = false;
+  uint64_t alias_only = 0;
+  o.drop = [&](size_t from, const Outgoing&, const wire::Envelope& env) {
+    if (counting && from == 0 && env.has_tree()) {
+      for (const wire::Delta& d : env.tree().data().deltas()) alias_only += d.filter().alias() != 0 && d.filter().digest() == 0;
+    }
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);
+  counting = true;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+    c.RunFor(300ms);
+  }
+  ASSERT_GT(alias_only, 10u);  // the link uses its alias
+  c.Restart(1);
+  c.RunFor(2s);  // n1 is back in n0's tree links
+  alias_only = 0;
+  for (int i = 20; i < 60; ++i) {
+    ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+    c.RunFor(300ms);
+  }
+  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 20, 60); }, 5s));
+  const uint64_t refused = c.node(1).Counters().rejected_by_reason["unresolved_ref"];
+  EXPECT_GE(refused, 1u);
+  EXPECT_LE(refused, 3u);
+  EXPECT_GT(alias_only, 30u);
 }
 
 }  // namespace

@@ -51,6 +51,11 @@ TEST(SimOptions, RejectsBadFlags) {
   ASSERT_TRUE(explicit_sender.ok()) << explicit_sender.status();
   EXPECT_FALSE(explicit_sender->implicit_sender);
   EXPECT_TRUE(on->implicit_sender);  // the default
+  EXPECT_FALSE(ParseFlags({"--filter-aliases=maybe"}).ok());
+  auto no_aliases = ParseFlags({"--filter-aliases=off"});
+  ASSERT_TRUE(no_aliases.ok()) << no_aliases.status();
+  EXPECT_FALSE(no_aliases->filter_aliases);
+  EXPECT_TRUE(on->filter_aliases);  // the default
   EXPECT_FALSE(ParseFlags({"--threads=0"}).ok());
   EXPECT_FALSE(ParseFlags({"--threads=65"}).ok());
   EXPECT_FALSE(ParseFlags({"--threads"}).ok());
