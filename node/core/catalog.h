@@ -85,6 +85,10 @@ inline constexpr uint32_t kTreeFeatureImplicitSender = 2;  // TreeBeacon.feature
 // Link-scoped filter aliases in tree pushes (NodeConfig::tree_filter_aliases,
 // filter_aliases.h): 3 bytes instead of a compact reference's ~21.
 inline constexpr uint32_t kTreeFeatureFilterAliases = 4;  // TreeBeacon.features bit
+// Bare tree pushes (NodeConfig::tree_bare_pushes): no version, sender name
+// or address in the envelope; the neighbour attributes the push by its seal's
+// sender id, learned from a named frame. 13 bytes of a one-key push of ~90.
+inline constexpr uint32_t kTreeFeatureBarePushes = 8;  // TreeBeacon.features bit
 uint64_t ParamsDigest(const crdt::FilterParams& params);
 // Rewrites a full reference in place to its compact form.
 void CompactRef(wire::FilterRef* ref);

@@ -47,7 +47,11 @@ std::variant<const wire::Envelope*, FrameCodec::Rejection> FrameCodec::Open(std:
   arena_->Reset();  // frees the previous frame's Envelope; keeps the initial block
   auto* envelope = google::protobuf::Arena::CreateMessage<wire::Envelope>(arena_.get());
   if (!envelope->ParseFromString(ok.plaintext)) return Rejection{"malformed", "envelope does not parse"};
-  if (envelope->version() != kWireVersion) {
+  // A bare tree push (kTreeFeatureBarePushes) says neither version nor
+  // sender: the node attributes it by opened_sender().
+  const bool bare = envelope->version() == 0 && envelope->sender_name().empty() &&
+                    envelope->sender_address().empty() && envelope->body_case() == wire::Envelope::kTree;
+  if (envelope->version() != kWireVersion && !bare) {
     return Rejection{"version", absl::StrCat("unsupported protocol version ", envelope->version())};
   }
   if (envelope->body_case() == wire::Envelope::BODY_NOT_SET) return Rejection{"malformed", "empty envelope"};

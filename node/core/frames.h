@@ -6,7 +6,9 @@
 // stream frame is never pushed out of the receiver's replay window by datagrams.
 //
 // Incoming: Open checks size, version, key and authenticity, then the replay
-// window, then parses and checks the Envelope's protocol version. Any failure
+// window, then parses and checks the Envelope's protocol version (a bare tree
+// push, with no version and no sender, is let through for the node to
+// attribute by opened_sender()). Any failure
 // yields a reason ("auth", "malformed", "oversize", "replay", "version",
 // "unknown_key") and no parsed message. Only a frame that opened may advance
 // the replay window; nothing else in the node changes on a rejected frame.
@@ -48,6 +50,8 @@ class FrameCodec {
   protocol::Keyring& keyring() { return keyring_; }
   const protocol::Keyring& keyring() const { return keyring_; }
   uint64_t datagram_sender() const { return senders_[0]; }
+  // The seal sender id of the frame the last successful Open() returned.
+  uint64_t opened_sender() const { return opened_.sender; }
 
  private:
   protocol::Keyring keyring_;

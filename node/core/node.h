@@ -112,6 +112,12 @@ struct NodeConfig {
   // (node/core/filter_aliases.h); needs tree_compact_refs. false: none sent
   // and none advertised.
   bool tree_filter_aliases = true;
+  // Send tree pushes bare (no version, name or address: the neighbour knows
+  // this boot's seal sender id from a named frame) to neighbours that
+  // advertise it (TreeBeacon features bit 3), once they have acknowledged a
+  // push of the current stream; needs tree_implicit_sender. Probes, acks,
+  // beacons and hellos stay named. false: none sent and none advertised.
+  bool tree_bare_pushes = true;
 
   // Owner-routed adds (FilterConfig::routed): how long an asker waits for
   // an owner's answer before asking again (node/core/routing.h).

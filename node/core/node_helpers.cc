@@ -12,14 +12,17 @@ std::string Node::Impl::Serialize(wire::Envelope& env) const {
   return plain;
 }
 
-std::string Node::Impl::SerializeBody(int field, const google::protobuf::MessageLite& body, bool implicit_sender) {
+std::string Node::Impl::SerializeBody(int field, const google::protobuf::MessageLite& body, Header form) {
   if (envelope_header.empty()) {
     wire::Envelope header;
     envelope_header = Serialize(header);
     header.clear_sender_address();
     header.SerializeToString(&envelope_header_implicit);
   }
-  const std::string& header = implicit_sender ? envelope_header_implicit : envelope_header;
+  static const std::string kNoHeader;
+  const std::string& header = form == Header::kFull        ? envelope_header
+                              : form == Header::kNoAddress ? envelope_header_implicit
+                                                           : kNoHeader;
   const size_t size = body.ByteSizeLong();
   assert(field > 0 && field < 2048 && size <= protocol::kMaxFrameBytes);
   std::string plain;

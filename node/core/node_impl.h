@@ -294,6 +294,22 @@ struct Node::Impl {
   // Likewise for kTreeFeatureImplicitSender and kTreeFeatureFilterAliases.
   std::set<std::string> implicit_sender_links;
   std::set<std::string> alias_links;
+  // Tree neighbours whose beacon advertises kTreeFeatureBarePushes (and
+  // kTreeFeatureImplicitSender): pushes to them may go bare (PushHeader).
+  std::set<std::string> bare_links;
+  // Receiving side of bare pushes: the seal sender ids (FrameCodec, one per
+  // channel and boot) of tree neighbours, learned from their tree frames that
+  // carry a name; pruned with the delivery links. One per neighbour and
+  // channel (a restarted neighbour's new id replaces its old one), and at
+  // most kMaxSealSenders in all.
+  struct SealSender {
+    std::string name;
+    Channel channel = Channel::kDatagram;
+  };
+  std::map<uint64_t, SealSender> seal_senders;
+  // At most 64 neighbours (max_degree = 2 * tree_degree <= 64), two
+  // channels each, twice over for neighbours dropped since the last prune.
+  static constexpr size_t kMaxSealSenders = 256;
   FilterAliases aliases;  // with `tree`: both directions of every tree link
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
@@ -484,8 +500,13 @@ struct Node::Impl {
   // per node) followed by the body field. For the per-round gossip and
   // membership frames (moving each body into an Envelope and freeing it
   // again was ~2% of pollen-sim N=100).
-  // `implicit_sender`: without sender_address (kTreeFeatureImplicitSender).
-  std::string SerializeBody(int field, const google::protobuf::MessageLite& body, bool implicit_sender = false);
+  // Which of the header fields go before the body.
+  enum class Header {
+    kFull,       // version, sender_name, sender_address
+    kNoAddress,  // version, sender_name (kTreeFeatureImplicitSender)
+    kBare,       // none: a tree push the neighbour attributes by its seal (kTreeFeatureBarePushes)
+  };
+  std::string SerializeBody(int field, const google::protobuf::MessageLite& body, Header header = Header::kFull);
   std::string envelope_header;  // Serialize() of an Envelope with no body; built on first use
   std::string envelope_header_implicit;  // the same without sender_address
   // Seals serialized envelope bytes (`type`: BodyIndex) for one peer.
@@ -717,8 +738,16 @@ struct Node::Impl {
   void SendPush(const std::string& link, const PushDelivery::Numbered& push, bool resend);
   // Sends the probes, acks and NACKs that are due, each link's in one frame.
   void ServiceDelivery();
-  // `implicit_sender`: leave the address out (only to implicit_sender_links).
-  void SendTree(std::span<const Address> peers, const wire::Tree& msg, bool implicit_sender = false);
+  // `header`: what of the envelope's header goes (kNoAddress only to
+  // implicit_sender_links, kBare only as BarePushTo allows).
+  void SendTree(std::span<const Address> peers, const wire::Tree& msg, Header header = Header::kFull);
+  // The header for push `msg` to `link`: bare once the
+  // link has acknowledged a push of our current stream (so it has attributed
+  // a named frame of this boot) and the frame goes as a datagram (the only
+  // channel whose sender id the link learns from pushes).
+  Header PushHeader(const std::string& link, const wire::Tree& msg) const;
+  // Learns (or forgets) the seal sender id of a tree neighbour's named frame.
+  void NoteSealSender(uint64_t seal_sender, Channel channel, const std::string& name);
   void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
   // Filter aliases in a tree push from `sender` (filter_aliases.h): replaced
   // by the compact references they stand for, and the push's own

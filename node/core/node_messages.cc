@@ -196,10 +196,27 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     return;
   }
   const wire::Envelope& env = *std::get<const wire::Envelope*>(opened);
+  const uint64_t seal_sender = codec.opened_sender();
   const uint64_t rejects_before = frame_rejects;
   {
     std::lock_guard lock(stats_mu);
     bytes_in_type[BodyIndex(env)] += bytes.size();
+  }
+  // A bare tree push (kTreeFeatureBarePushes; FrameCodec lets version 0
+  // through only for those) names no sender: it is the neighbour whose named
+  // tree frames came under the same seal sender id. One this node cannot
+  // attribute (it restarted, or dropped the link) is dropped: the sender's
+  // next probe, which is named, teaches the id again and NACKs bring the
+  // rest. Counted, not logged, and no sign of trouble.
+  const bool bare = env.version() == 0;
+  std::string sender = env.sender_name();
+  if (bare) {
+    auto it = seal_senders.find(seal_sender);
+    if (tree == nullptr || it == seal_senders.end() || it->second.channel != channel) {
+      Stats([](NodeCounters& s) { ++s.rejected_by_reason["unattributed"]; });
+      return;
+    }
+    sender = it->second.name;
   }
   // Replies go to where the sender listens (a stream's source port is not
   // it). A tree frame may leave the address out (kTreeFeatureImplicitSender):
@@ -208,7 +225,7 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
   if (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes) {
     reply_to = env.sender_address();
   } else if (env.sender_address().empty() && env.body_case() == wire::Envelope::kTree) {
-    if (const Address* listed = membership->LiveAddressOf(env.sender_name()); listed != nullptr) reply_to = *listed;
+    if (const Address* listed = membership->LiveAddressOf(sender); listed != nullptr) reply_to = *listed;
   }
   switch (env.body_case()) {
     case wire::Envelope::kMembership:
@@ -224,7 +241,10 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     case wire::Envelope::kSyncRequest: HandleSyncRequest(reply_to, env.sync_request()); break;
     case wire::Envelope::kSyncRanges: HandleSyncRanges(reply_to, env.sync_ranges()); break;
     case wire::Envelope::kGossip: HandleGossip(reply_to, env.gossip()); break;
-    case wire::Envelope::kTree: HandleTree(reply_to, env.sender_name(), env.tree()); break;
+    case wire::Envelope::kTree:
+      HandleTree(reply_to, sender, env.tree());
+      if (!bare) NoteSealSender(seal_sender, channel, sender);
+      break;
     case wire::Envelope::kRouteAdd: HandleRouteAdd(reply_to, env.sender_name(), env.route_add()); break;
     case wire::Envelope::kRouteReply: HandleRouteReply(reply_to, env.sender_name(), env.route_reply()); break;
     case wire::Envelope::kKeyCheck: HandleKeyCheck(reply_to, env.key_check()); break;
@@ -235,7 +255,7 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
       env.body_case() == wire::Envelope::kSyncRanges ||
       (env.body_case() == wire::Envelope::kGossip && env.gossip().deltas_size() > 0) ||
       (env.body_case() == wire::Envelope::kTree && env.tree().data().deltas_size() > 0)) {
-    if (frame_rejects == rejects_before) NoteData(env.sender_name());
+    if (frame_rejects == rejects_before) NoteData(sender);
   }
 }
 

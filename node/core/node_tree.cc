@@ -32,6 +32,8 @@ void Node::Impl::TreeRound() {
     std::erase_if(compact_ref_links, gone);
     std::erase_if(implicit_sender_links, gone);
     std::erase_if(alias_links, gone);
+    std::erase_if(bare_links, gone);
+    std::erase_if(seal_senders, [&](const auto& entry) { return gone(entry.second.name); });
     retained_shape = tree->version();
   }
   RecomputeTree();
@@ -143,7 +145,8 @@ wire::TreeBeacon Node::Impl::BeaconToWire() const {
   w.set_parent(tree->beacon().parent);
   w.set_features((config.tree_compact_refs ? kTreeFeatureCompactRefs : 0) |
                  (config.tree_implicit_sender ? kTreeFeatureImplicitSender : 0) |
-                 (config.tree_compact_refs && config.tree_filter_aliases ? kTreeFeatureFilterAliases : 0));
+                 (config.tree_compact_refs && config.tree_filter_aliases ? kTreeFeatureFilterAliases : 0) |
+                 (config.tree_implicit_sender && config.tree_bare_pushes ? kTreeFeatureBarePushes : 0));
   return w;
 }
 
@@ -273,7 +276,7 @@ void Node::Impl::SendPush(const std::string& link, const PushDelivery::Numbered&
   msg.set_stream(push.stream);
   msg.set_seq(push.seq);
   ControlToWire(delivery->TakeControl(link, now, true), msg);
-  SendTree({address, 1}, msg, implicit_sender_links.contains(link));
+  SendTree({address, 1}, msg, PushHeader(link, msg));
   Stats([&](NodeCounters& s) { s.delta_bits_sent += push.bits; });
 }
 
@@ -288,13 +291,42 @@ void Node::Impl::ServiceDelivery() {
     if (control.empty() || address == nullptr) continue;
     wire::Tree msg;
     ControlToWire(control, msg);
-    SendTree({address, 1}, msg, implicit_sender_links.contains(link));
+    SendTree({address, 1}, msg, implicit_sender_links.contains(link) ? Header::kNoAddress : Header::kFull);
   }
 }
 
-void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg, bool implicit_sender) {
-  const std::string plain = SerializeBody(wire::Envelope::kTreeFieldNumber, msg, implicit_sender);
+void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg, Header header) {
+  const std::string plain = SerializeBody(wire::Envelope::kTreeFieldNumber, msg, header);
   SendPlainToAll(peers, plain, BodyIndex(wire::Envelope::kTree), false);
+}
+
+Node::Impl::Header Node::Impl::PushHeader(const std::string& link, const wire::Tree& msg) const {
+  if (!implicit_sender_links.contains(link)) return Header::kFull;
+  // A probe stays named: it is what teaches a neighbour that lost this
+  // boot's seal sender id (it restarted) who is sending, so that its answer
+  // and NACKs bring back the bare pushes it had to drop.
+  if (!bare_links.contains(link) || delivery->acked(link) == 0 || msg.probe() != 0 || config.tcp_only) {
+    return Header::kNoAddress;
+  }
+  // Bare only as a datagram: the neighbour learns this node's datagram id
+  // from named datagrams (a stream frame has an id of its own). 5 bytes: the
+  // body's tag and length.
+  if (msg.ByteSizeLong() + 5 + FrameCodec::kOverhead > config.max_datagram_bytes) return Header::kNoAddress;
+  return Header::kBare;
+}
+
+void Node::Impl::NoteSealSender(uint64_t seal_sender, Channel channel, const std::string& name) {
+  if (!config.tree_bare_pushes || tree == nullptr || !tree->IsNeighbour(name)) return;
+  auto it = seal_senders.find(seal_sender);
+  if (it != seal_senders.end() && it->second.name == name && it->second.channel == channel) return;
+  // One id per neighbour and channel: a restarted neighbour's new id
+  // replaces its old one (and an id, random per boot, names one sender).
+  std::erase_if(seal_senders,
+                [&](const auto& entry) { return entry.second.name == name && entry.second.channel == channel; });
+  // Neighbours dropped since the last prune (TreeRound) may still hold
+  // entries: the bound is on the table, not on the neighbours of the moment.
+  if (seal_senders.size() >= kMaxSealSenders) return;  // this sender's pushes stay unattributed until then
+  seal_senders[seal_sender] = SealSender{name, channel};
 }
 
 bool Node::Impl::HasAlias(const wire::Gossip& g) {
@@ -420,6 +452,12 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
       implicit_sender_links.insert(sender);
     } else {
       implicit_sender_links.erase(sender);
+    }
+    const uint32_t bare_features = kTreeFeatureImplicitSender | kTreeFeatureBarePushes;
+    if (config.tree_implicit_sender && config.tree_bare_pushes && (b.features() & bare_features) == bare_features) {
+      bare_links.insert(sender);
+    } else {
+      bare_links.erase(sender);
     }
     const uint32_t alias_features = kTreeFeatureCompactRefs | kTreeFeatureFilterAliases;
     if (config.tree_compact_refs && config.tree_filter_aliases && (b.features() & alias_features) == alias_features) {

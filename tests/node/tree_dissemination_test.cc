@@ -588,5 +588,118 @@ TEST(TreeDissemination, AReceiverThatLostItsAliasesGetsThemDefinedAgain) {
   EXPECT_GT(alias_only, 30u);
 }
 
+// Once a link has acknowledged a push of the sender's stream, pushes to it go
+// bare: no version, sender name or address (the neighbour attributes them by
+// their seal's sender id). Probes, beacons, hellos and frames without data
+// stay named. Node 0 does not advertise it (an older node): it gets no bare
+// push and sends none. Every key still reaches every node by the tree alone,
+// with fewer tree bytes.
+TEST(TreeDissemination, PushesGoBareOnceTheLinkHasAcknowledgedOne) {
+  uint64_t tree_bytes[2] = {0, 0};
+  for (bool bare_on : {false, true}) {
+    ClusterOptions o = TreeOptions(12);
+    o.anti_entropy_interval = 1000s;
+    o.configure = [bare_on](size_t i, NodeConfig& c) { c.tree_bare_pushes = bare_on && i != 0; };
+    bool counting = false;
+    uint64_t bare = 0, named_pushes = 0, bare_at_old = 0, bare_other = 0;
+    o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
+      if (!counting || !env.has_tree()) return false;
+      const bool old = from == 0 || out.to == AddressOf(0);
+      const bool is_bare = env.sender_name().empty();
+      EXPECT_EQ(is_bare, env.version() == 0);
+      if (is_bare && old) ++bare_at_old;
+      const wire::Tree& t = env.tree();
+      const bool plain_push = t.seq() != 0 && t.probe() == 0 && !t.has_beacon() && t.link() == 0;
+      if (is_bare && !plain_push) ++bare_other;
+      if (plain_push && !old) ++(is_bare ? bare : named_pushes);
+      return false;
+    };
+    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[bare_on], /*warm=*/true))
+        << "bare " << bare_on;
+    EXPECT_EQ(bare_other, 0u);
+    if (bare_on) {
+      EXPECT_EQ(bare_at_old, 0u);
+      EXPECT_GT(bare, 10 * named_pushes);
+    } else {
+      EXPECT_EQ(bare, 0u);
+      EXPECT_GT(named_pushes, 0u);
+    }
+  }
+  EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+}
+
+// A receiver that restarts no longer knows its neighbour's seal sender id,
+// while the neighbour's stream, acknowledged before, goes on. Here every named
+// tree frame from the neighbour is held back until a bare push has arrived:
+// that push is dropped (counted as unattributed), the neighbour's next named
+// frame (its probe, or a beacon) teaches the id again, and every key reaches
+// the restarted node by the tree alone.
+TEST(TreeDissemination, ARestartedReceiverLearnsTheBareSenderAgain) {
+  ClusterOptions o = TreeOptions(2);
+  o.anti_entropy_interval = 1000s;
+  bool hold_named = false;
+  o.drop = [&](size_t from, const Outgoing&, const wire::Envelope& env) {
+    return hold_named && from == 0 && env.has_tree() && !env.sender_name().empty();
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+    c.RunFor(300ms);
+  }
+  c.Restart(1);
+  hold_named = true;
+  auto unattributed = [&] { return c.node(1).Counters().rejected_by_reason["unattributed"]; };
+  for (int i = 10; i < 40; ++i) {
+    ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+    c.RunFor(100ms);
+    if (unattributed() > 0) hold_named = false;
+  }
+  EXPECT_GE(unattributed(), 1u);
+  hold_named = false;
+  ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 10, 40); }, 5s));
+}
+
+// A bare push from a seal sender id this node has not learned changes
+// nothing and is counted; a bare frame of another kind, or a tree push that
+// says no version but names its sender, is refused by version.
+TEST(TreeDissemination, AnUnattributableBarePushChangesNothing) {
+  ClusterOptions o = TreeOptions(2);
+  o.anti_entropy_interval = 1000s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);
+  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
+  ASSERT_TRUE(entry.ok());
+  wire::Envelope env;
+  wire::Delta* delta = env.mutable_tree()->mutable_data()->add_deltas();
+  ToWire(entry->params, delta->mutable_filter());
+  const std::vector<crdt::WordBits> words = {{5, 0xff}};
+  delta->set_positions(EncodeWords(words, 0, entry->params.shape.bits()));
+  env.mutable_tree()->set_stream(77);
+  env.mutable_tree()->set_seq(1);
+  Forger stranger(TestSecret(), 0xBADBAD);
+  const uint64_t bits_before = SetBits(c.node(1));
+  (void)c.node(1).TakeOutgoing();
+  c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(env, /*set_defaults=*/false), c.now());
+  auto rejected = [&](const char* reason) { return c.node(1).Counters().rejected_by_reason[reason]; };
+  EXPECT_EQ(rejected("unattributed"), 1u);
+  EXPECT_EQ(SetBits(c.node(1)), bits_before);
+  EXPECT_TRUE(c.node(1).TakeOutgoing().empty());  // nobody to answer
+
+  wire::Envelope named = env;
+  named.set_sender_name(NameOf(0));
+  c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(named, /*set_defaults=*/false), c.now());
+  EXPECT_EQ(rejected("version"), 1u);
+  wire::Envelope other;
+  *other.mutable_gossip() = env.tree().data();
+  c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(other, /*set_defaults=*/false), c.now());
+  EXPECT_EQ(rejected("version"), 2u);
+  EXPECT_EQ(SetBits(c.node(1)), bits_before);
+}
+
 }  // namespace
 }  // namespace pollen::node::testing
