@@ -11,30 +11,34 @@
 //      acknowledged;
 //   2. use: the number alone (3 bytes with its wrapper), in later pushes of
 //      the same stream;
-//   3. forget: a NACK on the link starts over with new numbers. A push the
-//      receiver cannot resolve (it restarted and lost the table, or gave up
-//      on the defining push) is NACKed at once (PushDelivery::OnRefused), so
-//      a lost table costs one refused push and its resend in full.
+//   3. forget: a NACK on the link's current stream starts over with new
+//      numbers. A push the receiver cannot resolve is NACKed at once
+//      (PushDelivery::OnRefused), so a lost table costs one refused push and
+//      its resend in full. The receiver loses its table when it restarts or
+//      drops the link on its side (the sender's stream goes on), and misses a
+//      definition when it gives up on the push that carried it.
 // Numbers are never reused within a stream, so a stale entry at the receiver
 // can never name another filter: a number means one reference for the
-// stream's lifetime. A new stream (the sender restarted, or the link was
-// dropped and made again) starts both sides' tables afresh.
+// stream's lifetime. A new stream (the sender restarted, or dropped the link
+// and made it again: PushDelivery draws a new id) starts both sides afresh.
+// The caller must therefore retain the same links here as in its
+// PushDelivery: a link's numbers live exactly as long as its stream.
 //
-// The receiver keeps, per link, the kMaxPerLink highest numbers it has seen
-// defined in the current stream. The sender holds at most kMaxPerLink live
-// numbers, all assigned since its last forget, so they are the highest it
-// has assigned: every live number the receiver saw is among the highest it
-// saw, and eviction never drops one in use. A filter beyond the sender's
-// kMaxPerLink goes as a compact reference.
+// The sender holds at most kMaxPerLink live numbers per link: those assigned
+// since its last forget, the lowest evicted when a new filter needs one. So
+// they are the kMaxPerLink highest it has assigned. The receiver keeps, per
+// link, the kMaxPerLink highest numbers it has seen defined in the current
+// stream: every live number it saw is among them, and its eviction never
+// drops a number in use.
 //
 // An alias resolves only to a compact reference, which the node then
 // resolves against the filter it holds (Node's ParamsFromWire): bits never
 // reach a filter whose name and digest they were not sent under. The one
-// way a stale entry could resolve is a restarted sender drawing the same
-// random 32-bit stream id as before (2^-32 per restart and link; PushDelivery
-// would confuse the two streams too): its bits would then land in another
-// filter this node holds, which adds false positives there, never a false
-// negative anywhere.
+// way a stale entry could resolve is a new stream drawing the same random
+// 32-bit id as the one before it (2^-32 per sender restart or link made
+// again; PushDelivery would confuse the two streams too): its bits would
+// then land in another filter this node holds, and be pushed on from there,
+// which adds false positives to that filter, never a false negative.
 //
 // Promises: bounded (kMaxPerLink entries per link and direction, links as
 // the caller retains them); deterministic (ordered containers only).
@@ -47,15 +51,17 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/wire.pb.h"
+
 namespace pollen::node {
 
 class FilterAliases {
  public:
   static constexpr size_t kMaxPerLink = 32;
 
-  // What names a filter in one push: alias 0 (the table is full) means the
-  // compact reference alone; otherwise the alias, with the compact reference
-  // beside it when `define`.
+  // What names a filter in one push: alias 0 means the compact reference
+  // alone (out of numbers in this stream); otherwise the alias, with the
+  // compact reference beside it when `define`.
   struct Form {
     uint32_t alias = 0;
     bool define = false;
@@ -65,16 +71,30 @@ class FilterAliases {
     uint64_t digest = 0;
     friend bool operator==(const Target&, const Target&) = default;
   };
+  using Definitions = std::vector<std::pair<uint32_t, Target>>;
 
   // ---- sender ----
   // The form for `target` in push `seq` of `stream` on `link`, where the
   // neighbour has acknowledged every push up to `acked` of that stream.
   Form ForPush(const std::string& link, uint32_t stream, const Target& target, uint64_t seq, uint64_t acked);
-  // The link NACKed a push: define again, under new numbers.
+  // The link NACKed a push of our current stream: define again, under new
+  // numbers.
   void Forget(const std::string& link);
 
   // ---- receiver ----
-  // A push of `stream` from `link` defined `alias` as `target`.
+  // Replaces the aliases in `push` (a numbered push of `stream` from `link`)
+  // by the compact references they stand for, and collects the push's own
+  // definitions into `defined`, to Learn once the push has been taken.
+  enum class Expansion {
+    kNone,       // no alias in the push
+    kExpanded,   // every alias replaced
+    kUnknown,    // an alias this link has not defined (in this push or a taken one): refuse the push
+    kMalformed,  // an alias outside a numbered push, beside full parameters, or defined two ways
+  };
+  static bool HasAlias(const wire::Gossip& push);
+  Expansion Expand(const std::string& link, uint32_t stream, uint64_t seq, wire::Gossip* push,
+                   Definitions* defined) const;
+  // A push of `stream` from `link` that was taken defined `alias` as `target`.
   void Learn(const std::string& link, uint32_t stream, uint32_t alias, const Target& target);
   // What `alias` stands for in `stream` from `link`; nullptr if unknown.
   const Target* Find(const std::string& link, uint32_t stream, uint32_t alias) const;

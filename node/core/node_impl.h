@@ -28,11 +28,11 @@
 #include "node/core/catalog.h"
 #include "node/core/dissemination.h"
 #include "node/core/epochs.h"
+#include "node/core/filter_aliases.h"
 #include "node/core/frames.h"
 #include "node/core/gossip_packer.h"
 #include "node/core/held_deltas.h"
 #include "node/core/membership.h"
-#include "node/core/filter_aliases.h"
 #include "node/core/push_delivery.h"
 #include "node/core/routing.h"
 #include "node/core/rng.h"
@@ -749,13 +749,6 @@ struct Node::Impl {
   // Learns (or forgets) the seal sender id of a tree neighbour's named frame.
   void NoteSealSender(uint64_t seal_sender, Channel channel, const std::string& name);
   void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
-  // Filter aliases in a tree push from `sender` (filter_aliases.h): replaced
-  // by the compact references they stand for, and the push's own
-  // definitions collected into `defined` (not learned yet).
-  enum class AliasExpansion { kNone, kExpanded, kUnknown, kMalformed };
-  static bool HasAlias(const wire::Gossip& g);
-  AliasExpansion ExpandAliases(const std::string& sender, uint32_t stream, uint64_t seq, wire::Gossip* g,
-                               std::vector<std::pair<uint32_t, FilterAliases::Target>>* defined) const;
 
   // Appends the words of (filter, slot) to `packer` as Delta parts; returns
   // the bits packed (0 if the filter or sub-filter is gone), and appends each

@@ -25,7 +25,7 @@ void Node::Impl::TreeRound() {
   if (tree->version() != retained_shape) {
     const std::vector<std::string> neighbours = tree->Neighbours();
     delivery->Retain(neighbours);
-    aliases.Retain(neighbours);
+    aliases.Retain(neighbours);  // the same links: a link's aliases live as long as its stream
     const auto gone = [&](const std::string& link) {
       return !std::binary_search(neighbours.begin(), neighbours.end(), link);
     };
@@ -329,39 +329,6 @@ void Node::Impl::NoteSealSender(uint64_t seal_sender, Channel channel, const std
   seal_senders[seal_sender] = SealSender{name, channel};
 }
 
-bool Node::Impl::HasAlias(const wire::Gossip& g) {
-  return std::any_of(g.deltas().begin(), g.deltas().end(), [](const wire::Delta& d) { return d.filter().alias() != 0; });
-}
-
-Node::Impl::AliasExpansion Node::Impl::ExpandAliases(const std::string& sender, uint32_t stream, uint64_t seq,
-                                                     wire::Gossip* g,
-                                                     std::vector<std::pair<uint32_t, FilterAliases::Target>>* defined) const {
-  if (seq == 0 || stream == 0) return AliasExpansion::kMalformed;  // aliases live in a delivery stream
-  // Definitions first: a push may define an alias and use it again.
-  for (wire::Delta& d : *g->mutable_deltas()) {
-    wire::FilterRef& ref = *d.mutable_filter();
-    if (ref.alias() == 0 || ref.digest() == 0) continue;
-    if (!IsCompactRef(ref) || ref.name().size() > crdt::kMaxFilterNameBytes) return AliasExpansion::kMalformed;
-    defined->emplace_back(ref.alias(), FilterAliases::Target{ref.name(), ref.digest()});
-    ref.clear_alias();
-  }
-  for (wire::Delta& d : *g->mutable_deltas()) {
-    wire::FilterRef& ref = *d.mutable_filter();
-    if (ref.alias() == 0) continue;
-    const uint32_t alias = ref.alias();
-    ref.clear_alias();
-    if (ref.ByteSizeLong() != 0) return AliasExpansion::kMalformed;  // an alias beside full parameters
-    const FilterAliases::Target* target = aliases.Find(sender, stream, alias);
-    for (const auto& [a, t] : *defined) {
-      if (a == alias) target = &t;
-    }
-    if (target == nullptr) return AliasExpansion::kUnknown;
-    ref.set_name(target->name);
-    ref.set_digest(target->digest);
-  }
-  return AliasExpansion::kExpanded;
-}
-
 void Node::Impl::HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg) {
   DecodedGossip data;
   const wire::TreeBeacon& b = msg.beacon();
@@ -381,15 +348,16 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   // what the push defines is learned only once it has decoded (below).
   const wire::Gossip* gossip = &msg.data();
   wire::Gossip expanded;
-  std::vector<std::pair<uint32_t, FilterAliases::Target>> defined;
-  AliasExpansion aliased = AliasExpansion::kNone;
-  if (control_ok && HasAlias(msg.data())) {
+  FilterAliases::Definitions defined;
+  using Expansion = FilterAliases::Expansion;
+  Expansion aliased = Expansion::kNone;
+  if (control_ok && FilterAliases::HasAlias(msg.data())) {
     expanded = msg.data();
-    aliased = ExpandAliases(sender, msg.stream(), msg.seq(), &expanded, &defined);
+    aliased = aliases.Expand(sender, msg.stream(), msg.seq(), &expanded, &defined);
     gossip = &expanded;
   }
-  const bool data_ok = control_ok && (aliased == AliasExpansion::kNone || aliased == AliasExpansion::kExpanded) &&
-                       DecodeGossip(*gossip, &data);
+  const bool data_ok =
+      control_ok && (aliased == Expansion::kNone || aliased == Expansion::kExpanded) && DecodeGossip(*gossip, &data);
   // A push naming a filter by a compact reference this node cannot resolve
   // (it lacks the filter: restarted empty, joined late, or the filter was
   // replaced), or by an alias it does not know (it restarted, or gave up on
@@ -399,7 +367,7 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   // frame (beacon, delivery control) is used as usual. Counted, and a sign
   // of trouble for anti-entropy's interval, but not logged: it repairs itself.
   const bool unresolved = control_ok && !data_ok && msg.seq() != 0 &&
-                          (aliased == AliasExpansion::kUnknown || data.unresolved_ref);
+                          (aliased == Expansion::kUnknown || data.unresolved_ref);
   if (!data_ok && !unresolved) {
     Reject(from, "malformed");
     return;
@@ -479,14 +447,19 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
       delivery->OnRefused(sender, msg.stream(), msg.seq(), now);
     } else if (msg.seq() != 0) {
       delivery->OnPush(sender, msg.stream(), msg.seq(), now);
-      for (const auto& [alias, target] : defined) aliases.Learn(sender, msg.stream(), alias, target);
+      // Not from a late frame of a stream the link has replaced: that would
+      // wipe the current stream's numbers.
+      if (delivery->rx_stream(sender) == msg.stream()) {
+        for (const auto& [alias, target] : defined) aliases.Learn(sender, msg.stream(), alias, target);
+      }
     }
     if (msg.probe() != 0) delivery->OnProbe(sender, msg.stream(), msg.probe(), now);
     if (msg.ack_stream() != 0) {
       const std::vector<uint64_t> nacks(msg.nack().begin(), msg.nack().end());
       // A NACK may be for a push whose alias the link could not resolve:
-      // define every alias again, under new numbers (filter_aliases.h).
-      if (!nacks.empty()) aliases.Forget(sender);
+      // define every alias again, under new numbers (filter_aliases.h). Not
+      // for a NACK of an earlier stream of ours.
+      if (!nacks.empty() && msg.ack_stream() == delivery->stream(sender)) aliases.Forget(sender);
       for (const PushDelivery::Numbered& push : delivery->OnFeedback(sender, msg.ack_stream(), msg.ack(), nacks, now)) {
         SendPush(sender, push, true);
         Stats([](NodeCounters& s) { ++s.tree_resends; });

@@ -278,4 +278,14 @@ uint64_t PushDelivery::acked(const std::string& link) const {
   return it == links_.end() ? 0 : it->second.acked;
 }
 
+uint32_t PushDelivery::stream(const std::string& link) const {
+  auto it = links_.find(link);
+  return it == links_.end() ? 0 : it->second.stream;
+}
+
+uint32_t PushDelivery::rx_stream(const std::string& link) const {
+  auto it = links_.find(link);
+  return it == links_.end() ? 0 : it->second.rx_stream;
+}
+
 }  // namespace pollen::node

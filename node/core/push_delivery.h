@@ -148,6 +148,9 @@ class PushDelivery {
   // The highest number of our current stream on `link` that the link has
   // acknowledged (every push up to it arrived or was given up); 0 if none.
   uint64_t acked(const std::string& link) const;
+  // Our current stream on `link`, and the link's stream we receive; 0 if none.
+  uint32_t stream(const std::string& link) const;
+  uint32_t rx_stream(const std::string& link) const;
   // Times a push was lost for good, left to anti-entropy: on the receiver, a
   // gap given up (kMaxNackTries, shifted out of the mask, its stream
   // replaced, its link dropped); on the sender, a NACK for a push no longer

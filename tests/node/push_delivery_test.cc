@@ -46,6 +46,11 @@ TEST(PushDelivery, AckedIsTheHighestAcknowledgedNumberOfTheCurrentStream) {
   EXPECT_EQ(d.acked("a"), 1u);
   (void)d.OnFeedback("a", p1.stream, 99, {}, At(3));  // never past the last number sent
   EXPECT_EQ(d.acked("a"), 2u);
+  EXPECT_EQ(d.stream("a"), p1.stream);
+  EXPECT_EQ(d.stream("b"), 0u);
+  EXPECT_EQ(d.rx_stream("a"), 0u);
+  d.OnPush("a", 41, 1, At(4));
+  EXPECT_EQ(d.rx_stream("a"), 41u);
 }
 
 // In-order pushes are acked by the next frame back, or by a frame of their
