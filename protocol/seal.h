@@ -6,6 +6,18 @@
 //   offset  9  sender    u64    random per-boot id of the sending node
 //   offset 17  counter   u64    per-sender sequence number, never reused
 //   offset 25  ciphertext (same length as the plaintext) followed by a 16-byte tag
+// The compact layout (SealForm::kCompact; tree frames to a neighbour that
+// advertises it, node/core/catalog.h) says the same in 11-20 bytes instead of
+// 25 (a one-key tree push is ~77 bytes sealed):
+//   offset  0  version   u8     kCompactVersion
+//   offset  1  key_hint  u8     the low byte of the sealing key's id
+//   offset  2  sender    u64
+//   offset 10  counter   LEB128, 1-10 bytes, minimal (per-boot counters
+//                        start at 1: 3 bytes up to 2^21 frames)
+//   then the ciphertext and tag as above.
+// Open tries every installed key whose id ends in the hint (at most
+// Keyring::kMaxKeys tries), and the nonce and associated data are built the
+// same way from the compact header.
 //
 // AEAD: XChaCha20-Poly1305 (libsodium crypto_aead_xchacha20poly1305_ietf)
 // under a gossip key derived from the cluster secret with its own KDF context
@@ -17,8 +29,9 @@
 // senders pick a random 64-bit id per boot and count up from there.
 //
 // Open() refuses, in order: too short or too long (kMalformed, kOversize), an
-// unknown version (kVersion), a key id not in the keyring (kUnknownKey), a
-// failed authentication (kAuth). Replay is the caller's check after Open():
+// unknown version (kVersion), a truncated or non-minimal compact header
+// (kMalformed), a key id not in the keyring (kUnknownKey), a failed
+// authentication (kAuth). Replay is the caller's check after Open():
 // ReplayWindow::Accept() (kReplay). Nothing is allocated from a length the
 // frame claims: the only allocation is the plaintext, sized from the actual
 // frame length, after the size check.
@@ -42,7 +55,8 @@
 namespace pollen::protocol {
 
 inline constexpr uint8_t kProtocolVersion = 1;
-inline constexpr size_t kFrameHeaderBytes = 1 + 8 + 8 + 8;
+inline constexpr uint8_t kCompactVersion = 2;
+inline constexpr size_t kFrameHeaderBytes = 1 + 8 + 8 + 8;  // the longest header (compact: at most 1 + 1 + 8 + 10)
 inline constexpr size_t kSealTagBytes = 16;
 inline constexpr size_t kSealOverheadBytes = kFrameHeaderBytes + kSealTagBytes;  // sealed = plaintext + this
 inline constexpr size_t kMaxFrameBytes = 4 << 20;  // stream frames; datagrams are smaller
@@ -90,10 +104,11 @@ class Keyring {
   uint64_t primary_ = 0;
 };
 
+enum class SealForm : uint8_t { kFull, kCompact };
 // Seals `plaintext` under the keyring's primary key. The result is
-// plaintext.size() + kSealOverheadBytes long.
+// plaintext.size() + kSealOverheadBytes long (kFull), or up to that (kCompact).
 std::string Seal(const Keyring& keys, std::string_view label, uint64_t sender, uint64_t counter,
-                 std::string_view plaintext);
+                 std::string_view plaintext, SealForm form = SealForm::kFull);
 
 struct Opened {
   uint64_t key_id = 0;

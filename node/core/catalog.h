@@ -89,6 +89,9 @@ inline constexpr uint32_t kTreeFeatureFilterAliases = 4;  // TreeBeacon.features
 // or address in the envelope; the neighbour attributes the push by its seal's
 // sender id, learned from a named frame. 13 bytes of a one-key push of ~90.
 inline constexpr uint32_t kTreeFeatureBarePushes = 8;  // TreeBeacon.features bit
+// Tree frames sealed with the compact header (NodeConfig::tree_compact_seal,
+// protocol/seal.h SealForm::kCompact): 13 bytes of header instead of 25.
+inline constexpr uint32_t kTreeFeatureCompactSeal = 16;  // TreeBeacon.features bit
 uint64_t ParamsDigest(const crdt::FilterParams& params);
 // Rewrites a full reference in place to its compact form.
 void CompactRef(wire::FilterRef* ref);

@@ -24,9 +24,9 @@ FrameCodec::FrameCodec(const crdt::ClusterSecret& secret, std::string label, Rng
   arena_ = std::make_unique<google::protobuf::Arena>(options);
 }
 
-std::string FrameCodec::Seal(std::string_view plaintext, Channel channel) {
+std::string FrameCodec::Seal(std::string_view plaintext, Channel channel, protocol::SealForm form) {
   const int c = channel == Channel::kDatagram ? 0 : 1;
-  return protocol::Seal(keyring_, label_, senders_[c], ++counters_[c], plaintext);
+  return protocol::Seal(keyring_, label_, senders_[c], ++counters_[c], plaintext, form);
 }
 
 std::variant<const wire::Envelope*, FrameCodec::Rejection> FrameCodec::Open(std::string_view frame, size_t max_bytes) {

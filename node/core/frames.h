@@ -35,7 +35,7 @@ class FrameCodec {
  public:
   FrameCodec(const crdt::ClusterSecret& secret, std::string label, Rng& rng);
 
-  std::string Seal(std::string_view plaintext, Channel channel);
+  std::string Seal(std::string_view plaintext, Channel channel, protocol::SealForm form = protocol::SealForm::kFull);
   // Sealing overhead in bytes (header + AEAD tag), for datagram budgets.
   static constexpr size_t kOverhead = protocol::kFrameHeaderBytes + 16;
 

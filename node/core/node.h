@@ -118,6 +118,11 @@ struct NodeConfig {
   // push of the current stream; needs tree_implicit_sender. Probes, acks,
   // beacons and hellos stay named. false: none sent and none advertised.
   bool tree_bare_pushes = true;
+  // Seal pushes and delivery control to neighbours that advertise it
+  // (TreeBeacon features bit 4) with the compact header (protocol/seal.h);
+  // beacons and hellos keep the full one. false: none sent and none
+  // advertised (every node of this build opens both).
+  bool tree_compact_seal = true;
 
   // Owner-routed adds (FilterConfig::routed): how long an asker waits for
   // an owner's answer before asking again (node/core/routing.h).

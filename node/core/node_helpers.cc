@@ -49,7 +49,8 @@ void Node::Impl::SendPlain(const Address& to, const std::string& plain, size_t t
   SendPlainToAll({&to, 1}, plain, type, stream);
 }
 
-void Node::Impl::SendPlainToAll(std::span<const Address> peers, const std::string& plain, size_t type, bool stream) {
+void Node::Impl::SendPlainToAll(std::span<const Address> peers, const std::string& plain, size_t type, bool stream,
+                                protocol::SealForm seal) {
   if (peers.empty()) return;
   const size_t sealed = plain.size() + FrameCodec::kOverhead;
   if (sealed > protocol::kMaxFrameBytes) {  // senders chunk below this; never expected
@@ -58,7 +59,7 @@ void Node::Impl::SendPlainToAll(std::span<const Address> peers, const std::strin
   }
   const Channel channel =
       (stream || config.tcp_only || sealed > config.max_datagram_bytes) ? Channel::kStream : Channel::kDatagram;
-  std::string frame = codec.Seal(plain, channel);
+  std::string frame = codec.Seal(plain, channel, seal);
   {
     std::lock_guard lock(stats_mu);
     stats.frames_out += peers.size();

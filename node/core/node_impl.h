@@ -297,6 +297,7 @@ struct Node::Impl {
   // Tree neighbours whose beacon advertises kTreeFeatureBarePushes (and
   // kTreeFeatureImplicitSender): pushes to them may go bare (PushHeader).
   std::set<std::string> bare_links;
+  std::set<std::string> compact_seal_links;  // ... kTreeFeatureCompactSeal: tree frames to them sealed compact
   // Receiving side of bare pushes: the seal sender ids (FrameCodec, one per
   // channel and boot) of tree neighbours, learned from their tree frames that
   // carry a name; pruned with the delivery links. One per neighbour and
@@ -517,7 +518,9 @@ struct Node::Impl {
   // associated data is the header and the cluster label), so this is the
   // frame a per-peer seal would produce, with a shared counter. Sealing a
   // gossip round's frame per peer was a third of pollen-sim's AEAD work.
-  void SendPlainToAll(std::span<const Address> peers, const std::string& plain, size_t type, bool stream);
+  // `seal`: kCompact only to compact_seal_links (kTreeFeatureCompactSeal).
+  void SendPlainToAll(std::span<const Address> peers, const std::string& plain, size_t type, bool stream,
+                      protocol::SealForm seal = protocol::SealForm::kFull);
 
   // `count` distinct random live peers, O(count) for count << N: indices
   // into membership's live set (PickDistinct), never a list of all peers
@@ -740,7 +743,11 @@ struct Node::Impl {
   void ServiceDelivery();
   // `header`: what of the envelope's header goes (kNoAddress only to
   // implicit_sender_links, kBare only as BarePushTo allows).
-  void SendTree(std::span<const Address> peers, const wire::Tree& msg, Header header = Header::kFull);
+  void SendTree(std::span<const Address> peers, const wire::Tree& msg, Header header = Header::kFull,
+                protocol::SealForm seal = protocol::SealForm::kFull);
+  protocol::SealForm SealFor(const std::string& link) const {
+    return compact_seal_links.contains(link) ? protocol::SealForm::kCompact : protocol::SealForm::kFull;
+  }
   // The header for push `msg` to `link`: bare once the
   // link has acknowledged a push of our current stream (so it has attributed
   // a named frame of this boot) and the frame goes as a datagram (the only

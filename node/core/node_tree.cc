@@ -33,6 +33,7 @@ void Node::Impl::TreeRound() {
     std::erase_if(implicit_sender_links, gone);
     std::erase_if(alias_links, gone);
     std::erase_if(bare_links, gone);
+    std::erase_if(compact_seal_links, gone);
     std::erase_if(seal_senders, [&](const auto& entry) { return gone(entry.second.name); });
     retained_shape = tree->version();
   }
@@ -146,7 +147,8 @@ wire::TreeBeacon Node::Impl::BeaconToWire() const {
   w.set_features((config.tree_compact_refs ? kTreeFeatureCompactRefs : 0) |
                  (config.tree_implicit_sender ? kTreeFeatureImplicitSender : 0) |
                  (config.tree_compact_refs && config.tree_filter_aliases ? kTreeFeatureFilterAliases : 0) |
-                 (config.tree_implicit_sender && config.tree_bare_pushes ? kTreeFeatureBarePushes : 0));
+                 (config.tree_implicit_sender && config.tree_bare_pushes ? kTreeFeatureBarePushes : 0) |
+                 (config.tree_compact_seal ? kTreeFeatureCompactSeal : 0));
   return w;
 }
 
@@ -276,7 +278,7 @@ void Node::Impl::SendPush(const std::string& link, const PushDelivery::Numbered&
   msg.set_stream(push.stream);
   msg.set_seq(push.seq);
   ControlToWire(delivery->TakeControl(link, now, true), msg);
-  SendTree({address, 1}, msg, PushHeader(link, msg));
+  SendTree({address, 1}, msg, PushHeader(link, msg), SealFor(link));
   Stats([&](NodeCounters& s) { s.delta_bits_sent += push.bits; });
 }
 
@@ -291,13 +293,15 @@ void Node::Impl::ServiceDelivery() {
     if (control.empty() || address == nullptr) continue;
     wire::Tree msg;
     ControlToWire(control, msg);
-    SendTree({address, 1}, msg, implicit_sender_links.contains(link) ? Header::kNoAddress : Header::kFull);
+    SendTree({address, 1}, msg, implicit_sender_links.contains(link) ? Header::kNoAddress : Header::kFull,
+             SealFor(link));
   }
 }
 
-void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg, Header header) {
+void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg, Header header,
+                          protocol::SealForm seal) {
   const std::string plain = SerializeBody(wire::Envelope::kTreeFieldNumber, msg, header);
-  SendPlainToAll(peers, plain, BodyIndex(wire::Envelope::kTree), false);
+  SendPlainToAll(peers, plain, BodyIndex(wire::Envelope::kTree), false, seal);
 }
 
 Node::Impl::Header Node::Impl::PushHeader(const std::string& link, const wire::Tree& msg) const {
@@ -426,6 +430,11 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
       bare_links.insert(sender);
     } else {
       bare_links.erase(sender);
+    }
+    if (config.tree_compact_seal && (b.features() & kTreeFeatureCompactSeal) != 0) {
+      compact_seal_links.insert(sender);
+    } else {
+      compact_seal_links.erase(sender);
     }
     const uint32_t alias_features = kTreeFeatureCompactRefs | kTreeFeatureFilterAliases;
     if (config.tree_compact_refs && config.tree_filter_aliases && (b.features() & alias_features) == alias_features) {

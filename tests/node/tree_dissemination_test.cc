@@ -12,6 +12,7 @@
 #include "node/core/catalog.h"
 #include "node/core/rng.h"
 #include "node/core/dissemination.h"
+#include "protocol/seal.h"
 #include "tests/node/cluster.h"
 
 namespace pollen::node::testing {
@@ -729,6 +730,43 @@ TEST(TreeDissemination, AnUnattributableBarePushChangesNothing) {
   c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(other, /*set_defaults=*/false), c.now());
   EXPECT_EQ(rejected("version"), 2u);
   EXPECT_EQ(SetBits(c.node(1)), bits_before);
+}
+
+// Pushes and delivery control to a neighbour that advertises it are sealed
+// with the compact header (protocol/seal.h); beacons, hellos and everything
+// else keep the full one, and so does every frame to or from node 0, which
+// does not advertise it (an older node). Every key still reaches every node
+// by the tree alone, with fewer tree bytes.
+TEST(TreeDissemination, TreeFramesGoCompactlySealedWhereTheNeighbourOpensThem) {
+  uint64_t tree_bytes[2] = {0, 0};
+  for (bool compact : {false, true}) {
+    ClusterOptions o = TreeOptions(12);
+    o.anti_entropy_interval = 1000s;
+    o.configure = [compact](size_t i, NodeConfig& c) { c.tree_compact_seal = compact && i != 0; };
+    bool counting = false;
+    uint64_t compact_frames = 0, full_delivery = 0, compact_at_old = 0, compact_other = 0;
+    o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
+      if (!counting) return false;
+      const bool is_compact = static_cast<uint8_t>(out.bytes[0]) == protocol::kCompactVersion;
+      const bool old = from == 0 || out.to == AddressOf(0);
+      const bool delivery = env.has_tree() && !env.tree().has_beacon() && env.tree().link() == 0;
+      if (is_compact && old) ++compact_at_old;
+      if (is_compact && !delivery) ++compact_other;
+      if (delivery && !old) ++(is_compact ? compact_frames : full_delivery);
+      return false;
+    };
+    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[compact], /*warm=*/true))
+        << "compact " << compact;
+    EXPECT_EQ(compact_other, 0u);
+    if (compact) {
+      EXPECT_EQ(compact_at_old, 0u);
+      EXPECT_GT(compact_frames, 10 * full_delivery);
+    } else {
+      EXPECT_EQ(compact_frames, 0u);
+      EXPECT_GT(full_delivery, 0u);
+    }
+  }
+  EXPECT_LT(tree_bytes[1], tree_bytes[0]);
 }
 
 }  // namespace

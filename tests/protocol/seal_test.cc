@@ -101,7 +101,7 @@ TEST(SealTest, VersionTruncationAndSizeChecks) {
   Keyring ring(KeyFrom(1));
   const std::string frame = Seal(ring, "", 1, 1, Payload(100));
   std::string v2 = frame;
-  v2[0] = 2;
+  v2[0] = 3;  // neither kProtocolVersion nor kCompactVersion
   const auto r = Open(ring, "", v2, kMaxFrameBytes);
   EXPECT_EQ(ReasonOf(r), RejectReason::kVersion);
   EXPECT_EQ(std::get<OpenError>(r).message.rfind("version: ", 0), 0u);
@@ -117,6 +117,111 @@ TEST(SealTest, VersionTruncationAndSizeChecks) {
   EXPECT_EQ(ReasonOf(Open(ring, "", huge, SIZE_MAX)), RejectReason::kOversize);
   // Short frames are malformed whatever their version byte says.
   EXPECT_EQ(ReasonOf(Open(ring, "", std::string(10, '\x09'), kMaxFrameBytes)), RejectReason::kMalformed);
+}
+
+// ---------------------------------------------------------------- compact header
+
+// The compact header's length for a counter: 1 + 1 + 8 + its LEB128 length.
+size_t CompactHeaderBytes(uint64_t counter) {
+  size_t n = 11;
+  while (counter >= 0x80) {
+    counter >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+TEST(SealTest, CompactHeaderRoundTripsAndIsShorter) {
+  Keyring ring(KeyFrom(1));
+  for (uint64_t counter : {uint64_t{1}, uint64_t{127}, uint64_t{128}, uint64_t{300'000}, ~uint64_t{0}}) {
+    for (size_t n : {0, 1, 100, 1200}) {
+      const std::string plain = Payload(n);
+      const std::string frame = Seal(ring, "prod", 0xfeedface12345678ull, counter, plain, SealForm::kCompact);
+      ASSERT_EQ(frame.size(), CompactHeaderBytes(counter) + n + kSealTagBytes) << counter;
+      EXPECT_LE(frame.size(), n + kSealOverheadBytes);
+      EXPECT_EQ(static_cast<uint8_t>(frame[0]), kCompactVersion);
+      const Opened o = MustOpen(Open(ring, "prod", frame, kMaxFrameBytes));
+      EXPECT_EQ(o.plaintext, plain);
+      EXPECT_EQ(o.sender, 0xfeedface12345678ull);
+      EXPECT_EQ(o.counter, counter);
+      EXPECT_EQ(o.key_id, ring.primary_id());
+    }
+  }
+  // A counter a few hundred thousand frames into a boot: 13 bytes of header instead of 25.
+  EXPECT_EQ(CompactHeaderBytes(300'000), 13u);
+}
+
+TEST(SealTest, EverySingleByteTamperOfACompactFrameIsRejected) {
+  Keyring ring(KeyFrom(1));
+  const std::string frame = Seal(ring, "label", 42, 1000, Payload(60), SealForm::kCompact);
+  const size_t header = CompactHeaderBytes(1000);
+  for (size_t i = 0; i < frame.size(); ++i) {
+    for (uint8_t flip : {0x01, 0x80, 0xff}) {
+      std::string bad = frame;
+      bad[i] = static_cast<char>(bad[i] ^ flip);
+      const auto r = Open(ring, "label", bad, kMaxFrameBytes);
+      ASSERT_TRUE(std::holds_alternative<OpenError>(r)) << "byte " << i << " flip " << int{flip};
+      const RejectReason reason = std::get<OpenError>(r).reason;
+      if (i == 0) {
+        EXPECT_TRUE(reason == RejectReason::kVersion || reason == RejectReason::kMalformed) << "byte " << i;
+      } else if (i == 1) {
+        EXPECT_EQ(reason, RejectReason::kUnknownKey);
+      } else if (i < header) {
+        EXPECT_TRUE(reason == RejectReason::kAuth || reason == RejectReason::kMalformed) << "byte " << i;
+      } else {
+        EXPECT_EQ(reason, RejectReason::kAuth) << "byte " << i;
+      }
+    }
+  }
+}
+
+TEST(SealTest, CompactHeaderTruncatedOverlongOrNotMinimalIsMalformed) {
+  Keyring ring(KeyFrom(1));
+  const std::string frame = Seal(ring, "", 7, 300, Payload(30), SealForm::kCompact);  // counter: 0xac 0x02
+  for (size_t len = 0; len < frame.size(); ++len) {
+    const RejectReason want = len < 11 + kSealTagBytes + 1 ? RejectReason::kMalformed : RejectReason::kAuth;
+    EXPECT_EQ(ReasonOf(Open(ring, "", frame.substr(0, len), kMaxFrameBytes)), want) << "length " << len;
+  }
+  std::string header = frame.substr(0, 10);
+  auto with_counter = [&](const std::string& counter) {
+    return header + counter + std::string(kSealTagBytes + 4, '\x00');
+  };
+  EXPECT_EQ(ReasonOf(Open(ring, "", with_counter("\xac\x82\x00"), kMaxFrameBytes)), RejectReason::kMalformed);  // a zero last byte
+  EXPECT_EQ(ReasonOf(Open(ring, "", with_counter(std::string(10, '\xff') + "\x01"), kMaxFrameBytes)),
+            RejectReason::kMalformed);  // eleven bytes
+  EXPECT_EQ(ReasonOf(Open(ring, "", with_counter(std::string(9, '\xff') + "\x02"), kMaxFrameBytes)),
+            RejectReason::kMalformed);  // past 64 bits
+  EXPECT_EQ(ReasonOf(Open(ring, "", with_counter(std::string(9, '\xff') + "\x01"), kMaxFrameBytes)),
+            RejectReason::kAuth);  // 2^64 - 1 is a counter (the frame is not genuine)
+  // Oversize is checked before the header.
+  EXPECT_EQ(ReasonOf(Open(ring, "", frame, frame.size() - 1)), RejectReason::kOversize);
+}
+
+// The key hint is one byte, so two installed keys may share it: Open tries
+// each, and the frame opens under the one that sealed it.
+TEST(SealTest, ACompactFrameOpensUnderWhicheverKeyFitsItsHint) {
+  const GossipKey first = KeyFrom(1);
+  GossipKey twin{};
+  bool found = false;
+  for (int seed = 2; seed < 5000 && !found; ++seed) {
+    crdt::ClusterSecret s = SecretFrom(1);
+    s.bytes[0] = static_cast<uint8_t>(seed);
+    s.bytes[1] = static_cast<uint8_t>(seed >> 8);
+    twin = DeriveGossipKey(s);
+    found = twin != first && static_cast<uint8_t>(Keyring::IdOf(twin)) == static_cast<uint8_t>(Keyring::IdOf(first));
+  }
+  ASSERT_TRUE(found);
+  Keyring sender(twin), receiver(first);
+  const std::string frame = Seal(sender, "c", 1, 5, "hello", SealForm::kCompact);
+  EXPECT_EQ(ReasonOf(Open(receiver, "c", frame, kMaxFrameBytes)), RejectReason::kAuth);  // the hint fits, the key not
+  const uint64_t twin_id = *receiver.Install(twin);
+  const Opened o = MustOpen(Open(receiver, "c", frame, kMaxFrameBytes));
+  EXPECT_EQ(o.key_id, twin_id);
+  EXPECT_EQ(o.plaintext, "hello");
+  Keyring stranger(KeyFrom(3));
+  if (static_cast<uint8_t>(stranger.primary_id()) != static_cast<uint8_t>(Keyring::IdOf(first))) {
+    EXPECT_EQ(ReasonOf(Open(stranger, "c", frame, kMaxFrameBytes)), RejectReason::kUnknownKey);
+  }
 }
 
 TEST(SealTest, ReasonNames) {
