@@ -300,17 +300,31 @@ struct Node::Impl {
   std::set<std::string> compact_seal_links;  // ... kTreeFeatureCompactSeal: tree frames to them sealed compact
   // Receiving side of bare pushes: the seal sender ids (FrameCodec, one per
   // channel and boot) of tree neighbours, learned from their tree frames that
-  // carry a name; pruned with the delivery links. One per neighbour and
-  // channel (a restarted neighbour's new id replaces its old one), and at
-  // most kMaxSealSenders in all.
+  // carry a name; pruned with the delivery links. At most two per neighbour
+  // and channel (the newest: a restart's new id and a late frame of the boot
+  // before), and kMaxSealSenders in all.
   struct SealSender {
     std::string name;
     Channel channel = Channel::kDatagram;
+    uint64_t learned = 0;  // seal_senders_learned when it was learned
   };
   std::map<uint64_t, SealSender> seal_senders;
+  uint64_t seal_senders_learned = 0;
+  // Sending side: per bare link, pushes stay named until the link has
+  // acknowledged a push past `named_until` (raised when the link says it
+  // cannot attribute us, Tree.link = 3), and one in kNamedPushEvery is named
+  // whatever happens (should that answer never arrive).
+  struct BareLink {
+    uint32_t stream = 0;  // our delivery stream on the link these refer to
+    uint64_t named_until = 0;
+    Time last_named{};
+  };
+  std::map<std::string, BareLink> bare_state;
+  static constexpr Duration kNamedPushEvery = std::chrono::seconds(5);
   // At most 64 neighbours (max_degree = 2 * tree_degree <= 64), two
-  // channels each, twice over for neighbours dropped since the last prune.
-  static constexpr size_t kMaxSealSenders = 256;
+  // channels and two boots each, and as many again for neighbours dropped
+  // since the last prune.
+  static constexpr size_t kMaxSealSenders = 512;
   FilterAliases aliases;  // with `tree`: both directions of every tree link
   DeltaBuffer* capture = nullptr;  // set by HandleTree: where MergeWords buffers new bits
 
@@ -748,13 +762,17 @@ struct Node::Impl {
   protocol::SealForm SealFor(const std::string& link) const {
     return compact_seal_links.contains(link) ? protocol::SealForm::kCompact : protocol::SealForm::kFull;
   }
-  // The header for push `msg` to `link`: bare once the
-  // link has acknowledged a push of our current stream (so it has attributed
-  // a named frame of this boot) and the frame goes as a datagram (the only
-  // channel whose sender id the link learns from pushes).
-  Header PushHeader(const std::string& link, const wire::Tree& msg) const;
-  // Learns (or forgets) the seal sender id of a tree neighbour's named frame.
+  // The header for push `msg` to `link` (and notes a named one): bare once
+  // the link has acknowledged a push of our current stream (past bare_state's
+  // named_until), when it is a datagram (the only channel whose sender id the
+  // link learns from pushes) and carries no probe, and not for the first
+  // push in kNamedPushEvery.
+  Header PushHeader(const std::string& link, const wire::Tree& msg);
+  // Learns the seal sender id of a tree neighbour's named frame.
   void NoteSealSender(uint64_t seal_sender, Channel channel, const std::string& name);
+  // `link` cannot attribute our bare pushes (Tree.link = 3): name them until
+  // it acknowledges a newer push.
+  void OnBareRefused(const std::string& link);
   void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
 
   // Appends the words of (filter, slot) to `packer` as Delta parts; returns

@@ -203,20 +203,33 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     bytes_in_type[BodyIndex(env)] += bytes.size();
   }
   // A bare tree push (kTreeFeatureBarePushes; FrameCodec lets version 0
-  // through only for those) names no sender: it is the neighbour whose named
+  // through only for tree bodies without name or address, and only plain
+  // pushes are taken here) names no sender: it is the neighbour whose named
   // tree frames came under the same seal sender id. One this node cannot
-  // attribute (it restarted, or dropped the link) is dropped: the sender's
-  // next probe, which is named, teaches the id again and NACKs bring the
-  // rest. Counted, not logged, and no sign of trouble.
+  // attribute (it restarted, or dropped the link) is dropped, and the frame's
+  // source is asked to name itself (Tree.link = 3): its next pushes are
+  // named, and NACKs bring back what was dropped. Counted, not logged; a
+  // sign of trouble for anti-entropy's interval.
   const bool bare = env.version() == 0;
-  std::string sender = env.sender_name();
+  const std::string* sender = &env.sender_name();
   if (bare) {
-    auto it = seal_senders.find(seal_sender);
-    if (tree == nullptr || it == seal_senders.end() || it->second.channel != channel) {
-      Stats([](NodeCounters& s) { ++s.rejected_by_reason["unattributed"]; });
+    const wire::Tree& t = env.tree();
+    if (t.seq() == 0 || t.probe() != 0 || t.link() != 0 || t.has_beacon()) {
+      Reject(from, "malformed");
       return;
     }
-    sender = it->second.name;
+    auto it = seal_senders.find(seal_sender);
+    if (tree == nullptr || it == seal_senders.end() || it->second.channel != channel) {
+      ++frame_rejects;
+      Stats([](NodeCounters& s) { ++s.rejected_by_reason["unattributed"]; });
+      if (tree != nullptr && started && !membership->left()) {
+        wire::Tree name_yourself;
+        name_yourself.set_link(3);
+        SendTree({&from, 1}, name_yourself);
+      }
+      return;
+    }
+    sender = &it->second.name;
   }
   // Replies go to where the sender listens (a stream's source port is not
   // it). A tree frame may leave the address out (kTreeFeatureImplicitSender):
@@ -225,7 +238,7 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
   if (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes) {
     reply_to = env.sender_address();
   } else if (env.sender_address().empty() && env.body_case() == wire::Envelope::kTree) {
-    if (const Address* listed = membership->LiveAddressOf(sender); listed != nullptr) reply_to = *listed;
+    if (const Address* listed = membership->LiveAddressOf(*sender); listed != nullptr) reply_to = *listed;
   }
   switch (env.body_case()) {
     case wire::Envelope::kMembership:
@@ -242,8 +255,8 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     case wire::Envelope::kSyncRanges: HandleSyncRanges(reply_to, env.sync_ranges()); break;
     case wire::Envelope::kGossip: HandleGossip(reply_to, env.gossip()); break;
     case wire::Envelope::kTree:
-      HandleTree(reply_to, sender, env.tree());
-      if (!bare) NoteSealSender(seal_sender, channel, sender);
+      HandleTree(reply_to, *sender, env.tree());
+      if (!bare) NoteSealSender(seal_sender, channel, *sender);
       break;
     case wire::Envelope::kRouteAdd: HandleRouteAdd(reply_to, env.sender_name(), env.route_add()); break;
     case wire::Envelope::kRouteReply: HandleRouteReply(reply_to, env.sender_name(), env.route_reply()); break;
@@ -255,7 +268,7 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
       env.body_case() == wire::Envelope::kSyncRanges ||
       (env.body_case() == wire::Envelope::kGossip && env.gossip().deltas_size() > 0) ||
       (env.body_case() == wire::Envelope::kTree && env.tree().data().deltas_size() > 0)) {
-    if (frame_rejects == rejects_before) NoteData(sender);
+    if (frame_rejects == rejects_before) NoteData(*sender);
   }
 }
 

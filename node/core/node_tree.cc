@@ -33,6 +33,7 @@ void Node::Impl::TreeRound() {
     std::erase_if(implicit_sender_links, gone);
     std::erase_if(alias_links, gone);
     std::erase_if(bare_links, gone);
+    std::erase_if(bare_state, [&](const auto& entry) { return gone(entry.first); });
     std::erase_if(compact_seal_links, gone);
     std::erase_if(seal_senders, [&](const auto& entry) { return gone(entry.second.name); });
     retained_shape = tree->version();
@@ -304,33 +305,57 @@ void Node::Impl::SendTree(std::span<const Address> peers, const wire::Tree& msg,
   SendPlainToAll(peers, plain, BodyIndex(wire::Envelope::kTree), false, seal);
 }
 
-Node::Impl::Header Node::Impl::PushHeader(const std::string& link, const wire::Tree& msg) const {
+Node::Impl::Header Node::Impl::PushHeader(const std::string& link, const wire::Tree& msg) {
   if (!implicit_sender_links.contains(link)) return Header::kFull;
-  // A probe stays named: it is what teaches a neighbour that lost this
-  // boot's seal sender id (it restarted) who is sending, so that its answer
-  // and NACKs bring back the bare pushes it had to drop.
-  if (!bare_links.contains(link) || delivery->acked(link) == 0 || msg.probe() != 0 || config.tcp_only) {
-    return Header::kNoAddress;
-  }
+  if (!bare_links.contains(link)) return Header::kNoAddress;
+  BareLink& state = bare_state[link];
+  if (state.stream != delivery->stream(link)) state = BareLink{delivery->stream(link), 0, Time{}};
   // Bare only as a datagram: the neighbour learns this node's datagram id
   // from named datagrams (a stream frame has an id of its own). 5 bytes: the
-  // body's tag and length.
-  if (msg.ByteSizeLong() + 5 + FrameCodec::kOverhead > config.max_datagram_bytes) return Header::kNoAddress;
-  return Header::kBare;
+  // body's tag and length. A probe stays named, so that a neighbour that
+  // lost the id learns it from the probe too.
+  const bool bare = delivery->acked(link) > state.named_until && msg.probe() == 0 && !config.tcp_only &&
+                    msg.ByteSizeLong() + 5 + FrameCodec::kOverhead <= config.max_datagram_bytes &&
+                    now < state.last_named + kNamedPushEvery;
+  if (!bare) state.last_named = now;
+  return bare ? Header::kBare : Header::kNoAddress;
+}
+
+void Node::Impl::OnBareRefused(const std::string& link) {
+  // Named until the link acknowledges something past what it has now: a push
+  // it attributed (the first named one teaches it our id).
+  auto it = bare_state.find(link);
+  if (it == bare_state.end() || it->second.stream != delivery->stream(link)) return;
+  it->second.named_until = delivery->acked(link);
 }
 
 void Node::Impl::NoteSealSender(uint64_t seal_sender, Channel channel, const std::string& name) {
   if (!config.tree_bare_pushes || tree == nullptr || !tree->IsNeighbour(name)) return;
   auto it = seal_senders.find(seal_sender);
-  if (it != seal_senders.end() && it->second.name == name && it->second.channel == channel) return;
-  // One id per neighbour and channel: a restarted neighbour's new id
-  // replaces its old one (and an id, random per boot, names one sender).
-  std::erase_if(seal_senders,
-                [&](const auto& entry) { return entry.second.name == name && entry.second.channel == channel; });
+  if (it != seal_senders.end()) {
+    // Ids are random per boot: two names on one id are two nodes drawing the
+    // same number (an embedder's fixed seed). Neither is attributed by it.
+    if (it->second.name != name || it->second.channel != channel) {
+      Stats([](NodeCounters& s) { ++s.rejected_by_reason["seal_sender_collision"]; });
+      seal_senders.erase(it);
+    }
+    return;
+  }
+  // Two ids per neighbour and channel, the newest: a restarted neighbour's
+  // new id replaces its old one, and a late frame of its previous boot does
+  // not push the new id out.
+  auto oldest = seal_senders.end();
+  size_t held = 0;
+  for (auto e = seal_senders.begin(); e != seal_senders.end(); ++e) {
+    if (e->second.name != name || e->second.channel != channel) continue;
+    ++held;
+    if (oldest == seal_senders.end() || e->second.learned < oldest->second.learned) oldest = e;
+  }
+  if (held >= 2) seal_senders.erase(oldest);
   // Neighbours dropped since the last prune (TreeRound) may still hold
   // entries: the bound is on the table, not on the neighbours of the moment.
   if (seal_senders.size() >= kMaxSealSenders) return;  // this sender's pushes stay unattributed until then
-  seal_senders[seal_sender] = SealSender{name, channel};
+  seal_senders[seal_sender] = SealSender{name, channel, ++seal_senders_learned};
 }
 
 void Node::Impl::HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg) {
@@ -343,7 +368,7 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   for (int i = 0; i < msg.nack_size(); ++i) {  // ascending, nonzero: no push resent twice for one NACK
     numbers_ok = numbers_ok && msg.nack(i) > (i == 0 ? 0 : msg.nack(i - 1)) && msg.nack(i) < PushDelivery::kMaxSeq;
   }
-  const bool control_ok = msg.link() <= 2 && b.distance() <= BroadcastTree::kMaxDistance &&
+  const bool control_ok = msg.link() <= 3 && b.distance() <= BroadcastTree::kMaxDistance &&
                           b.root().size() <= Membership::kMaxNameBytes &&
                           b.parent().size() <= Membership::kMaxNameBytes && numbers_ok &&
                           (!numbered || msg.stream() != 0) && (!feedback || msg.ack_stream() != 0) &&
@@ -388,6 +413,7 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
     if (!unresolved) ApplyGossip(data);  // new bits go to `deltas`: pushed as this node's own
     return;
   }
+  if (msg.link() == 3) OnBareRefused(sender);
   if (msg.link() == 2) {
     if (membership->SmallestLivePeer() != nullptr && *membership->SmallestLivePeer() == sender) root_link_refused = true;
     tree->RemoveNeighbour(sender);

@@ -660,19 +660,28 @@ TEST(TreeDissemination, PushesGoBareOnceTheLinkHasAcknowledgedOne) {
 }
 
 // A receiver that restarts no longer knows its neighbour's seal sender id,
-// while the neighbour's stream, acknowledged before, goes on. Here every named
-// tree frame from the neighbour is held back until a bare push has arrived:
-// that push is dropped (counted as unattributed), the neighbour's next named
-// frame (its probe, or a beacon) teaches the id again, and every key reaches
-// the restarted node by the tree alone.
+// while the neighbour's stream, acknowledged before, goes on, busy (a push
+// every 100 ms: no probe goes). Here the neighbour's named tree frames are
+// held back until the first bare push has been dropped (counted as
+// unattributed) and answered with "name yourself" (Tree.link = 3). The
+// neighbour's pushes right after that answer are named, and every key
+// reaches the restarted node by the tree alone.
 TEST(TreeDissemination, ARestartedReceiverLearnsTheBareSenderAgain) {
   ClusterOptions o = TreeOptions(2);
   o.anti_entropy_interval = 1000s;
+  Cluster* cluster = nullptr;
   bool hold_named = false;
+  std::optional<Time> asked;  // when node 1 first sent "name yourself"
+  uint64_t named_after = 0;   // node 0's named pushes within 200 ms of it
   o.drop = [&](size_t from, const Outgoing&, const wire::Envelope& env) {
-    return hold_named && from == 0 && env.has_tree() && !env.sender_name().empty();
+    if (!env.has_tree()) return false;
+    const bool named = !env.sender_name().empty();
+    if (from == 1 && env.tree().link() == 3 && !asked) asked = cluster->now();
+    if (from == 0 && named && env.tree().seq() != 0 && asked && cluster->now() <= *asked + 200ms) ++named_after;
+    return hold_named && from == 0 && named;
   };
   Cluster c(o);
+  cluster = &c;
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   c.RunFor(10s);
@@ -689,13 +698,16 @@ TEST(TreeDissemination, ARestartedReceiverLearnsTheBareSenderAgain) {
     if (unattributed() > 0) hold_named = false;
   }
   EXPECT_GE(unattributed(), 1u);
-  hold_named = false;
+  ASSERT_TRUE(asked.has_value());
+  EXPECT_GE(named_after, 1u);
   ASSERT_TRUE(c.RunUntil([&] { return AllPresent(c, "crawl", 10, 40); }, 5s));
 }
 
 // A bare push from a seal sender id this node has not learned changes
-// nothing and is counted; a bare frame of another kind, or a tree push that
-// says no version but names its sender, is refused by version.
+// nothing, is counted and is answered with "name yourself" (Tree.link = 3);
+// a bare tree frame that is not a plain push is malformed; a bare frame of
+// another kind, or a tree push that says no version but names its sender, is
+// refused by version.
 TEST(TreeDissemination, AnUnattributableBarePushChangesNothing) {
   ClusterOptions o = TreeOptions(2);
   o.anti_entropy_interval = 1000s;
@@ -719,12 +731,22 @@ TEST(TreeDissemination, AnUnattributableBarePushChangesNothing) {
   auto rejected = [&](const char* reason) { return c.node(1).Counters().rejected_by_reason[reason]; };
   EXPECT_EQ(rejected("unattributed"), 1u);
   EXPECT_EQ(SetBits(c.node(1)), bits_before);
-  EXPECT_TRUE(c.node(1).TakeOutgoing().empty());  // nobody to answer
+  std::vector<Outgoing> out = c.node(1).TakeOutgoing();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to, AddressOf(0));  // the frame's source
+  std::optional<wire::Envelope> answer = Peek(TestSecret(), out[0].bytes);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->tree().link(), 3u);
+  EXPECT_EQ(answer->sender_name(), NameOf(1));
 
   wire::Envelope named = env;
   named.set_sender_name(NameOf(0));
   c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(named, /*set_defaults=*/false), c.now());
   EXPECT_EQ(rejected("version"), 1u);
+  wire::Envelope probe = env;  // a bare probe: only plain pushes go bare
+  probe.mutable_tree()->set_probe(1);
+  c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(probe, /*set_defaults=*/false), c.now());
+  EXPECT_EQ(rejected("malformed"), 1u);
   wire::Envelope other;
   *other.mutable_gossip() = env.tree().data();
   c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(other, /*set_defaults=*/false), c.now());
@@ -767,6 +789,44 @@ TEST(TreeDissemination, TreeFramesGoCompactlySealedWhereTheNeighbourOpensThem) {
     }
   }
   EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+}
+
+// A seal sender id is random per boot: two neighbours naming frames under
+// one id (an embedder's fixed seed) get neither attributed by it, and the
+// clash is counted.
+TEST(TreeDissemination, OneSealSenderIdForTwoNamesAttributesNeither) {
+  ClusterOptions o = TreeOptions(3);
+  o.anti_entropy_interval = 1000s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(10s);
+  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
+  ASSERT_TRUE(entry.ok());
+  Forger twin(TestSecret(), 0x7777);
+  auto named_from = [&](size_t i) {  // a named hello-less tree frame from node i: delivery control only
+    wire::Envelope env;
+    env.set_version(kWireVersion);
+    env.set_sender_name(NameOf(i));
+    env.set_sender_address(AddressOf(i));
+    env.mutable_tree()->set_ack_stream(5);
+    env.mutable_tree()->set_ack(1);
+    return twin.Seal(env, /*set_defaults=*/false);
+  };
+  c.node(0).HandleDatagram(AddressOf(1), named_from(1), c.now());
+  c.node(0).HandleDatagram(AddressOf(2), named_from(2), c.now());
+  EXPECT_EQ(c.node(0).Counters().rejected_by_reason["seal_sender_collision"], 1u);
+  wire::Envelope bare;
+  wire::Delta* delta = bare.mutable_tree()->mutable_data()->add_deltas();
+  ToWire(entry->params, delta->mutable_filter());
+  const std::vector<crdt::WordBits> words = {{9, 0xf0}};
+  delta->set_positions(EncodeWords(words, 0, entry->params.shape.bits()));
+  bare.mutable_tree()->set_stream(77);
+  bare.mutable_tree()->set_seq(1);
+  const uint64_t bits_before = SetBits(c.node(0));
+  c.node(0).HandleDatagram(AddressOf(1), twin.Seal(bare, /*set_defaults=*/false), c.now());
+  EXPECT_EQ(c.node(0).Counters().rejected_by_reason["unattributed"], 1u);
+  EXPECT_EQ(SetBits(c.node(0)), bits_before);
 }
 
 }  // namespace
