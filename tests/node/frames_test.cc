@@ -232,7 +232,7 @@ TEST_F(Frames, GossipFrameIsValidatedWholeBeforeAnyPartApplies) {
 TEST_F(Frames, TreeFrameIsValidatedWholeBeforeAnyPartApplies) {
   wire::Envelope env;
   *env.mutable_tree()->mutable_data()->add_deltas() = DeltaEnvelope(params_, 0).delta();
-  env.mutable_tree()->set_link(3);
+  env.mutable_tree()->set_link(4);
   ExpectRejected(forger_.Seal(env), "malformed");
   env.mutable_tree()->set_link(1);
   env.mutable_tree()->mutable_beacon()->set_root(std::string(256, 'r'));
