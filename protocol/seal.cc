@@ -180,6 +180,14 @@ std::vector<uint64_t> Keyring::ids() const {
   return out;
 }
 
+size_t Keyring::IdsWithHint(uint8_t hint, std::array<uint64_t, kMaxKeys>* out) const {
+  size_t n = 0;
+  for (const auto& [id, key] : keys_) {
+    if (static_cast<uint8_t>(id) == hint) (*out)[n++] = id;
+  }
+  return n;
+}
+
 const GossipKey* Keyring::Find(uint64_t key_id) const {
   auto it = keys_.find(key_id);
   return it == keys_.end() ? nullptr : &it->second;
@@ -242,7 +250,7 @@ std::optional<OpenError> OpenInto(const Keyring& keys, std::string_view label, s
   }
   Opened& opened = *out;
   // The keys to try: the one the header names, or every key the compact
-  // header's hint fits (primary first).
+  // header's hint fits.
   std::array<uint64_t, Keyring::kMaxKeys> candidates{};
   size_t tries = 0;
   size_t header_bytes = kFrameHeaderBytes;
@@ -253,9 +261,7 @@ std::optional<OpenError> OpenInto(const Keyring& keys, std::string_view label, s
     }
     header_bytes = kCompactFixedBytes + counter_bytes;
     opened.sender = LoadLe64(in + 2);
-    for (uint64_t id : keys.ids()) {
-      if (static_cast<uint8_t>(id) == in[1]) candidates[tries++] = id;
-    }
+    tries = keys.IdsWithHint(in[1], &candidates);
     if (tries == 0) return Fail(RejectReason::kUnknownKey, absl::StrCat("no key id ends in ", in[1]));
   } else {
     opened.sender = LoadLe64(in + 9);

@@ -93,6 +93,9 @@ class Keyring {
   absl::Status Remove(uint64_t key_id);  // FailedPrecondition for the primary, NotFound if absent
   uint64_t primary_id() const { return primary_; }
   std::vector<uint64_t> ids() const;     // primary first, then ascending
+  // The ids whose low byte is `hint` (a compact header's key hint) into
+  // `out`, ascending; returns how many. No allocation.
+  size_t IdsWithHint(uint8_t hint, std::array<uint64_t, kMaxKeys>* out) const;
   size_t size() const { return keys_.size(); }
   const GossipKey* Find(uint64_t key_id) const;  // nullptr if not installed
   // BLAKE2b keyed by the key over a fixed label, first 8 bytes LE. Reveals

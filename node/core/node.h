@@ -43,6 +43,11 @@ struct NodeConfig {
   std::vector<Address> seeds;       // join through these (may include self)
   crdt::ClusterSecret secret;       // never leaves memory
   std::string cluster_label;        // bound into every frame as associated data
+  // Seeds every random choice of the node, including its seal sender ids
+  // (protocol/seal.h), which with per-boot counters make the AEAD nonces: two
+  // nodes, or two boots of one node, must never share a seed outside the
+  // simulator, or nonces repeat under the cluster key. pollend draws it from
+  // randombytes_buf at every start.
   uint64_t rng_seed = 1;
 
   Duration gossip_interval = std::chrono::milliseconds(200);

@@ -307,6 +307,7 @@ struct Node::Impl {
     std::string name;
     Channel channel = Channel::kDatagram;
     uint64_t learned = 0;  // seal_senders_learned when it was learned
+    bool collided = false;  // claimed by two names: attributes nobody, kept (not pruned)
   };
   std::map<uint64_t, SealSender> seal_senders;
   uint64_t seal_senders_learned = 0;
@@ -320,6 +321,11 @@ struct Node::Impl {
     Time last_named{};
   };
   std::map<std::string, BareLink> bare_state;
+  // Receiving side: when each source was last asked to name itself; at most
+  // one ask per source and kNameAskEvery, for at most kMaxNameAsks sources.
+  std::map<Address, Time> name_asks;
+  static constexpr Duration kNameAskEvery = std::chrono::seconds(1);
+  static constexpr size_t kMaxNameAsks = 64;
   static constexpr Duration kNamedPushEvery = std::chrono::seconds(5);
   // At most 64 neighbours (max_degree = 2 * tree_degree <= 64), two
   // channels and two boots each, and as many again for neighbours dropped
@@ -773,6 +779,8 @@ struct Node::Impl {
   // `link` cannot attribute our bare pushes (Tree.link = 3): name them until
   // it acknowledges a newer push.
   void OnBareRefused(const std::string& link);
+  // Asks `from` to name itself (Tree.link = 3), as rate-limited above.
+  void AskToNameItself(const Address& from);
   void HandleTree(const Address& from, const std::string& sender, const wire::Tree& msg);
 
   // Appends the words of (filter, slot) to `packer` as Delta parts; returns

@@ -207,8 +207,8 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
   // pushes are taken here) names no sender: it is the neighbour whose named
   // tree frames came under the same seal sender id. One this node cannot
   // attribute (it restarted, or dropped the link) is dropped, and the frame's
-  // source is asked to name itself (Tree.link = 3): its next pushes are
-  // named, and NACKs bring back what was dropped. Counted, not logged; a
+  // source is asked to name itself (Tree.link = 3, at most once a second per
+  // source): its next pushes are named, and NACKs bring back what was dropped. Counted, not logged; a
   // sign of trouble for anti-entropy's interval.
   const bool bare = env.version() == 0;
   const std::string* sender = &env.sender_name();
@@ -219,14 +219,10 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
       return;
     }
     auto it = seal_senders.find(seal_sender);
-    if (tree == nullptr || it == seal_senders.end() || it->second.channel != channel) {
+    if (tree == nullptr || it == seal_senders.end() || it->second.channel != channel || it->second.collided) {
       ++frame_rejects;
       Stats([](NodeCounters& s) { ++s.rejected_by_reason["unattributed"]; });
-      if (tree != nullptr && started && !membership->left()) {
-        wire::Tree name_yourself;
-        name_yourself.set_link(3);
-        SendTree({&from, 1}, name_yourself);
-      }
+      AskToNameItself(from);
       return;
     }
     sender = &it->second.name;

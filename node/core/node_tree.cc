@@ -35,7 +35,7 @@ void Node::Impl::TreeRound() {
     std::erase_if(bare_links, gone);
     std::erase_if(bare_state, [&](const auto& entry) { return gone(entry.first); });
     std::erase_if(compact_seal_links, gone);
-    std::erase_if(seal_senders, [&](const auto& entry) { return gone(entry.second.name); });
+    std::erase_if(seal_senders, [&](const auto& entry) { return !entry.second.collided && gone(entry.second.name); });
     retained_shape = tree->version();
   }
   RecomputeTree();
@@ -321,6 +321,19 @@ Node::Impl::Header Node::Impl::PushHeader(const std::string& link, const wire::T
   return bare ? Header::kBare : Header::kNoAddress;
 }
 
+void Node::Impl::AskToNameItself(const Address& from) {
+  if (tree == nullptr || !started || membership->left()) return;
+  if (auto it = name_asks.find(from); it != name_asks.end() && now < it->second + kNameAskEvery) return;
+  if (name_asks.size() >= kMaxNameAsks) {
+    std::erase_if(name_asks, [&](const auto& entry) { return now >= entry.second + kNameAskEvery; });
+    if (name_asks.size() >= kMaxNameAsks) return;
+  }
+  name_asks[from] = now;
+  wire::Tree name_yourself;
+  name_yourself.set_link(3);
+  SendTree({&from, 1}, name_yourself);
+}
+
 void Node::Impl::OnBareRefused(const std::string& link) {
   // Named until the link acknowledges something past what it has now: a push
   // it attributed (the first named one teaches it our id).
@@ -334,10 +347,11 @@ void Node::Impl::NoteSealSender(uint64_t seal_sender, Channel channel, const std
   auto it = seal_senders.find(seal_sender);
   if (it != seal_senders.end()) {
     // Ids are random per boot: two names on one id are two nodes drawing the
-    // same number (an embedder's fixed seed). Neither is attributed by it.
-    if (it->second.name != name || it->second.channel != channel) {
+    // same number (embedded nodes sharing an rng_seed, which also reuses
+    // nonces: NodeConfig::rng_seed). The id attributes nobody from then on.
+    if (!it->second.collided && (it->second.name != name || it->second.channel != channel)) {
       Stats([](NodeCounters& s) { ++s.rejected_by_reason["seal_sender_collision"]; });
-      seal_senders.erase(it);
+      it->second.collided = true;
     }
     return;
   }

@@ -738,6 +738,10 @@ TEST(TreeDissemination, AnUnattributableBarePushChangesNothing) {
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->tree().link(), 3u);
   EXPECT_EQ(answer->sender_name(), NameOf(1));
+  env.mutable_tree()->set_seq(2);  // again at once: counted, but asked at most once a second
+  c.node(1).HandleDatagram(AddressOf(0), stranger.Seal(env, /*set_defaults=*/false), c.now());
+  EXPECT_EQ(rejected("unattributed"), 2u);
+  EXPECT_TRUE(c.node(1).TakeOutgoing().empty());
 
   wire::Envelope named = env;
   named.set_sender_name(NameOf(0));
@@ -792,8 +796,9 @@ TEST(TreeDissemination, TreeFramesGoCompactlySealedWhereTheNeighbourOpensThem) {
 }
 
 // A seal sender id is random per boot: two neighbours naming frames under
-// one id (an embedder's fixed seed) get neither attributed by it, and the
-// clash is counted.
+// one id (embedded nodes sharing a seed) get neither attributed by it, for
+// good (a later named frame does not teach it again), and the clash is
+// counted once.
 TEST(TreeDissemination, OneSealSenderIdForTwoNamesAttributesNeither) {
   ClusterOptions o = TreeOptions(3);
   o.anti_entropy_interval = 1000s;
@@ -826,6 +831,11 @@ TEST(TreeDissemination, OneSealSenderIdForTwoNamesAttributesNeither) {
   const uint64_t bits_before = SetBits(c.node(0));
   c.node(0).HandleDatagram(AddressOf(1), twin.Seal(bare, /*set_defaults=*/false), c.now());
   EXPECT_EQ(c.node(0).Counters().rejected_by_reason["unattributed"], 1u);
+  c.node(0).HandleDatagram(AddressOf(1), named_from(1), c.now());
+  bare.mutable_tree()->set_seq(2);
+  c.node(0).HandleDatagram(AddressOf(1), twin.Seal(bare, /*set_defaults=*/false), c.now());
+  EXPECT_EQ(c.node(0).Counters().rejected_by_reason["unattributed"], 2u);
+  EXPECT_EQ(c.node(0).Counters().rejected_by_reason["seal_sender_collision"], 1u);
   EXPECT_EQ(SetBits(c.node(0)), bits_before);
 }
 

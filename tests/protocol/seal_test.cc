@@ -187,14 +187,26 @@ TEST(SealTest, CompactHeaderTruncatedOverlongOrNotMinimalIsMalformed) {
     return header + counter + std::string(kSealTagBytes + 4, '\x00');
   };
   EXPECT_EQ(ReasonOf(Open(ring, "", with_counter("\xac\x82\x00"), kMaxFrameBytes)), RejectReason::kMalformed);  // a zero last byte
-  EXPECT_EQ(ReasonOf(Open(ring, "", with_counter(std::string(10, '\xff') + "\x01"), kMaxFrameBytes)),
-            RejectReason::kMalformed);  // eleven bytes
+  EXPECT_EQ(ReasonOf(Open(ring, "", with_counter(std::string(9, '\xff') + "\x81\x01"), kMaxFrameBytes)),
+            RejectReason::kMalformed);  // eleven bytes (the tenth goes on)
   EXPECT_EQ(ReasonOf(Open(ring, "", with_counter(std::string(9, '\xff') + "\x02"), kMaxFrameBytes)),
             RejectReason::kMalformed);  // past 64 bits
   EXPECT_EQ(ReasonOf(Open(ring, "", with_counter(std::string(9, '\xff') + "\x01"), kMaxFrameBytes)),
             RejectReason::kAuth);  // 2^64 - 1 is a counter (the frame is not genuine)
   // Oversize is checked before the header.
   EXPECT_EQ(ReasonOf(Open(ring, "", frame, frame.size() - 1)), RejectReason::kOversize);
+}
+
+// A frame read as the other form does not open: the version byte is in the
+// associated data, and the two headers differ in length.
+TEST(SealTest, SwappingTheHeaderFormByteIsRejected) {
+  Keyring ring(KeyFrom(1));
+  std::string full = Seal(ring, "", 5, 300, Payload(50));
+  full[0] = static_cast<char>(kCompactVersion);
+  EXPECT_TRUE(std::holds_alternative<OpenError>(Open(ring, "", full, kMaxFrameBytes)));
+  std::string compact = Seal(ring, "", 5, 300, Payload(50), SealForm::kCompact);
+  compact[0] = static_cast<char>(kProtocolVersion);
+  EXPECT_TRUE(std::holds_alternative<OpenError>(Open(ring, "", compact, kMaxFrameBytes)));
 }
 
 // The key hint is one byte, so two installed keys may share it: Open tries
