@@ -455,33 +455,22 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   }
   if (msg.link() == 1 && tree->IsNeighbour(sender)) beacon_changed = true;  // a newcomer needs ours
   if (msg.has_beacon() && tree->IsNeighbour(sender)) {
-    if (config.tree_compact_refs && (b.features() & kTreeFeatureCompactRefs) != 0) {
-      compact_ref_links.insert(sender);
-    } else {
-      compact_ref_links.erase(sender);
-    }
-    if (config.tree_implicit_sender && (b.features() & kTreeFeatureImplicitSender) != 0) {
-      implicit_sender_links.insert(sender);
-    } else {
-      implicit_sender_links.erase(sender);
-    }
-    const uint32_t bare_features = kTreeFeatureImplicitSender | kTreeFeatureBarePushes;
-    if (config.tree_implicit_sender && config.tree_bare_pushes && (b.features() & bare_features) == bare_features) {
-      bare_links.insert(sender);
-    } else {
-      bare_links.erase(sender);
-    }
-    if (config.tree_compact_seal && (b.features() & kTreeFeatureCompactSeal) != 0) {
-      compact_seal_links.insert(sender);
-    } else {
-      compact_seal_links.erase(sender);
-    }
-    const uint32_t alias_features = kTreeFeatureCompactRefs | kTreeFeatureFilterAliases;
-    if (config.tree_compact_refs && config.tree_filter_aliases && (b.features() & alias_features) == alias_features) {
-      alias_links.insert(sender);
-    } else {
-      alias_links.erase(sender);
-    }
+    // Each wire form goes to the neighbours whose beacon advertises every
+    // feature it needs, where this node uses it too.
+    auto note = [&](std::set<std::string>& links, bool used, uint32_t needed) {
+      if (used && (b.features() & needed) == needed) {
+        links.insert(sender);
+      } else {
+        links.erase(sender);
+      }
+    };
+    note(compact_ref_links, config.tree_compact_refs, kTreeFeatureCompactRefs);
+    note(implicit_sender_links, config.tree_implicit_sender, kTreeFeatureImplicitSender);
+    note(alias_links, config.tree_compact_refs && config.tree_filter_aliases,
+         kTreeFeatureCompactRefs | kTreeFeatureFilterAliases);
+    note(bare_links, config.tree_implicit_sender && config.tree_bare_pushes,
+         kTreeFeatureImplicitSender | kTreeFeatureBarePushes);
+    note(compact_seal_links, config.tree_compact_seal, kTreeFeatureCompactSeal);
     const bool was_child = tree->IsChild(sender);
     tree->OnBeacon(sender, BroadcastTree::Beacon{b.root(), b.distance(), b.parent()});
     RecomputeTree();

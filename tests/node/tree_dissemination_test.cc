@@ -445,44 +445,55 @@ TEST(TreeDissemination, AFilterTheNeighbourLacksArrivesByTheFullResend) {
       30s));
 }
 
-// Once a link has acknowledged a push that defined it, pushes name the filter
-// by its alias alone. Node 0 does not advertise aliases (an older node): it
-// gets none and sends none. Every key still reaches every node by the tree
-// alone, and the tree sends fewer bytes than with compact references.
-TEST(TreeDissemination, PushesNameFiltersByAliasOnceTheLinkHasAcknowledgedOne) {
+// One run of TreeBytesOf200Keys (warm) with a wire form off, one with it on
+// (`enable` sets it in a node's config), node 0 never using it (an older
+// node). `count` sorts what each tree-run frame shows: the new form, the old
+// form where the new one would do, or the new form where it must not go; it
+// counts apart the frames to or from node 0. Expects the new form only on the second run, never to or from
+// node 0, ten times more often than the old form between new nodes, and
+// fewer tree bytes.
+struct FormCounts {
+  uint64_t fresh = 0;      // the new form
+  uint64_t old = 0;        // the old form, where the new one applies
+  uint64_t misplaced = 0;  // the new form on a frame it does not apply to
+};
+using FormCounter = std::function<void(const Outgoing& out, const wire::Envelope& env, FormCounts& counts)>;
+void ExpectTheNewFormWhereAdvertised(const std::function<void(NodeConfig&, bool)>& enable, const FormCounter& count) {
   uint64_t tree_bytes[2] = {0, 0};
-  for (bool aliases : {false, true}) {
+  for (bool on : {false, true}) {
     ClusterOptions o = TreeOptions(12);
     o.anti_entropy_interval = 1000s;
-    o.configure = [aliases](size_t i, NodeConfig& c) { c.tree_filter_aliases = aliases && i != 0; };
+    o.configure = [&enable, on](size_t i, NodeConfig& c) { enable(c, on && i != 0); };
     bool counting = false;
-    // References in pushes by form; `compact` only between new nodes.
-    uint64_t alias_only = 0, defining = 0, compact = 0, alias_at_old = 0;
+    FormCounts between_new, at_old;
     o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
-      if (!counting || !env.has_tree()) return false;
-      const bool old = from == 0 || out.to == AddressOf(0);
-      for (const wire::Delta& d : env.tree().data().deltas()) {
-        const wire::FilterRef& ref = d.filter();
-        if (ref.alias() != 0 && old) ++alias_at_old;
-        if (ref.alias() != 0 && ref.digest() == 0) ++alias_only;
-        if (ref.alias() != 0 && ref.digest() != 0) ++defining;
-        if (ref.alias() == 0 && IsCompactRef(ref) && !old) ++compact;
-      }
+      if (counting) count(out, env, from == 0 || out.to == AddressOf(0) ? at_old : between_new);
       return false;
     };
-    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[aliases], /*warm=*/true))
-        << "aliases " << aliases;
-    if (aliases) {
-      EXPECT_EQ(alias_at_old, 0u);
-      // Every link between new nodes defined its alias with the warm-up
-      // keys: a few definitions again where the tree changed since.
-      EXPECT_GT(alias_only, 10 * (defining + compact));
+    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[on], /*warm=*/true)) << "on " << on;
+    EXPECT_EQ(at_old.fresh + at_old.misplaced + between_new.misplaced, 0u) << "on " << on;
+    if (on) {
+      EXPECT_GT(between_new.fresh, 10 * between_new.old);
     } else {
-      EXPECT_EQ(alias_only + defining, 0u);
-      EXPECT_GT(compact, 0u);
+      EXPECT_EQ(between_new.fresh, 0u);
+      EXPECT_GT(between_new.old, 0u);
     }
   }
   EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+}
+
+// Once a link has acknowledged a push that defined it, pushes name the filter
+// by its alias alone (a definition counts as the old form).
+TEST(TreeDissemination, PushesNameFiltersByAliasOnceTheLinkHasAcknowledgedOne) {
+  ExpectTheNewFormWhereAdvertised([](NodeConfig& c, bool on) { c.tree_filter_aliases = on; },
+                                  [](const Outgoing&, const wire::Envelope& env, FormCounts& n) {
+                                    if (!env.has_tree()) return;
+                                    for (const wire::Delta& d : env.tree().data().deltas()) {
+                                      const wire::FilterRef& ref = d.filter();
+                                      if (ref.alias() != 0 && ref.digest() == 0) ++n.fresh;
+                                      if (ref.digest() != 0) ++n.old;  // compact, or defining an alias
+                                    }
+                                  });
 }
 
 // Aliases in forged frames from a linked neighbour: one the receiver does not
@@ -622,41 +633,21 @@ TEST(TreeDissemination, AReceiverThatLostItsAliasesGetsThemDefinedAgain) {
 // Once a link has acknowledged a push of the sender's stream, pushes to it go
 // bare: no version, sender name or address (the neighbour attributes them by
 // their seal's sender id). Probes, beacons, hellos and frames without data
-// stay named. Node 0 does not advertise it (an older node): it gets no bare
-// push and sends none. Every key still reaches every node by the tree alone,
-// with fewer tree bytes.
+// stay named.
 TEST(TreeDissemination, PushesGoBareOnceTheLinkHasAcknowledgedOne) {
-  uint64_t tree_bytes[2] = {0, 0};
-  for (bool bare_on : {false, true}) {
-    ClusterOptions o = TreeOptions(12);
-    o.anti_entropy_interval = 1000s;
-    o.configure = [bare_on](size_t i, NodeConfig& c) { c.tree_bare_pushes = bare_on && i != 0; };
-    bool counting = false;
-    uint64_t bare = 0, named_pushes = 0, bare_at_old = 0, bare_other = 0;
-    o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
-      if (!counting || !env.has_tree()) return false;
-      const bool old = from == 0 || out.to == AddressOf(0);
-      const bool is_bare = env.sender_name().empty();
-      EXPECT_EQ(is_bare, env.version() == 0);
-      if (is_bare && old) ++bare_at_old;
-      const wire::Tree& t = env.tree();
-      const bool plain_push = t.seq() != 0 && t.probe() == 0 && !t.has_beacon() && t.link() == 0;
-      if (is_bare && !plain_push) ++bare_other;
-      if (plain_push && !old) ++(is_bare ? bare : named_pushes);
-      return false;
-    };
-    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[bare_on], /*warm=*/true))
-        << "bare " << bare_on;
-    EXPECT_EQ(bare_other, 0u);
-    if (bare_on) {
-      EXPECT_EQ(bare_at_old, 0u);
-      EXPECT_GT(bare, 10 * named_pushes);
-    } else {
-      EXPECT_EQ(bare, 0u);
-      EXPECT_GT(named_pushes, 0u);
-    }
-  }
-  EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+  ExpectTheNewFormWhereAdvertised([](NodeConfig& c, bool on) { c.tree_bare_pushes = on; },
+                                  [](const Outgoing&, const wire::Envelope& env, FormCounts& n) {
+                                    if (!env.has_tree()) return;
+                                    const bool bare = env.sender_name().empty();
+                                    EXPECT_EQ(bare, env.version() == 0);
+                                    const wire::Tree& t = env.tree();
+                                    const bool plain_push = t.seq() != 0 && t.probe() == 0 && !t.has_beacon() && t.link() == 0;
+                                    if (bare) {
+                                      ++(plain_push ? n.fresh : n.misplaced);
+                                    } else if (plain_push) {
+                                      ++n.old;
+                                    }
+                                  });
 }
 
 // A receiver that restarts no longer knows its neighbour's seal sender id,
@@ -760,39 +751,15 @@ TEST(TreeDissemination, AnUnattributableBarePushChangesNothing) {
 
 // Pushes and delivery control to a neighbour that advertises it are sealed
 // with the compact header (protocol/seal.h); beacons, hellos and everything
-// else keep the full one, and so does every frame to or from node 0, which
-// does not advertise it (an older node). Every key still reaches every node
-// by the tree alone, with fewer tree bytes.
+// else keep the full one.
 TEST(TreeDissemination, TreeFramesGoCompactlySealedWhereTheNeighbourOpensThem) {
-  uint64_t tree_bytes[2] = {0, 0};
-  for (bool compact : {false, true}) {
-    ClusterOptions o = TreeOptions(12);
-    o.anti_entropy_interval = 1000s;
-    o.configure = [compact](size_t i, NodeConfig& c) { c.tree_compact_seal = compact && i != 0; };
-    bool counting = false;
-    uint64_t compact_frames = 0, full_delivery = 0, compact_at_old = 0, compact_other = 0;
-    o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
-      if (!counting) return false;
-      const bool is_compact = static_cast<uint8_t>(out.bytes[0]) == protocol::kCompactVersion;
-      const bool old = from == 0 || out.to == AddressOf(0);
-      const bool delivery = env.has_tree() && !env.tree().has_beacon() && env.tree().link() == 0;
-      if (is_compact && old) ++compact_at_old;
-      if (is_compact && !delivery) ++compact_other;
-      if (delivery && !old) ++(is_compact ? compact_frames : full_delivery);
-      return false;
-    };
-    ASSERT_NO_FATAL_FAILURE(TreeBytesOf200Keys(o, counting, &tree_bytes[compact], /*warm=*/true))
-        << "compact " << compact;
-    EXPECT_EQ(compact_other, 0u);
-    if (compact) {
-      EXPECT_EQ(compact_at_old, 0u);
-      EXPECT_GT(compact_frames, 10 * full_delivery);
-    } else {
-      EXPECT_EQ(compact_frames, 0u);
-      EXPECT_GT(full_delivery, 0u);
-    }
-  }
-  EXPECT_LT(tree_bytes[1], tree_bytes[0]);
+  ExpectTheNewFormWhereAdvertised([](NodeConfig& c, bool on) { c.tree_compact_seal = on; },
+                                  [](const Outgoing& out, const wire::Envelope& env, FormCounts& n) {
+                                    const bool compact = static_cast<uint8_t>(out.bytes[0]) == protocol::kCompactVersion;
+                                    const bool delivery = env.has_tree() && !env.tree().has_beacon() && env.tree().link() == 0;
+                                    if (delivery) ++(compact ? n.fresh : n.old);
+                                    if (!delivery && compact) ++n.misplaced;
+                                  });
 }
 
 // A seal sender id is random per boot: two neighbours naming frames under
