@@ -66,6 +66,23 @@ void TreeBytesOf200Keys(const ClusterOptions& o, bool& counting, uint64_t* bytes
   *bytes = TreeBytes(c) - before;
 }
 
+// A tree push, number `seq` of stream 77, of one delta of "crawl" (as
+// TreeOptions declares it) with the full filter reference, setting `bits` in
+// word `word`; the envelope's header is left empty (Forger::Seal fills it in
+// unless told not to).
+wire::Envelope CrawlPush(uint64_t seq, uint64_t word, uint64_t bits) {
+  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
+  EXPECT_TRUE(entry.ok());
+  wire::Envelope env;
+  wire::Delta* delta = env.mutable_tree()->mutable_data()->add_deltas();
+  ToWire(entry->params, delta->mutable_filter());
+  const std::vector<crdt::WordBits> words = {{word, bits}};
+  delta->set_positions(EncodeWords(words, 0, entry->params.shape.bits()));
+  env.mutable_tree()->set_stream(77);
+  env.mutable_tree()->set_seq(seq);
+  return env;
+}
+
 uint64_t BitsSent(Cluster& c) {
   uint64_t sent = 0;
   for (size_t n = 0; n < c.size(); ++n) sent += c.node(n).Counters().delta_bits_sent;
@@ -370,20 +387,13 @@ TEST(TreeDissemination, AnUnresolvedCompactReferenceIsNackedAndResentInFull) {
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   c.RunFor(10s);  // n0 and n1 are tree neighbours and have seen each other's beacons
 
-  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
-  ASSERT_TRUE(entry.ok());
-  const crdt::FilterParams& params = entry->params;
-  wire::Envelope env;
+  wire::Envelope env = CrawlPush(1, 5, 0xff);
   env.set_sender_name(NameOf(0));
   env.set_sender_address(AddressOf(0));
-  wire::Delta* delta = env.mutable_tree()->mutable_data()->add_deltas();
-  ToWire(params, delta->mutable_filter());
-  CompactRef(delta->mutable_filter());
-  delta->mutable_filter()->set_digest(ParamsDigest(params) ^ 1);  // not n1's parameters
-  const std::vector<crdt::WordBits> words = {{5, 0xff}};
-  delta->set_positions(EncodeWords(words, 0, params.shape.bits()));
-  env.mutable_tree()->set_stream(77);
-  env.mutable_tree()->set_seq(1);
+  wire::FilterRef* ref = env.mutable_tree()->mutable_data()->mutable_deltas(0)->mutable_filter();
+  const uint64_t digest = ParamsDigest(Unvalidated(*ref));
+  CompactRef(ref);
+  ref->set_digest(digest ^ 1);  // not n1's parameters
   (void)c.node(1).TakeOutgoing();
   const uint64_t bits_before = SetBits(c.node(1));
   c.node(1).HandleDatagram(AddressOf(0), Forger(TestSecret(), 0xC0FFEE).Seal(env), c.now());
@@ -706,15 +716,7 @@ TEST(TreeDissemination, AnUnattributableBarePushChangesNothing) {
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   c.RunFor(10s);
-  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
-  ASSERT_TRUE(entry.ok());
-  wire::Envelope env;
-  wire::Delta* delta = env.mutable_tree()->mutable_data()->add_deltas();
-  ToWire(entry->params, delta->mutable_filter());
-  const std::vector<crdt::WordBits> words = {{5, 0xff}};
-  delta->set_positions(EncodeWords(words, 0, entry->params.shape.bits()));
-  env.mutable_tree()->set_stream(77);
-  env.mutable_tree()->set_seq(1);
+  wire::Envelope env = CrawlPush(1, 5, 0xff);
   Forger stranger(TestSecret(), 0xBADBAD);
   const uint64_t bits_before = SetBits(c.node(1));
   (void)c.node(1).TakeOutgoing();
@@ -773,8 +775,6 @@ TEST(TreeDissemination, OneSealSenderIdForTwoNamesAttributesNeither) {
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
   c.RunFor(10s);
-  auto entry = MakeCatalogEntry(SharedFilter("crawl", 100'000), TestSecret(), 0, "");
-  ASSERT_TRUE(entry.ok());
   Forger twin(TestSecret(), 0x7777);
   auto named_from = [&](size_t i) {  // a named hello-less tree frame from node i: delivery control only
     wire::Envelope env;
@@ -788,13 +788,7 @@ TEST(TreeDissemination, OneSealSenderIdForTwoNamesAttributesNeither) {
   c.node(0).HandleDatagram(AddressOf(1), named_from(1), c.now());
   c.node(0).HandleDatagram(AddressOf(2), named_from(2), c.now());
   EXPECT_EQ(c.node(0).Counters().rejected_by_reason["seal_sender_collision"], 1u);
-  wire::Envelope bare;
-  wire::Delta* delta = bare.mutable_tree()->mutable_data()->add_deltas();
-  ToWire(entry->params, delta->mutable_filter());
-  const std::vector<crdt::WordBits> words = {{9, 0xf0}};
-  delta->set_positions(EncodeWords(words, 0, entry->params.shape.bits()));
-  bare.mutable_tree()->set_stream(77);
-  bare.mutable_tree()->set_seq(1);
+  wire::Envelope bare = CrawlPush(1, 9, 0xf0);
   const uint64_t bits_before = SetBits(c.node(0));
   c.node(0).HandleDatagram(AddressOf(1), twin.Seal(bare, /*set_defaults=*/false), c.now());
   EXPECT_EQ(c.node(0).Counters().rejected_by_reason["unattributed"], 1u);
