@@ -6,7 +6,8 @@
 // bench_protocol reports the ratio; measured on random sets: 1.002 to 1.034
 // across m = 2^16..2^33, b = 100..100,000, the worst at b = 100, m = 2^16 where
 // the 3-5 header bytes weigh most). The encoder computes the size of every
-// mode below and writes the smallest:
+// mode below and writes the smallest (for sets of at most 64 positions, with
+// every Rice parameter; see ChooseRiceK):
 //
 //   mode 0, empty:   [0]
 //   mode 1, rice:    [1] [k u8] [count varint] [bitstream]
