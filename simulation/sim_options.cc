@@ -194,6 +194,7 @@ Node and workload:
   --gossip-interval-ms=MS (default 200)      --fanout=F (default 3)
   --dissemination=flood|tree  new bits: F random peers for a few rounds, or once along a spanning tree (default tree)
   --tree-push-delay-ms=MS how long a tree push waits to gather more bits before it is forwarded (default 50)
+  --tree-push-gap-ms=MS   the least time between two pushes of one node; 0: none (default 200)
   --compact-refs=on|off   tree pushes name known filters by name and digest, not full parameters (default on)
   --implicit-sender=on|off  tree pushes and acks leave out the sender's address (default on)
   --filter-aliases=on|off tree pushes name known filters by a per-link number once it is acknowledged (default on)
@@ -259,7 +260,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"digest-owners", true}, {"digest-rotate", true}, {"rotate-every", true},
         {"sample-every", true},  {"fresh-filter-every", true},  {"lifeguard", true}, {"reliable-ping", true}, {"pause", false}, {"warm-start", false},
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
-        {"tree-push-delay-ms", true}, {"compact-refs", true}, {"implicit-sender", true},
+        {"tree-push-delay-ms", true}, {"tree-push-gap-ms", true}, {"compact-refs", true}, {"implicit-sender", true},
         {"filter-aliases", true}, {"bare-pushes", true}, {"compact-seal", true},
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
@@ -356,6 +357,8 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
       o.workload.routed = true;
     } else if (name == "tree-push-delay-ms") {
       POLLEN_NUM(v, 0, 10000) o.tree_push_delay = FromMillis(v);
+    } else if (name == "tree-push-gap-ms") {
+      POLLEN_NUM(v, 0, 10000) o.tree_push_gap = FromMillis(v);
     } else if (name == "route-timeout-ms") {
       POLLEN_NUM(v, 1, 1e6) o.workload.route_timeout = FromMillis(v);
     } else if (name == "wait-every-ms") {

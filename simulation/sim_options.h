@@ -125,6 +125,7 @@ struct SimOptions {
   bool reliable_ping = true;  // MembershipConfig::reliable_fallback_ping (--reliable-ping=off)
   node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree;
   node::Duration tree_push_delay{milliseconds(50)};  // NodeConfig::tree_push_delay
+  node::Duration tree_push_gap{milliseconds(200)};   // NodeConfig::tree_push_gap
   bool compact_refs = true;  // NodeConfig::tree_compact_refs (--compact-refs=off: full references only)
   bool implicit_sender = true;  // NodeConfig::tree_implicit_sender (--implicit-sender=off: the address on every frame)
   bool filter_aliases = true;   // NodeConfig::tree_filter_aliases (--filter-aliases=off: compact references only)

@@ -84,6 +84,7 @@ bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
   c.fanout = o.fanout;
   c.dissemination = o.dissemination;
   c.tree_push_delay = o.tree_push_delay;
+  c.tree_push_gap = o.tree_push_gap;
   c.tree_compact_refs = o.compact_refs;
   c.tree_implicit_sender = o.implicit_sender;
   c.tree_filter_aliases = o.filter_aliases;

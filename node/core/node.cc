@@ -54,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
     tc.max_degree = 2 * impl.config.tree_degree;
     impl.tree = std::make_unique<BroadcastTree>(impl.config.name, tc);
     impl.delivery = std::make_unique<PushDelivery>(PushDelivery::Config{}, impl.rng.Next());
+    impl.pacing = std::make_unique<PushPacing>(impl.config.tree_push_gap);
   }
   for (const FilterConfig& fc : impl.config.filters) {
     absl::StatusOr<CatalogEntry> entry = MakeCatalogEntry(fc, impl.config.secret, 0, "");

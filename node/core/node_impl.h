@@ -34,6 +34,7 @@
 #include "node/core/held_deltas.h"
 #include "node/core/membership.h"
 #include "node/core/push_delivery.h"
+#include "node/core/push_pacing.h"
 #include "node/core/routing.h"
 #include "node/core/rng.h"
 #include "node/core/summary_cache.h"
@@ -207,6 +208,7 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
   if (!positive(c.tree_beacon_interval)) return absl::InvalidArgumentError("intervals must be positive");
   if (!positive(c.route_timeout)) return absl::InvalidArgumentError("route_timeout must be positive");
   if (c.tree_push_delay.count() < 0) return absl::InvalidArgumentError("tree_push_delay must not be negative");
+  if (c.tree_push_gap.count() < 0) return absl::InvalidArgumentError("tree_push_gap must not be negative");
   if (c.filters.size() > kMaxFilters) return absl::InvalidArgumentError("too many filters");
   std::set<std::string> names;
   for (const FilterConfig& f : c.filters) {
@@ -271,6 +273,7 @@ struct Node::Impl {
   // Tree dissemination (config.dissemination == kTree), driver only.
   std::unique_ptr<BroadcastTree> tree;  // null in flood mode
   std::unique_ptr<PushDelivery> delivery;  // with `tree`: numbered pushes, NACKs, probes
+  std::unique_ptr<PushPacing> pacing;      // with `tree`: when the next push may go
   std::vector<TreeEntry> tree_pending;  // at most kMaxBufferedWords words
   size_t tree_pending_words = 0;
   Time next_push = Time::max();         // set while received entries wait (own adds go at the gossip round)
@@ -750,7 +753,12 @@ struct Node::Impl {
   wire::Tree HelloToWire() const;
   // Pushes this node's own new bits and every pending entry to the tree links.
   void TreePush();
-  void SchedulePush() { next_push = std::min(next_push, now + config.tree_push_delay); }
+  // Moves this node's own new bits (client adds, anti-entropy repairs, bits
+  // from frames that were not tree pushes) from `deltas` to tree_pending.
+  void TakeOwnBits();
+  // A received entry: pushed tree_push_delay from now, or when the push gap
+  // ends (PushPacing).
+  void SchedulePush() { next_push = std::min(next_push, std::max(now + config.tree_push_delay, pacing->Earliest(now))); }
   // Sends the pending entries not received from `exclude` (nullptr: all) to
   // each of `links`, packed to the datagram budget, numbered per link.
   void PushEntries(const std::string* exclude, std::span<const std::string> links);

@@ -71,7 +71,14 @@ void Node::Impl::TreeRound() {
     *beacon.mutable_beacon() = BeaconToWire();
     SendTree(peers, beacon);
   }
-  TreePush();
+  // This node's own new bits go now, or when the push gap ends. Taken from
+  // `deltas` either way: what is left there after the round is flooded.
+  if (pacing->Earliest(now) <= now) {
+    TreePush();
+  } else {
+    TakeOwnBits();
+    if (!tree_pending.empty()) next_push = std::min(next_push, pacing->Earliest(now));
+  }
 }
 
 void Node::Impl::LinkTowardsTheRoot() {
@@ -160,18 +167,22 @@ wire::Tree Node::Impl::HelloToWire() const {
   return hello;
 }
 
-void Node::Impl::TreePush() {
-  next_push = Time::max();
-  // This node's own new bits: client adds, anti-entropy repairs, and bits
-  // from frames that were not tree pushes.
+void Node::Impl::TakeOwnBits() {
   TreeEntry own;
   own.bits = deltas.Take();
   for (const auto& [key, bits] : own.bits) own.words += bits.words.size();
   if (own.words > 0) {
     tree_pending_words += own.words;
     tree_pending.push_back(std::move(own));
+    pacing->OnArrival(now);
   }
+}
+
+void Node::Impl::TreePush() {
+  next_push = Time::max();
+  TakeOwnBits();
   if (tree_pending.empty()) return;
+  pacing->OnPush(now);
   // Tree links that sent none of the pending entries all get the same
   // bodies, packed once; each of the others gets its own.
   std::vector<std::string> common;
@@ -521,6 +532,7 @@ void Node::Impl::HandleTree(const Address& from, const std::string& sender, cons
   }
   tree_pending_words += entry.words;
   tree_pending.push_back(std::move(entry));
+  pacing->OnArrival(now);
   SchedulePush();
 }
 
