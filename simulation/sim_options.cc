@@ -200,6 +200,7 @@ Node and workload:
   --filter-aliases=on|off tree pushes name known filters by a per-link number once it is acknowledged (default on)
   --bare-pushes=on|off    tree pushes leave out the version and sender name once the link has acknowledged one (default on)
   --compact-seal=on|off   tree pushes and delivery control go with the compact seal header (default on)
+  --compact-membership=on|off  membership datagrams go compact to members that announce it (default on)
   --anti-entropy-ms=MS    (default 10000)    --probe-interval-ms=MS (default 1000)
   --anti-entropy-max-ms=MS  with tree dissemination, once three anti-entropy intervals pass with no sign of trouble,
                           the interval doubles at each run, up to this (default 60000; at or below
@@ -262,6 +263,7 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         {"contended-rate", true}, {"contended-copies", true}, {"contended-spread-ms", true}, {"routed", false}, {"route-timeout-ms", true},
         {"tree-push-delay-ms", true}, {"tree-push-gap-ms", true}, {"compact-refs", true}, {"implicit-sender", true},
         {"filter-aliases", true}, {"bare-pushes", true}, {"compact-seal", true},
+        {"compact-membership", true},
         {"wait-every-ms", true}, {"wait-replicas", true}, {"wait-timeout-ms", true},
         {"swarm", false}, {"loss", false}, {"dup", false}, {"reorder", false},
         {"partition", false}, {"one-way-partition", false}, {"crash", false},
@@ -397,13 +399,15 @@ absl::StatusOr<SimOptions> ParseFlags(const std::vector<std::string>& args) {
         POLLEN_NUM(v, 0.1, 1e6) o.faults.pause_gap = FromSeconds(v);
       }
     } else if (name == "lifeguard" || name == "compact-refs" || name == "implicit-sender" || name == "reliable-ping" ||
-               name == "huge-pages" || name == "filter-aliases" || name == "bare-pushes" || name == "compact-seal") {
+               name == "huge-pages" || name == "filter-aliases" || name == "bare-pushes" || name == "compact-seal" ||
+               name == "compact-membership") {
       bool& flag = name == "lifeguard"         ? o.lifeguard
                    : name == "compact-refs"    ? o.compact_refs
                    : name == "implicit-sender" ? o.implicit_sender
                    : name == "filter-aliases"  ? o.filter_aliases
                    : name == "bare-pushes"     ? o.bare_pushes
                    : name == "compact-seal"    ? o.compact_seal
+                   : name == "compact-membership" ? o.compact_membership
                    : name == "huge-pages"   ? o.huge_pages
                                             : o.reliable_ping;
       if (value == "on") {

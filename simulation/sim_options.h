@@ -130,6 +130,7 @@ struct SimOptions {
   bool implicit_sender = true;  // NodeConfig::tree_implicit_sender (--implicit-sender=off: the address on every frame)
   bool filter_aliases = true;   // NodeConfig::tree_filter_aliases (--filter-aliases=off: compact references only)
   bool bare_pushes = true;      // NodeConfig::tree_bare_pushes (--bare-pushes=off: every push names its sender)
+  bool compact_membership = true;  // NodeConfig::compact_membership (--compact-membership=off: the full form)
   bool compact_seal = true;     // NodeConfig::tree_compact_seal (--compact-seal=off: the full seal header on every frame)
   node::Duration anti_entropy_interval{seconds(10)};
   node::Duration anti_entropy_max_interval{seconds(60)};  // NodeConfig's; at or below the interval: fixed

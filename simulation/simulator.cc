@@ -90,6 +90,7 @@ bool Simulator::Impl::CreateNode(uint32_t i, bool warm) {
   c.tree_filter_aliases = o.filter_aliases;
   c.tree_bare_pushes = o.bare_pushes;
   c.tree_compact_seal = o.compact_seal;
+  c.compact_membership = o.compact_membership;
   c.probe_interval = o.probe_interval;
   c.lifeguard = o.lifeguard;
   c.reliable_fallback_ping = o.reliable_ping;

@@ -66,7 +66,9 @@ struct MemberEntry {
   // displayed), at most kMaxProbeRttUs (a probe times out long before);
   // < 0: none yet. 24 bits, so that it shares a word with the state.
   int32_t probe_rtt_us : 24 = -1;
-  MemberState state : 8 = MemberState::kAlive;
+  MemberState state : 7 = MemberState::kAlive;
+  // It announced kMemberFeatureCompactFrames (Membership, "Compact frames").
+  bool takes_compact : 1 = false;
 };
 static_assert(sizeof(MemberEntry) == 40, "see above");
 

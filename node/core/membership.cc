@@ -108,7 +108,10 @@ Membership::Membership(MembershipConfig config, uint64_t rng_seed)
     if (std::find(seeds_.begin(), seeds_.end(), seed) != seeds_.end()) continue;
     seeds_.push_back(seed);
   }
+  // Any start will do (acks are matched to probes this node sent); a small
+  // one keeps the varint short. The same draw either way.
   next_seq_ = rng_.Next();
+  if (config_.features & kMemberFeatureCompactFrames) next_seq_ >>= 43;
 }
 
 // ---------------------------------------------------------------- lifecycle
@@ -333,6 +336,7 @@ void Membership::WriteUpdate(const Member& m, wire::MemberUpdate* out) const {
   u.set_address(AddressOf(m));
   u.set_incarnation(m.incarnation);
   u.set_status(ToWire(m.state));
+  if (m.takes_compact) u.set_features(kMemberFeatureCompactFrames);
   if (m.state == MemberState::kSuspect && !SuspicionOf(m).accusers.empty()) {
     u.set_accuser(SuspicionOf(m).accusers.back());  // the newest: its confirmation spreads
   }
@@ -386,6 +390,7 @@ void Membership::WriteSelfUpdate(wire::MemberUpdate* u) const {
   u->set_address(config_.self_address);
   u->set_incarnation(incarnation_);
   u->set_status(left_ ? wire::MEMBER_STATUS_LEFT : wire::MEMBER_STATUS_ALIVE);
+  u->set_features(config_.features);
 }
 
 void Membership::Dequeue(MemberSlot slot, uint32_t* key) {
@@ -571,6 +576,7 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
       return false;
     }
     Member& m = members_->Insert(name, u.address());
+    m.takes_compact = (u.features() & kMemberFeatureCompactFrames) != 0;
     m.incarnation = u.incarnation();
     m.last_change = now;
     m.state = state;
@@ -605,10 +611,11 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
     }
     return false;
   }
-  if (u.incarnation() > m.incarnation) {
+  if (u.incarnation() > m.incarnation) {  // a new life: where it listens and what it takes
     others_digest_ -= DigestOf(m);
     members_->SetAddress(m, u.address());
     others_digest_ += DigestOf(m);
+    m.takes_compact = (u.features() & kMemberFeatureCompactFrames) != 0;
   }
   SetState(m, state, u.incarnation(), now, u.accuser());
   return true;
@@ -630,6 +637,7 @@ void Membership::FillFullState(wire::MemberPushPull* pp) const {
 }
 
 void Membership::SendMsg(const Address& to, OutMessage msg, const std::string& peer_name, bool reliable) {
+  const Member* peer = peer_name.empty() ? nullptr : FindMember(peer_name);
   if (!reply_peer_.empty() && peer_name == reply_peer_) replied_to_sender_ = true;
   if (tell_sender_self_ && peer_name == reply_peer_) {
     // This peer holds a wrong view of this node: its current state goes first
@@ -643,7 +651,6 @@ void Membership::SendMsg(const Address& to, OutMessage msg, const std::string& p
     std::vector<std::string> included;
     if (msg->updates_size() > 0) included.push_back(config_.self_name);
     // A peer held as suspect, dead or left hears that first, so it can refute.
-    const Member* peer = FindMember(peer_name);
     if (peer != nullptr && peer->state != MemberState::kAlive) {
       WriteUpdate(*peer, msg->add_updates());
       included.push_back(peer_name);
@@ -691,7 +698,9 @@ void Membership::SendMsg(const Address& to, OutMessage msg, const std::string& p
       if (*held != 0) queue_.insert(QueueEntry(*held, slot));
     }
   }
-  outgoing_.push_back(Send{to, std::move(msg), reliable});
+  const bool compact =
+      (config_.features & kMemberFeatureCompactFrames) != 0 && !reliable && peer != nullptr && peer->takes_compact;
+  outgoing_.push_back(Send{to, std::move(msg), reliable, compact});
 }
 
 void Membership::SendJoin(const Address& to) {
@@ -736,8 +745,8 @@ std::vector<std::string> Membership::RandomMembers(size_t k, const std::string* 
 
 // ---------------------------------------------------------------- receiving
 
-void Membership::Handle(const Address& from, const wire::MembershipMessage& msg, Time now) {
-  const std::string& sender = msg.sender();
+void Membership::Handle(const Address& from, const std::string& sender, const wire::MembershipMessage& msg,
+                        Time now) {
   if (!ValidName(sender)) return Reject("name");
   if (sender == config_.self_name) return Reject("self");
   if (static_cast<size_t>(msg.updates_size()) > kMaxPiggybackWire) return Reject("too_many_updates");
@@ -989,6 +998,7 @@ void Membership::WarmStart(const std::vector<std::pair<std::string, Address>>& m
     if (name == config_.self_name || FindMember(name) != nullptr) continue;
     if (members_->size() + 1 >= config_.max_members) break;
     Member& m = members_->Insert(name, address);  // alive at incarnation 0
+    m.takes_compact = (config_.features & kMemberFeatureCompactFrames) != 0;
     m.last_change = now;
     others_digest_ += DigestOf(m);
     TrackLive(m);

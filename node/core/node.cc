@@ -47,6 +47,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   mc.gossip_interval = impl.config.gossip_interval;
   mc.gossip_fanout = impl.config.fanout;
   mc.max_piggyback_bytes = impl.GossipBudget();  // a membership message fits one datagram
+  mc.features = impl.config.compact_membership ? kMemberFeatureCompactFrames : 0;
   impl.membership = std::make_unique<Membership>(mc, impl.rng.Next());
   if (impl.config.dissemination == NodeConfig::Dissemination::kTree) {
     BroadcastTree::Config tc;

@@ -135,6 +135,12 @@ struct NodeConfig {
   // beacons and hellos keep the full one. false: none sent and none
   // advertised (every node of this build opens both).
   bool tree_compact_seal = true;
+  // Announce kMemberFeatureCompactFrames in this node's member record, and
+  // send membership datagrams to members that announced it compact: compact
+  // seal header, no sender address, the sender named once (Membership,
+  // "Compact frames"). false: the full form to every member, none announced
+  // (every node of this build takes both).
+  bool compact_membership = true;
 
   // Owner-routed adds (FilterConfig::routed): how long an asker waits for
   // an owner's answer before asking again (node/core/routing.h).

@@ -81,7 +81,22 @@ std::vector<Address> Node::Impl::PickPeers(size_t count) {
 
 void Node::Impl::PumpMembership(bool force) {
   for (const Membership::Send& s : membership->TakeOutgoing()) {
-    const std::string plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, *s.msg);
+    // Compact (Membership, "Compact frames"): the receiver names the sender
+    // from the envelope and finds its address in its member list (or, for a
+    // sender it does not know yet, takes the datagram's source). Only as a
+    // datagram: a stream's source port is not where the sender listens.
+    std::string plain;
+    if (s.compact && !config.tcp_only) {
+      const std::string sender = s.msg->sender();
+      s.msg->clear_sender();
+      plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, *s.msg, Header::kNoAddress);
+      if (plain.size() + FrameCodec::kOverhead <= config.max_datagram_bytes) {
+        SendPlainToAll({&s.to, 1}, plain, BodyIndex(wire::Envelope::kMembership), false, protocol::SealForm::kCompact);
+        continue;
+      }
+      s.msg->set_sender(sender);  // a full list: the full form, by stream
+    }
+    plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, *s.msg);
     SendPlain(s.to, plain, BodyIndex(wire::Envelope::kMembership), /*stream=*/s.reliable);
   }
   std::vector<Event> member_events = membership->TakeEvents();

@@ -758,7 +758,9 @@ struct Node::Impl {
   void TakeOwnBits();
   // A received entry: pushed tree_push_delay from now, or when the push gap
   // ends (PushPacing).
-  void SchedulePush() { next_push = std::min(next_push, std::max(now + config.tree_push_delay, pacing->Earliest(now))); }
+  void SchedulePush() {
+    next_push = std::min(next_push, std::max(now + config.tree_push_delay, pacing->Earliest(now, tree_pending_words)));
+  }
   // Sends the pending entries not received from `exclude` (nullptr: all) to
   // each of `links`, packed to the datagram budget, numbered per link.
   void PushEntries(const std::string* exclude, std::span<const std::string> links);

@@ -228,18 +228,21 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
     sender = &it->second.name;
   }
   // Replies go to where the sender listens (a stream's source port is not
-  // it). A tree frame may leave the address out (kTreeFeatureImplicitSender):
-  // the member list has it.
+  // it). A tree frame (kTreeFeatureImplicitSender) or a compact membership
+  // datagram may leave the address out: the member list has it, or, for a
+  // member not listed yet, the datagram came from it.
   Address reply_to = from;
   if (!env.sender_address().empty() && env.sender_address().size() <= Membership::kMaxAddressBytes) {
     reply_to = env.sender_address();
-  } else if (env.sender_address().empty() && env.body_case() == wire::Envelope::kTree) {
+  } else if (env.sender_address().empty() &&
+             (env.body_case() == wire::Envelope::kTree || env.body_case() == wire::Envelope::kMembership)) {
     if (const Address* listed = membership->LiveAddressOf(*sender); listed != nullptr) reply_to = *listed;
   }
   switch (env.body_case()) {
     case wire::Envelope::kMembership:
       if (started) {
-        membership->Handle(reply_to, env.membership(), now);
+        membership->Handle(reply_to, env.membership().sender().empty() ? *sender : env.membership().sender(),
+                           env.membership(), now);
         PumpMembership();
         CopyMembershipStats();
       }

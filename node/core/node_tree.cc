@@ -73,11 +73,11 @@ void Node::Impl::TreeRound() {
   }
   // This node's own new bits go now, or when the push gap ends. Taken from
   // `deltas` either way: what is left there after the round is flooded.
-  if (pacing->Earliest(now) <= now) {
+  TakeOwnBits();
+  if (const Time earliest = pacing->Earliest(now, tree_pending_words); earliest <= now) {
     TreePush();
-  } else {
-    TakeOwnBits();
-    if (!tree_pending.empty()) next_push = std::min(next_push, pacing->Earliest(now));
+  } else if (!tree_pending.empty()) {
+    next_push = std::min(next_push, earliest);
   }
 }
 

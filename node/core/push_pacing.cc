@@ -27,9 +27,9 @@ void PushPacing::OnArrival(Time now) {
   ++arrivals_;
 }
 
-Time PushPacing::Earliest(Time now) {
+Time PushPacing::Earliest(Time now, uint64_t pending_words) {
   Roll(now);
-  if (!busy_ || last_push_ == Time::min()) return now;
+  if (!busy_ || last_push_ == Time::min() || pending_words >= kFullWords) return now;
   return std::max(now, last_push_ + gap_);
 }
 

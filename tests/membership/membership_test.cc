@@ -260,6 +260,125 @@ TEST_F(MembershipTest, PingReqRelaysAreBoundedAndRelayed) {
   EXPECT_EQ(m_.rejected().at("relays_full"), 50u);
 }
 
+// Compact frames: only to members that announced them, by datagram, from a
+// node that takes them too; the bit follows a member's record as its address
+// does (first record, then new incarnations only).
+TEST(Membership, CompactFramesGoOnlyToMembersThatAnnouncedThem) {
+  auto ping_from = [](const std::string& sender, bool reliable = false) {
+    wire::MembershipMessage m;
+    m.set_sender(sender);
+    m.mutable_ping()->set_seq(42);
+    m.mutable_ping()->set_target("self");
+    m.mutable_ping()->set_reliable(reliable);
+    return m;
+  };
+  auto announced = [](const std::string& name, uint64_t inc, uint32_t features) {
+    wire::MemberUpdate u = Update(name, inc, wire::MEMBER_STATUS_ALIVE);
+    u.set_features(features);
+    return u;
+  };
+  // The ack to each ping, as marked.
+  auto acks = [](Membership& m) {
+    std::map<std::string, bool> out;
+    for (const Membership::Send& s : m.TakeOutgoing()) {
+      if (s.msg->has_ack()) out[s.to] = s.compact;
+    }
+    return out;
+  };
+  MembershipConfig config = Pump::Config("self", {});
+  config.features = kMemberFeatureCompactFrames;
+  Membership m(config, 7);
+  const Time now{0};
+  m.Start(now);
+  m.Handle("x:1", Gossip("x", {announced("a", 1, kMemberFeatureCompactFrames), announced("b", 1, 0)}), now);
+  (void)m.TakeOutgoing();
+  m.Handle("a:1", ping_from("a"), now);
+  m.Handle("b:1", ping_from("b"), now);
+  m.Handle("c:1", ping_from("c"), now);  // not a member
+  EXPECT_EQ(acks(m), (std::map<std::string, bool>{{"a:1", true}, {"b:1", false}, {"c:1", false}}));
+  m.Handle("a:1", ping_from("a", /*reliable=*/true), now);  // by stream: the full form
+  EXPECT_EQ(acks(m), (std::map<std::string, bool>{{"a:1", false}}));
+
+  // A record of the same incarnation changes nothing; a new incarnation
+  // brings its own bits.
+  m.Handle("x:1", Gossip("x", {Update("a", 1, wire::MEMBER_STATUS_SUSPECT), announced("b", 1, 1)}), now);
+  (void)m.TakeOutgoing();
+  m.Handle("a:1", ping_from("a"), now);
+  m.Handle("b:1", ping_from("b"), now);
+  EXPECT_EQ(acks(m), (std::map<std::string, bool>{{"a:1", true}, {"b:1", false}}));
+  m.Handle("x:1", Gossip("x", {announced("a", 2, 0), announced("b", 2, kMemberFeatureCompactFrames)}), now);
+  (void)m.TakeOutgoing();
+  m.Handle("a:1", ping_from("a"), now);
+  m.Handle("b:1", ping_from("b"), now);
+  EXPECT_EQ(acks(m), (std::map<std::string, bool>{{"a:1", false}, {"b:1", true}}));
+
+  // What this node says of itself and of others carries the bits.
+  wire::MembershipMessage pull;
+  pull.set_sender("b");
+  pull.mutable_push_pull()->set_join(true);
+  *pull.mutable_push_pull()->add_members() = announced("b", 2, kMemberFeatureCompactFrames);
+  m.Handle("b:1", pull, now);
+  bool replied = false;
+  for (const Membership::Send& s : m.TakeOutgoing()) {
+    if (!s.msg->has_push_pull()) continue;
+    replied = true;
+    std::map<std::string, uint32_t> features;
+    for (const wire::MemberUpdate& u : s.msg->push_pull().members()) features[u.name()] = u.features();
+    EXPECT_EQ(features, (std::map<std::string, uint32_t>{{"self", 1}, {"a", 0}, {"b", 1}}));
+  }
+  EXPECT_TRUE(replied);
+}
+
+TEST(Membership, ANodeWithoutCompactFramesSendsAndAnnouncesNone) {
+  Membership m(Pump::Config("self", {}), 7);
+  const Time now{0};
+  m.Start(now);
+  wire::MemberUpdate a = Update("a", 1, wire::MEMBER_STATUS_ALIVE);
+  a.set_features(kMemberFeatureCompactFrames);
+  m.Handle("x:1", Gossip("x", {a}), now);
+  wire::MembershipMessage ping;
+  ping.set_sender("a");
+  ping.mutable_ping()->set_seq(1);
+  m.Handle("a:1", ping, now);
+  size_t sends = 0;
+  for (const Membership::Send& s : m.TakeOutgoing()) {
+    ++sends;
+    EXPECT_FALSE(s.compact);
+    for (const wire::MemberUpdate& u : s.msg->updates()) {
+      if (u.name() == "self") EXPECT_EQ(u.features(), 0u);
+    }
+  }
+  EXPECT_GT(sends, 0u);
+}
+
+// The probe numbers of a node with compact frames fit 3 bytes for years
+// (21-bit start, one or a few per probe interval); without, they are 64-bit.
+TEST(Membership, CompactFramesStartProbeNumbersSmall) {
+  for (const bool compact : {false, true}) {
+    MembershipConfig config = Pump::Config("self", {});
+    config.features = compact ? kMemberFeatureCompactFrames : 0;
+    uint64_t largest = 0;
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      Membership m(config, seed);
+      Time now{0};
+      m.Start(now);
+      m.Handle("x:1", Gossip("x", {Update("a", 1, wire::MEMBER_STATUS_ALIVE)}), now);
+      for (int i = 0; i < 5; ++i) {
+        now += config.probe_interval;
+        m.Tick(now);
+        for (const Membership::Send& s : m.TakeOutgoing()) {
+          if (s.msg->has_ping()) largest = std::max(largest, s.msg->ping().seq());
+        }
+      }
+    }
+    if (compact) {
+      EXPECT_LT(largest, (uint64_t{1} << 21) + 5) << "20 seeds, 5 probes each";
+    } else {
+      EXPECT_GT(largest, uint64_t{1} << 40);
+    }
+  }
+}
+
 TEST(Membership, TableIsBoundedAndEvictsDeadFirst) {
   MembershipConfig c = Pump::Config("self", {});
   c.max_members = 8;

@@ -25,14 +25,14 @@ TEST(PushPacing, NoGapNeverHolds) {
   p.OnPush(At(990));
   Arrivals(p, 1000, 50);
   EXPECT_FALSE(p.busy());
-  EXPECT_EQ(p.Earliest(At(1001)), At(1001));
+  EXPECT_EQ(p.Earliest(At(1001), 0), At(1001));
 }
 
 TEST(PushPacing, AnIdleNodePushesAtOnce) {
   PushPacing p(kGap);
   Arrivals(p, 0, 4);  // one short of busy
   p.OnPush(At(950));
-  EXPECT_EQ(p.Earliest(At(1000)), At(1000));
+  EXPECT_EQ(p.Earliest(At(1000), 0), At(1000));
   EXPECT_FALSE(p.busy());
 }
 
@@ -42,8 +42,8 @@ TEST(PushPacing, ABusyNodeHoldsTheNextPushUntilTheGapEnds) {
   p.OnArrival(At(1000));  // the window closes: busy from here
   EXPECT_TRUE(p.busy());
   p.OnPush(At(1010));
-  EXPECT_EQ(p.Earliest(At(1050)), At(1210));
-  EXPECT_EQ(p.Earliest(At(1300)), At(1300));  // the gap is over
+  EXPECT_EQ(p.Earliest(At(1050), 0), At(1210));
+  EXPECT_EQ(p.Earliest(At(1300), 0), At(1300));  // the gap is over
 }
 
 TEST(PushPacing, BusyUntilAWindowWithFewerThanHalfTheArrivals) {
@@ -53,12 +53,12 @@ TEST(PushPacing, BusyUntilAWindowWithFewerThanHalfTheArrivals) {
   p.OnPush(At(1950));
   p.OnArrival(At(2000));
   EXPECT_TRUE(p.busy());
-  EXPECT_EQ(p.Earliest(At(2000)), At(2150));
+  EXPECT_EQ(p.Earliest(At(2000), 0), At(2150));
   Arrivals(p, 2000 + 100, 1);  // 2 in the window from 2000
   p.OnArrival(At(3000));
   EXPECT_FALSE(p.busy());
   p.OnPush(At(3000));
-  EXPECT_EQ(p.Earliest(At(3010)), At(3010));
+  EXPECT_EQ(p.Earliest(At(3010), 0), At(3010));
 }
 
 TEST(PushPacing, ASilentWindowMakesTheNodeIdle) {
@@ -69,8 +69,18 @@ TEST(PushPacing, ASilentWindowMakesTheNodeIdle) {
   p.OnPush(At(1000));
   // Nothing for more than two windows: the next arrival finds the node idle,
   // however busy the window before the silence was.
-  EXPECT_EQ(p.Earliest(At(3500)), At(3500));
+  EXPECT_EQ(p.Earliest(At(3500), 0), At(3500));
   EXPECT_FALSE(p.busy());
+}
+
+TEST(PushPacing, ABusyNodeDoesNotHoldAFullPush) {
+  PushPacing p(kGap);
+  Arrivals(p, 0, 5);
+  p.OnArrival(At(1000));
+  ASSERT_TRUE(p.busy());
+  p.OnPush(At(1000));
+  EXPECT_EQ(p.Earliest(At(1010), PushPacing::kFullWords - 1), At(1200));
+  EXPECT_EQ(p.Earliest(At(1010), PushPacing::kFullWords), At(1010));
 }
 
 TEST(PushPacing, AGapLongerThanTheWindowNeedsOneArrival) {
@@ -79,7 +89,7 @@ TEST(PushPacing, AGapLongerThanTheWindowNeedsOneArrival) {
   p.OnArrival(At(1000));
   EXPECT_TRUE(p.busy());
   p.OnPush(At(1000));
-  EXPECT_EQ(p.Earliest(At(1100)), At(2500));
+  EXPECT_EQ(p.Earliest(At(1100), 0), At(2500));
 }
 
 }  // namespace

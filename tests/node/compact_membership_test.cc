@@ -1,0 +1,92 @@
+// Compact membership frames (NodeConfig::compact_membership) on the test
+// pump: between nodes that take them, membership datagrams go compact; to
+// and from a node that does not, the full form; and the cluster behaves the
+// same either way (every member alive everywhere, no suspicion).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "protocol/seal.h"
+#include "tests/node/cluster.h"
+
+namespace pollen::node::testing {
+namespace {
+
+struct MembershipForms {
+  uint64_t compact = 0;
+  uint64_t full = 0;
+  uint64_t misformed = 0;  // a compact seal with an address or a sender inside, or the reverse
+};
+
+void Count(const Outgoing& out, const wire::Envelope& env, MembershipForms& n) {
+  if (!env.has_membership()) return;
+  const bool compact_seal = static_cast<uint8_t>(out.bytes[0]) == protocol::kCompactVersion;
+  const bool no_address = env.sender_address().empty() && env.membership().sender().empty();
+  if (compact_seal != no_address || (compact_seal && out.channel != Channel::kDatagram)) {
+    ++n.misformed;
+  } else {
+    ++(compact_seal ? n.compact : n.full);
+  }
+}
+
+TEST(CompactMembership, CompactBetweenNodesThatTakeItFullToTheOthers) {
+  ClusterOptions o;
+  o.nodes = 6;
+  o.filters = {SharedFilter("crawl", 100'000)};
+  o.configure = [](size_t i, NodeConfig& c) { c.compact_membership = i != 0; };  // n0: an older build
+  bool counting = false;
+  MembershipForms between_new, with_old;
+  o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
+    if (counting) Count(out, env, from == 0 || out.to == AddressOf(0) ? with_old : between_new);
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 60s));
+  counting = true;
+  c.RunFor(60s);
+  EXPECT_EQ(between_new.misformed + with_old.misformed, 0u);
+  EXPECT_EQ(with_old.compact, 0u);
+  EXPECT_GT(with_old.full, 20u);  // probes both ways
+  EXPECT_GT(between_new.compact, 100u);
+  EXPECT_LT(between_new.full, between_new.compact / 10);  // table summaries by stream, if any
+  EXPECT_TRUE(c.AllMembersLive());
+  for (size_t n = 0; n < c.size(); ++n) {
+    const NodeCounters counters = c.node(n).Counters();
+    EXPECT_EQ(counters.rejected_by_reason.count("malformed"), 0u) << "n" << n;
+    for (const MemberInfo& m : c.node(n).Members()) EXPECT_EQ(m.state, MemberState::kAlive) << m.name;
+  }
+}
+
+// A compact ping from a member the receiver has not heard of yet (it just
+// joined elsewhere) names no address: the ack goes to the datagram's source.
+TEST(CompactMembership, AnUnknownSendersCompactPingIsAnsweredAtItsSource) {
+  ClusterOptions o;
+  o.nodes = 2;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 60s));
+  wire::Envelope env;
+  env.set_version(kWireVersion);
+  env.set_sender_name("newcomer");
+  wire::MemberPing& ping = *env.mutable_membership()->mutable_ping();
+  ping.set_seq(7);
+  ping.set_target(NameOf(1));
+  (void)c.node(1).TakeOutgoing();
+  c.node(1).HandleDatagram("addr-newcomer", Forger(TestSecret()).Seal(env, /*set_defaults=*/false), c.now());
+  bool acked = false;
+  for (const Outgoing& out : c.node(1).TakeOutgoing()) {
+    std::optional<wire::Envelope> reply = Peek(TestSecret(), out.bytes);
+    ASSERT_TRUE(reply.has_value());
+    if (reply->has_membership() && reply->membership().has_ack()) {
+      EXPECT_EQ(out.to, "addr-newcomer");
+      EXPECT_EQ(reply->membership().ack().seq(), 7u);
+      acked = true;
+    }
+  }
+  EXPECT_TRUE(acked);
+  EXPECT_EQ(c.node(1).Counters().rejected_by_reason.count("membership_name"), 0u);
+}
+
+}  // namespace
+}  // namespace pollen::node::testing
