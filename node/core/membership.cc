@@ -621,6 +621,17 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
   return true;
 }
 
+void Membership::NoteForm(const std::string& sender, bool compact) {
+  if (Member* m = FindMember(sender); m != nullptr) m->takes_compact = compact;
+}
+
+void Membership::TakeOwnWord(const std::string& sender, const wire::MemberUpdate& u) {
+  if (u.name() != sender) return;
+  if (Member* m = FindMember(sender); m != nullptr) {
+    m->takes_compact = (u.features() & kMemberFeatureCompactFrames) != 0;
+  }
+}
+
 // ---------------------------------------------------------------- sending
 
 OutMessage Membership::NewMessage() const {
@@ -784,7 +795,10 @@ void Membership::Handle(const Address& from, const std::string& sender, const wi
   }
 
   tell_sender_self_ = false;
-  for (const auto& u : msg.updates()) Apply(u, /*from_full_state=*/false, now);
+  for (const auto& u : msg.updates()) {
+    Apply(u, /*from_full_state=*/false, now);
+    TakeOwnWord(sender, u);
+  }
   reply_peer_ = sender;
   replied_to_sender_ = false;
   switch (msg.body_case()) {
@@ -917,7 +931,10 @@ void Membership::HandlePushPull(const Address& from, const std::string& sender, 
     SendMsg(from, std::move(full), sender);
     return;
   }
-  for (const auto& u : pp.members()) Apply(u, /*from_full_state=*/true, now);
+  for (const auto& u : pp.members()) {
+    Apply(u, /*from_full_state=*/true, now);
+    TakeOwnWord(sender, u);
+  }
   if (pp.reply()) return;
   OutMessage reply = NewMessage();
   auto* out = reply->mutable_push_pull();

@@ -95,7 +95,14 @@
 //    under the compact seal header (node/core/frames.h). Its probe numbers
 //    are 21-bit at Start (3 bytes; a 64-bit random start took 10), counting
 //    up. A message to any other member, a join, or a stream message keeps
-//    the full form. pollen-sim N=100: a ping 105 -> ~60 bytes, an ack 94 ->
+//    the full form. A member's bit also follows what it does, whatever the
+//    incarnation: its own update (in its join, or piggybacked) and the form
+//    of each membership datagram it sends but push/pulls (NoteForm). So a
+//    node restarted into an older build, at the same incarnation, is sent
+//    the full form by the seeds from its join on and by the others once it
+//    has probed them (within N probe intervals; and it refutes the
+//    suspicion that its unopenable frames may raise meanwhile, at a new
+//    incarnation that tells everyone). pollen-sim N=100: a ping 105 -> ~60 bytes, an ack 94 ->
 //    ~50 (simulation/README.md, "Compact membership frames").
 //  - Deterministic: same config, seed and inputs give the same outputs.
 //
@@ -251,6 +258,9 @@ class Membership {
   void Handle(const Address& from, const wire::MembershipMessage& msg, Time now) {
     Handle(from, msg.sender(), msg, now);
   }
+  // `sender` sent a membership datagram (not a push/pull) in the compact
+  // form or not: it takes compact frames, or may not (see "Compact frames").
+  void NoteForm(const std::string& sender, bool compact);
   void Tick(Time now);
   Time NextWakeup() const;  // earliest time Tick has work; Time::max() if none
 
@@ -364,6 +374,11 @@ class Membership {
   // Applies one update with the lattice rule; `from_full_state` maps dead to
   // suspect. Returns true if the local table changed.
   bool Apply(const wire::MemberUpdate& u, bool from_full_state, Time now);
+  // What a member says of itself (an update about `sender`, from `sender`)
+  // sets what it takes, whatever the incarnation: a node restarted into
+  // another build (say, back to one without compact frames) says so in its
+  // join, before its new incarnation spreads.
+  void TakeOwnWord(const std::string& sender, const wire::MemberUpdate& u);
   void Refute(uint64_t accused_incarnation, Time now);
   // `accuser`: for a new suspicion, who raised it (may be empty).
   void SetState(Member& m, MemberState state, uint64_t incarnation, Time now, const std::string& accuser = {});

@@ -241,8 +241,11 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
   switch (env.body_case()) {
     case wire::Envelope::kMembership:
       if (started) {
-        membership->Handle(reply_to, env.membership().sender().empty() ? *sender : env.membership().sender(),
-                           env.membership(), now);
+        const bool compact = env.membership().sender().empty();
+        if (channel == Channel::kDatagram && !env.membership().has_push_pull()) {
+          membership->NoteForm(*sender, compact);  // before the answer goes
+        }
+        membership->Handle(reply_to, compact ? *sender : env.membership().sender(), env.membership(), now);
         PumpMembership();
         CopyMembershipStats();
       }

@@ -312,6 +312,28 @@ TEST(Membership, CompactFramesGoOnlyToMembersThatAnnouncedThem) {
   m.Handle("b:1", ping_from("b"), now);
   EXPECT_EQ(acks(m), (std::map<std::string, bool>{{"a:1", false}, {"b:1", true}}));
 
+  // What a member says of itself counts whatever the incarnation: b,
+  // restarted into a build without compact frames, joins at incarnation 0.
+  wire::MembershipMessage rejoin;
+  rejoin.set_sender("b");
+  rejoin.mutable_push_pull()->set_join(true);
+  *rejoin.mutable_push_pull()->add_members() = announced("b", 0, 0);
+  m.Handle("b:1", rejoin, now);
+  size_t replies = 0;
+  for (const Membership::Send& s : m.TakeOutgoing()) {
+    replies += s.msg->has_push_pull();
+    EXPECT_FALSE(s.compact);
+  }
+  EXPECT_EQ(replies, 1u);
+  m.Handle("b:1", ping_from("b"), now);
+  EXPECT_EQ(acks(m), (std::map<std::string, bool>{{"b:1", false}}));
+  // ... and back: its word (piggybacked) brings the bit back.
+  wire::MembershipMessage gossip = Gossip("b", {announced("b", 0, kMemberFeatureCompactFrames)});
+  m.Handle("b:1", gossip, now);
+  (void)m.TakeOutgoing();
+  m.Handle("b:1", ping_from("b"), now);
+  EXPECT_EQ(acks(m), (std::map<std::string, bool>{{"b:1", true}}));
+
   // What this node says of itself and of others carries the bits.
   wire::MembershipMessage pull;
   pull.set_sender("b");
