@@ -24,7 +24,8 @@
 //
 // The bitstream is LSB-first; its padding bits must be zero and nothing may
 // follow it. Varints are LEB128, canonical, at most 10 bytes. k is chosen from
-// the actual gaps (the cheapest of a few candidates around log2(mean gap)).
+// the actual gaps: the cheapest of all for at most 64 gaps, else of a few
+// candidates around log2(mean gap).
 #pragma once
 
 #include <cstdint>

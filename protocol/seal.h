@@ -7,8 +7,9 @@
 //   offset 17  counter   u64    per-sender sequence number, never reused
 //   offset 25  ciphertext (same length as the plaintext) followed by a 16-byte tag
 // The compact layout (SealForm::kCompact; tree frames to a neighbour that
-// advertises it, node/core/catalog.h) says the same in 11-20 bytes instead of
-// 25 (a one-key tree push is ~77 bytes sealed):
+// advertises it, node/core/catalog.h, and membership datagrams to a member
+// that announced compact frames, node/core/membership.h) says the same in
+// 11-20 bytes instead of 25 (a one-key tree push is ~77 bytes sealed):
 //   offset  0  version   u8     kCompactVersion
 //   offset  1  key_hint  u8     the low byte of the sealing key's id
 //   offset  2  sender    u64

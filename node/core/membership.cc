@@ -621,15 +621,12 @@ bool Membership::Apply(const wire::MemberUpdate& u, bool from_full_state, Time n
   return true;
 }
 
-void Membership::NoteForm(const std::string& sender, bool compact) {
-  if (Member* m = FindMember(sender); m != nullptr) m->takes_compact = compact;
+void Membership::TakeWord(const std::string& sender, uint32_t features) {
+  if (Member* m = FindMember(sender); m != nullptr) m->takes_compact = (features & kMemberFeatureCompactFrames) != 0;
 }
 
 void Membership::TakeOwnWord(const std::string& sender, const wire::MemberUpdate& u) {
-  if (u.name() != sender) return;
-  if (Member* m = FindMember(sender); m != nullptr) {
-    m->takes_compact = (u.features() & kMemberFeatureCompactFrames) != 0;
-  }
+  if (u.name() == sender) TakeWord(sender, u.features());
 }
 
 // ---------------------------------------------------------------- sending
@@ -637,6 +634,7 @@ void Membership::TakeOwnWord(const std::string& sender, const wire::MemberUpdate
 OutMessage Membership::NewMessage() const {
   OutMessage msg;
   msg->set_sender(config_.self_name);
+  msg->set_features(config_.features);  // the owner drops both from a compact message
   return msg;
 }
 
@@ -794,6 +792,9 @@ void Membership::Handle(const Address& from, const std::string& sender, const wi
       return Reject("no_body");
   }
 
+  // The sender's word on what it takes, before any answer goes: a compact
+  // message (no sender inside) implies compact frames.
+  TakeWord(sender, msg.sender().empty() ? kMemberFeatureCompactFrames : msg.features());
   tell_sender_self_ = false;
   for (const auto& u : msg.updates()) {
     Apply(u, /*from_full_state=*/false, now);

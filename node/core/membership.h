@@ -93,17 +93,17 @@
 //    (Send::compact): the owner sends it without the sender's address, with
 //    an empty MembershipMessage.sender (the envelope names the sender) and
 //    under the compact seal header (node/core/frames.h). Its probe numbers
-//    are 21-bit at Start (3 bytes; a 64-bit random start took 10), counting
-//    up. A message to any other member, a join, or a stream message keeps
-//    the full form. A member's bit also follows what it does, whatever the
-//    incarnation: its own update (in its join, or piggybacked) and the form
-//    of each membership datagram it sends but push/pulls (NoteForm). So a
-//    node restarted into an older build, at the same incarnation, is sent
-//    the full form by the seeds from its join on and by the others once it
-//    has probed them (within N probe intervals; and it refutes the
-//    suspicion that its unopenable frames may raise meanwhile, at a new
-//    incarnation that tells everyone). pollen-sim N=100: a ping 105 -> ~60 bytes, an ack 94 ->
-//    ~50 (simulation/README.md, "Compact membership frames").
+//    start 21-bit (3 bytes; a 64-bit random start took 10), counting up. A message to any other member, a join, or a stream message keeps
+//    the full form. A member's bit also follows its own word, whatever the
+//    incarnation: every message says what its sender takes (a compact one
+//    implies the bit, a full one carries MembershipMessage.features, which
+//    an older build leaves out), and so does its own update. So a node
+//    restarted into an older build, at the same incarnation, is sent the
+//    full form by the seeds from its join on, and by any other member from
+//    the first message it gets from it (its probe, at the latest N probe
+//    intervals later; until then that member's compact frames to it are
+//    lost, and its stream pings, which are full, still answer). pollen-sim N=100: a ping 105 -> ~60 bytes, an ack 94 ->
+//    ~50 (simulation/README.md, "Compact membership frames and push pacing").
 //  - Deterministic: same config, seed and inputs give the same outputs.
 //
 // Messages that carry full state (push_pull) can be large; the owner should
@@ -258,9 +258,7 @@ class Membership {
   void Handle(const Address& from, const wire::MembershipMessage& msg, Time now) {
     Handle(from, msg.sender(), msg, now);
   }
-  // `sender` sent a membership datagram (not a push/pull) in the compact
-  // form or not: it takes compact frames, or may not (see "Compact frames").
-  void NoteForm(const std::string& sender, bool compact);
+
   void Tick(Time now);
   Time NextWakeup() const;  // earliest time Tick has work; Time::max() if none
 
@@ -374,10 +372,13 @@ class Membership {
   // Applies one update with the lattice rule; `from_full_state` maps dead to
   // suspect. Returns true if the local table changed.
   bool Apply(const wire::MemberUpdate& u, bool from_full_state, Time now);
-  // What a member says of itself (an update about `sender`, from `sender`)
-  // sets what it takes, whatever the incarnation: a node restarted into
-  // another build (say, back to one without compact frames) says so in its
-  // join, before its new incarnation spreads.
+  // What a member says of itself sets what it takes, whatever the
+  // incarnation: a node restarted into another build (say, back to one
+  // without compact frames) says so in every message, before its new
+  // incarnation spreads, if ever. TakeWord: `features` as said by the
+  // message itself (MembershipMessage.features, or compact); TakeOwnWord:
+  // an update about `sender`, from `sender`.
+  void TakeWord(const std::string& sender, uint32_t features);
   void TakeOwnWord(const std::string& sender, const wire::MemberUpdate& u);
   void Refute(uint64_t accused_incarnation, Time now);
   // `accuser`: for a new suspicion, who raised it (may be empty).

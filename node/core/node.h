@@ -102,12 +102,13 @@ struct NodeConfig {
   // A push received is forwarded this long after it arrived, with whatever
   // else arrived meanwhile: the hop latency, traded against frames per bit.
   Duration tree_push_delay = std::chrono::milliseconds(50);
-  // Pushes leave this node at most once per tree_push_gap: a push due sooner
-  // after the last one waits for the gap to end. A busy node (bits arriving
-  // faster than one push per gap) thus gathers more bits per push; an idle
-  // one still forwards tree_push_delay after arrival. The hop latency is at
-  // most max(tree_push_delay, tree_push_gap). 0: no gap (every push
-  // tree_push_delay after arrival). docs/node-core.md, "Push pacing".
+  // While this node is busy (bits arriving about once per gap or more
+  // often), a push due sooner than tree_push_gap after its last one waits
+  // for the gap to end, unless it already carries PushPacing::kFullWords
+  // words: a busy node gathers more bits per push, an idle one still
+  // forwards tree_push_delay after arrival. The hop latency is at most
+  // max(tree_push_delay, tree_push_gap). 0: no gap. At most 60 s.
+  // node/core/push_pacing.h; docs/node-core.md, "Push pacing".
   Duration tree_push_gap = std::chrono::milliseconds(200);
   // Name filters in tree pushes by a compact reference (name and digest,
   // wire.proto FilterRef.digest) to neighbours that advertise it, once the

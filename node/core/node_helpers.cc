@@ -88,13 +88,16 @@ void Node::Impl::PumpMembership(bool force) {
     std::string plain;
     if (s.compact && !config.tcp_only) {
       const std::string sender = s.msg->sender();
+      const uint32_t features = s.msg->features();
       s.msg->clear_sender();
+      s.msg->clear_features();
       plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, *s.msg, Header::kNoAddress);
       if (plain.size() + FrameCodec::kOverhead <= config.max_datagram_bytes) {
         SendPlainToAll({&s.to, 1}, plain, BodyIndex(wire::Envelope::kMembership), false, protocol::SealForm::kCompact);
         continue;
       }
       s.msg->set_sender(sender);  // a full list: the full form, by stream
+      s.msg->set_features(features);
     }
     plain = SerializeBody(wire::Envelope::kMembershipFieldNumber, *s.msg);
     SendPlain(s.to, plain, BodyIndex(wire::Envelope::kMembership), /*stream=*/s.reliable);

@@ -208,7 +208,9 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
   if (!positive(c.tree_beacon_interval)) return absl::InvalidArgumentError("intervals must be positive");
   if (!positive(c.route_timeout)) return absl::InvalidArgumentError("route_timeout must be positive");
   if (c.tree_push_delay.count() < 0) return absl::InvalidArgumentError("tree_push_delay must not be negative");
-  if (c.tree_push_gap.count() < 0) return absl::InvalidArgumentError("tree_push_gap must not be negative");
+  if (c.tree_push_gap.count() < 0 || c.tree_push_gap > std::chrono::seconds(60)) {
+    return absl::InvalidArgumentError("tree_push_gap must be 0 to 60 s");
+  }
   if (c.filters.size() > kMaxFilters) return absl::InvalidArgumentError("too many filters");
   std::set<std::string> names;
   for (const FilterConfig& f : c.filters) {
@@ -276,7 +278,7 @@ struct Node::Impl {
   std::unique_ptr<PushPacing> pacing;      // with `tree`: when the next push may go
   std::vector<TreeEntry> tree_pending;  // at most kMaxBufferedWords words
   size_t tree_pending_words = 0;
-  Time next_push = Time::max();         // set while received entries wait (own adds go at the gossip round)
+  Time next_push = Time::max();         // set while pending entries wait (own adds join them at the gossip round)
   bool root_link_refused = false;       // the last link to the smallest live member was refused
   Time next_beacon = Time::min();       // the next unconditional beacon
   uint32_t beacon_backoff = 1;          // next_beacon's multiple of tree_beacon_interval (1..kMaxBeaconBackoff)

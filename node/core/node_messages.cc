@@ -241,11 +241,12 @@ void Node::Impl::HandleFrame(const Address& from, std::string_view bytes, Time t
   switch (env.body_case()) {
     case wire::Envelope::kMembership:
       if (started) {
-        const bool compact = env.membership().sender().empty();
-        if (channel == Channel::kDatagram && !env.membership().has_push_pull()) {
-          membership->NoteForm(*sender, compact);  // before the answer goes
+        if (env.membership().sender().empty() && (channel != Channel::kDatagram || !env.sender_address().empty())) {
+          Reject(from, "malformed");  // compact membership frames come by datagram, without an address
+          break;
         }
-        membership->Handle(reply_to, compact ? *sender : env.membership().sender(), env.membership(), now);
+        membership->Handle(reply_to, env.membership().sender().empty() ? *sender : env.membership().sender(),
+                           env.membership(), now);
         PumpMembership();
         CopyMembershipStats();
       }

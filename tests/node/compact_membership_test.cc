@@ -33,7 +33,8 @@ TEST(CompactMembership, CompactBetweenNodesThatTakeItFullToTheOthers) {
   ClusterOptions o;
   o.nodes = 6;
   o.filters = {SharedFilter("crawl", 100'000)};
-  o.configure = [](size_t i, NodeConfig& c) { c.compact_membership = i != 0; };  // n0: an older build
+  // n0 stands for an older build: it sends and announces no compact frame.
+  o.configure = [](size_t i, NodeConfig& c) { c.compact_membership = i != 0; };
   bool counting = false;
   MembershipForms between_new, with_old;
   o.drop = [&](size_t from, const Outgoing& out, const wire::Envelope& env) {
@@ -49,7 +50,7 @@ TEST(CompactMembership, CompactBetweenNodesThatTakeItFullToTheOthers) {
   EXPECT_EQ(with_old.compact, 0u);
   EXPECT_GT(with_old.full, 20u);  // probes both ways
   EXPECT_GT(between_new.compact, 100u);
-  EXPECT_LT(between_new.full, between_new.compact / 10);  // table summaries by stream, if any
+  EXPECT_LT(between_new.full, between_new.compact / 10);  // joins and full lists
   EXPECT_TRUE(c.AllMembersLive());
   for (size_t n = 0; n < c.size(); ++n) {
     const NodeCounters counters = c.node(n).Counters();
@@ -119,6 +120,38 @@ TEST(CompactMembership, AnUnknownSendersCompactPingIsAnsweredAtItsSource) {
   }
   EXPECT_TRUE(acked);
   EXPECT_EQ(c.node(1).Counters().rejected_by_reason.count("membership_name"), 0u);
+}
+
+// A membership message without a sender inside is the compact form: only by
+// datagram and without an address; otherwise malformed, and not answered.
+TEST(CompactMembership, ACompactFrameByStreamOrWithAnAddressIsMalformed) {
+  ClusterOptions o;
+  o.nodes = 2;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 60s));
+  Forger forger(TestSecret());
+  for (const bool by_stream : {true, false}) {
+    wire::Envelope env;
+    env.set_version(kWireVersion);
+    env.set_sender_name(NameOf(0));
+    if (!by_stream) env.set_sender_address(AddressOf(0));
+    env.mutable_membership()->mutable_ping()->set_seq(7);
+    const uint64_t malformed = c.node(1).Counters().rejected_by_reason["malformed"];
+    (void)c.node(1).TakeOutgoing();
+    const std::string frame = forger.Seal(env, /*set_defaults=*/false);
+    if (by_stream) {
+      c.node(1).HandleStreamFrame(AddressOf(0), frame, c.now());
+    } else {
+      c.node(1).HandleDatagram(AddressOf(0), frame, c.now());
+    }
+    EXPECT_EQ(c.node(1).Counters().rejected_by_reason["malformed"], malformed + 1) << "by stream " << by_stream;
+    for (const Outgoing& out : c.node(1).TakeOutgoing()) {
+      std::optional<wire::Envelope> reply = Peek(TestSecret(), out.bytes);
+      ASSERT_TRUE(reply.has_value());
+      EXPECT_FALSE(reply->has_membership() && reply->membership().has_ack()) << "by stream " << by_stream;
+    }
+  }
 }
 
 }  // namespace
