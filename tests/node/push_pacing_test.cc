@@ -19,6 +19,16 @@ void Arrivals(PushPacing& p, int64_t start_ms, int count) {
   for (int i = 0; i < count; ++i) p.OnArrival(At(start_ms + i * 900 / count));
 }
 
+// A pacer made busy by `arrivals` in the window from 0, which an arrival at
+// 1000 ms closes.
+PushPacing BusyFrom1000(int arrivals) {
+  PushPacing p(kGap);
+  Arrivals(p, 0, arrivals);
+  p.OnArrival(At(1000));
+  EXPECT_TRUE(p.busy());
+  return p;
+}
+
 TEST(PushPacing, NoGapNeverHolds) {
   PushPacing p(Duration(0));
   Arrivals(p, 0, 50);
@@ -37,10 +47,7 @@ TEST(PushPacing, AnIdleNodePushesAtOnce) {
 }
 
 TEST(PushPacing, ABusyNodeHoldsTheNextPushUntilTheGapEnds) {
-  PushPacing p(kGap);
-  Arrivals(p, 0, 5);
-  p.OnArrival(At(1000));  // the window closes: busy from here
-  EXPECT_TRUE(p.busy());
+  PushPacing p = BusyFrom1000(5);
   p.OnPush(At(1010));
   EXPECT_EQ(p.Earliest(At(1050), 0), At(1210));
   EXPECT_EQ(p.Earliest(At(1300), 0), At(1300));  // the gap is over
@@ -62,10 +69,7 @@ TEST(PushPacing, BusyUntilAWindowWithFewerThanHalfTheArrivals) {
 }
 
 TEST(PushPacing, ASilentWindowMakesTheNodeIdle) {
-  PushPacing p(kGap);
-  Arrivals(p, 0, 10);
-  p.OnArrival(At(1000));
-  ASSERT_TRUE(p.busy());
+  PushPacing p = BusyFrom1000(10);
   p.OnPush(At(1000));
   // Nothing for more than two windows: the next arrival finds the node idle,
   // however busy the window before the silence was.
@@ -74,10 +78,7 @@ TEST(PushPacing, ASilentWindowMakesTheNodeIdle) {
 }
 
 TEST(PushPacing, ABusyNodeDoesNotHoldAFullPush) {
-  PushPacing p(kGap);
-  Arrivals(p, 0, 5);
-  p.OnArrival(At(1000));
-  ASSERT_TRUE(p.busy());
+  PushPacing p = BusyFrom1000(5);
   p.OnPush(At(1000));
   EXPECT_EQ(p.Earliest(At(1010), PushPacing::kFullWords - 1), At(1200));
   EXPECT_EQ(p.Earliest(At(1010), PushPacing::kFullWords), At(1010));
