@@ -372,7 +372,9 @@ TEST(Membership, ANodeWithoutCompactFramesSendsAndAnnouncesNone) {
     ++sends;
     EXPECT_FALSE(s.compact);
     for (const wire::MemberUpdate& u : s.msg->updates()) {
-      if (u.name() == "self") EXPECT_EQ(u.features(), 0u);
+      if (u.name() == "self") {
+        EXPECT_EQ(u.features(), 0u);
+      }
     }
   }
   EXPECT_GT(sends, 0u);
