@@ -196,8 +196,8 @@ void RiceCostBits(std::span<const uint64_t> gaps, int k0, int n, int width, uint
 // just the few around the mean. A small set's mean says little about its
 // gaps: a tree push of one key in a blocked filter is one long gap to the
 // key's block and six short ones inside it, and the candidates around the
-// mean (k = 16 for m ~ 2^20) cost the short gaps 17 bits each where k = 6
-// costs ~8. pollen-sim N=100, 20 adds/s: the positions of a push came to
+// mean (k = 12..16 for m ~ 2^20) cost the short gaps 13-17 bits each where
+// k = 6 costs ~8. pollen-sim N=100, 20 adds/s: the positions of a push came to
 // 26.4 bytes on average with the candidates, 23.4 with every k (the set
 // sizes there: 6 to ~40). Costing every k for 64 gaps is ~10 passes of 64.
 constexpr size_t kEveryKUpTo = 64;

@@ -87,23 +87,26 @@
 //       lapsed send no nack, and suspicions that lapsed get one more probe
 //       interval (the refutation may be in the backlog).
 //  - Compact frames (config.features has kMemberFeatureCompactFrames): this
-//    node announces the bit in its own updates, and every member keeps the
-//    bit a member announced (MemberUpdate.features) with its address. A
-//    message to a member that announced it, by datagram, is marked compact
-//    (Send::compact): the owner sends it without the sender's address, with
-//    an empty MembershipMessage.sender (the envelope names the sender) and
-//    under the compact seal header (node/core/frames.h). Its probe numbers
-//    start 21-bit (3 bytes; a 64-bit random start took 10), counting up. A message to any other member, a join, or a stream message keeps
-//    the full form. A member's bit also follows its own word, whatever the
-//    incarnation: every message says what its sender takes (a compact one
-//    implies the bit, a full one carries MembershipMessage.features, which
-//    an older build leaves out), and so does its own update. So a node
-//    restarted into an older build, at the same incarnation, is sent the
-//    full form by the seeds from its join on, and by any other member from
-//    the first message it gets from it (its probe, at the latest N probe
-//    intervals later; until then that member's compact frames to it are
-//    lost, and its stream pings, which are full, still answer). pollen-sim N=100: a ping 105 -> ~60 bytes, an ack 94 ->
-//    ~50 (simulation/README.md, "Compact membership frames and push pacing").
+//    node announces the bit in its own updates and says it in every
+//    full-form message (MembershipMessage.features). Per member it keeps
+//    the bit that member announced, with its address: from the first
+//    record and from each new incarnation. A member's own word counts
+//    whatever the incarnation: every message says what its sender takes (a
+//    compact one implies the bit; an older build says nothing), and so does
+//    its own update. A message by datagram to a member with the bit is
+//    marked compact (Send::compact): the owner sends it without the
+//    sender's address, with an empty MembershipMessage.sender (the envelope
+//    names the sender) and under the compact seal header
+//    (node/core/frames.h). A join, a stream message or a message to any
+//    other member keeps the full form. This node's probe numbers start
+//    below 2^21 (3 bytes; a 64-bit random start took 10) and count up.
+//    A node restarted into an older build at the same incarnation is sent
+//    the full form by its seeds from its join on, and by any other member
+//    from the first message that member gets from it (its probe, at most N
+//    probe intervals later; until then that member's compact frames to it
+//    are lost, and its stream pings, which are full, still answer).
+//    pollen-sim N=100: a ping 105 -> ~60 bytes, an ack 94 -> ~49
+//    (simulation/README.md, "Compact membership frames and push pacing").
 //  - Deterministic: same config, seed and inputs give the same outputs.
 //
 // Messages that carry full state (push_pull) can be large; the owner should
