@@ -20,7 +20,7 @@ inside the namespaces; all of them removed at exit):
 
   jepsen.py --pollend PATH [--seconds 40] [--seed N] [--nodes 5] [--writers 2]
             [--rate 5000] [--converge-timeout 60] [--keep-dir]
-            [--nemesis random|heal-under-load]
+            [--nemesis random|heal-under-load] [--busy-loops N]
 
 --nemesis heal-under-load (issue 11's Lifeguard measurement) replaces the
 random faults: busy loops saturate every core for the whole run, the
@@ -423,13 +423,14 @@ def wait_ready(nodes, timeout):
 
 
 class CpuBurners:
-    """Busy loops, two per core, at normal priority: the overload."""
+    """Busy loops at normal priority (by default two per core): the overload."""
 
-    def __init__(self):
+    def __init__(self, count=None):
+        self.count = 2 * (os.cpu_count() or 1) if count is None else count
         self.procs = []
 
     def start(self):
-        for _ in range(2 * (os.cpu_count() or 1)):
+        for _ in range(self.count):
             self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
 
     def stop(self):
@@ -567,18 +568,24 @@ def main():
     ap.add_argument("--keep-dir", action="store_true", help="keep logs and data even when the run passes")
     ap.add_argument("--nemesis", choices=("random", "heal-under-load"), default="random",
                     help="random faults (default), or one partition under CPU overload, then a measured heal")
+    ap.add_argument("--busy-loops", type=int, default=None,
+                    help="heal-under-load's overload: this many busy loops (default two per core; 0: none, "
+                         "to time the heal itself)")
     args = ap.parse_args()
     if not 2 <= args.nodes <= 20:
         ap.error("--nodes must be 2..20")
     if args.rate <= 0 or args.writers < 1 or args.seconds <= 0:
         ap.error("--rate, --writers and --seconds must be positive")
+    if args.busy_loops is not None and not 0 <= args.busy_loops <= 64:
+        ap.error("--busy-loops must be 0..64")
     pollend = os.path.abspath(args.pollend)
     if not os.access(pollend, os.X_OK):
         ap.error(f"{pollend} is not an executable")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     replay = (f"sudo /usr/bin/python3 {os.path.abspath(__file__)} --pollend {pollend} --seconds {args.seconds:g} "
               f"--nodes {args.nodes} --writers {args.writers} --rate {args.rate:g} "
-              f"--converge-timeout {args.converge_timeout:g} --nemesis {args.nemesis} --seed {seed}")
+              f"--converge-timeout {args.converge_timeout:g} --nemesis {args.nemesis} --seed {seed}"
+              + (f" --busy-loops {args.busy_loops}" if args.busy_loops is not None else ""))
     log(f"seed {seed}; replay: {replay}")
 
     # POLLEN_JEPSEN_REQUIRED=1 (set by .ci/run) turns a skip into a failure.
@@ -608,7 +615,7 @@ def main():
     nodes = [Node(i, args.nodes, pollend, workdir, secret) for i in range(1, args.nodes + 1)]
     rng = random.Random(seed)
     failures = []
-    burners = CpuBurners()
+    burners = CpuBurners(args.busy_loops)
 
     def cleanup(*_):
         burners.stop()
