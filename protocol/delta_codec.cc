@@ -314,19 +314,27 @@ absl::Status DecodeRice(uint64_t m, std::string_view in, size_t max_positions, s
   return absl::OkStatus();
 }
 
-absl::Status DecodeBitmap(uint64_t m, std::string_view in, size_t max_positions, std::vector<uint64_t>& out) {
-  uint64_t lo = 0, len = 0;
-  if (!GetVarint(&in, &lo) || !GetVarint(&in, &len)) return Bad("bad span varint");
-  if (len == 0 || lo >= m || len > m - lo) return Bad("span out of range");
-  if ((len + 7) / 8 != in.size()) return Bad("bitmap length mismatch");
+// Mode 2's header and bits, checked: on success `in` holds the bitmap bytes.
+absl::Status CheckBitmap(uint64_t m, std::string_view& in, size_t max_positions, uint64_t* lo, uint64_t* len,
+                         uint64_t* count) {
+  if (!GetVarint(&in, lo) || !GetVarint(&in, len)) return Bad("bad span varint");
+  if (*len == 0 || *lo >= m || *len > m - *lo) return Bad("span out of range");
+  if ((*len + 7) / 8 != in.size()) return Bad("bitmap length mismatch");
   const auto* bytes = reinterpret_cast<const uint8_t*>(in.data());
-  if ((bytes[0] & 1) == 0 || ((bytes[(len - 1) / 8] >> ((len - 1) % 8)) & 1) == 0) {
+  if ((bytes[0] & 1) == 0 || ((bytes[(*len - 1) / 8] >> ((*len - 1) % 8)) & 1) == 0) {
     return Bad("bitmap span not tight");
   }
-  if (len % 8 != 0 && (bytes[in.size() - 1] >> (len % 8)) != 0) return Bad("non-zero padding");
-  uint64_t count = 0;
-  for (size_t i = 0; i < in.size(); ++i) count += std::popcount(bytes[i]);
-  if (count > max_positions) return Bad(absl::StrCat("count ", count, " exceeds max ", max_positions));
+  if (*len % 8 != 0 && (bytes[in.size() - 1] >> (*len % 8)) != 0) return Bad("non-zero padding");
+  *count = 0;
+  for (size_t i = 0; i < in.size(); ++i) *count += std::popcount(bytes[i]);
+  if (*count > max_positions) return Bad(absl::StrCat("count ", *count, " exceeds max ", max_positions));
+  return absl::OkStatus();
+}
+
+absl::Status DecodeBitmap(uint64_t m, std::string_view in, size_t max_positions, std::vector<uint64_t>& out) {
+  uint64_t lo = 0, len = 0, count = 0;
+  if (absl::Status s = CheckBitmap(m, in, max_positions, &lo, &len, &count); !s.ok()) return s;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(in.data());
   out.clear();
   out.reserve(count);
   for (size_t i = 0; i < in.size(); ++i) {
@@ -464,6 +472,78 @@ absl::Status DecodeBitPositionsInto(uint64_t universe_bits, std::string_view byt
     default:
       return Bad(absl::StrCat("unknown mode ", mode));
   }
+}
+
+std::string EncodeWordsAsBitmap(uint64_t universe_bits, uint64_t first_word, std::span<const uint64_t> words) {
+  Check(universe_bits >= 1 && universe_bits <= kMaxUniverseBits, "universe size");
+  const uint64_t universe_words = (universe_bits + 63) / 64;
+  Check(first_word <= universe_words && words.size() <= universe_words - first_word, "words inside the universe");
+  Check(words.empty() || first_word + words.size() < universe_words || universe_bits % 64 == 0 ||
+            (words.back() >> (universe_bits % 64)) == 0,
+        "bits beyond the universe");
+  size_t first = 0;
+  while (first < words.size() && words[first] == 0) ++first;
+  if (first == words.size()) return std::string(1, static_cast<char>(kEmpty));
+  size_t last = words.size() - 1;
+  while (words[last] == 0) --last;
+  const uint64_t lo_in = 64 * first + static_cast<uint64_t>(std::countr_zero(words[first]));  // from words[0]
+  const uint64_t hi_in = 64 * last + 63 - static_cast<uint64_t>(std::countl_zero(words[last]));
+  const uint64_t len = hi_in - lo_in + 1;
+  const size_t bytes = (len + 7) / 8;
+  std::string out;
+  const uint64_t lo = 64 * first_word + lo_in;
+  out.reserve(1 + VarintSize(lo) + VarintSize(len) + bytes + 8);
+  out.push_back(static_cast<char>(kBitmap));
+  PutVarint(&out, lo);
+  PutVarint(&out, len);
+  // Bit i of the bitmap is bit lo_in + i of the words: 64 bits at a time,
+  // each from the two words it straddles, stored little-endian.
+  const size_t header = out.size();
+  out.resize(header + bytes + 8);  // room for the last whole store; cut below
+  const uint64_t shift = lo_in % 64;
+  char* dst = out.data() + header;
+  for (size_t done = 0, w = lo_in / 64; done < bytes; done += 8, ++w) {
+    uint64_t v = words[w] >> shift;
+    if (shift != 0 && w + 1 < words.size()) v |= words[w + 1] << (64 - shift);
+    for (int b = 0; b < 8; ++b) dst[done + b] = static_cast<char>(v >> (8 * b));
+  }
+  out.resize(header + bytes);
+  if (len % 8 != 0) out.back() = static_cast<char>(static_cast<uint8_t>(out.back()) & ((1u << (len % 8)) - 1));
+  return out;
+}
+
+absl::StatusOr<bool> DecodeBitmapToWords(uint64_t universe_bits, std::string_view bytes, size_t max_positions,
+                                         std::vector<uint64_t>* words, uint64_t* first_word, uint64_t* count) {
+  if (universe_bits == 0 || universe_bits > kMaxUniverseBits) return Bad("universe size out of range");
+  if (bytes.empty()) return Bad("truncated header");
+  const auto mode = static_cast<uint8_t>(bytes[0]);
+  if (mode != kEmpty && mode != kBitmap) return false;
+  bytes.remove_prefix(1);
+  uint64_t lo = 0, len = 0;
+  *count = 0;
+  if (mode == kEmpty) {
+    if (!bytes.empty()) return Bad("trailing bytes after empty set");
+  } else if (absl::Status s = CheckBitmap(universe_bits, bytes, max_positions, &lo, &len, count); !s.ok()) {
+    return s;
+  }
+  // Only the words the span touches: at most bytes / 8 + 2, whatever the
+  // universe (the work stays bounded by the input).
+  *first_word = lo / 64;
+  words->assign(mode == kEmpty ? 0 : (lo + len - 1) / 64 - lo / 64 + 1, 0);
+  // 64 bits at a time (the last few bytes alone), each ORed into the two
+  // words it straddles; byte i holds bits shift + 8i.. of the span's words.
+  const auto* in = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint64_t shift = lo % 64;
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    uint64_t v = 0;
+    const size_t n = std::min<size_t>(8, bytes.size() - i);
+    for (size_t b = 0; b < n; ++b) v |= uint64_t{in[i + b]} << (8 * b);
+    if (v == 0) continue;
+    const size_t w = (shift + 8 * i) / 64;
+    (*words)[w] |= v << shift;
+    if (shift != 0 && (v >> (64 - shift)) != 0) (*words)[w + 1] |= v >> (64 - shift);
+  }
+  return true;
 }
 
 absl::StatusOr<std::vector<uint64_t>> DecodeBitPositions(uint64_t universe_bits, std::string_view bytes,

@@ -57,6 +57,24 @@ absl::StatusOr<std::vector<uint64_t>> DecodeBitPositions(uint64_t universe_bits,
 absl::Status DecodeBitPositionsInto(uint64_t universe_bits, std::string_view bytes, size_t max_positions,
                                    std::vector<uint64_t>* out);
 
+// Sets held as 64-bit words (bit i of words[j] is position 64 (first_word
+// + j) + i): mode 2 written and read straight from the words. Coding
+// positions one by one was ~60% of a node's CPU while anti-entropy repaired a
+// filter of 10^6 keys (perf, simulation/README.md, "Speed, idle ticks and big
+// heals"); this is a copy.
+//
+// EncodeWordsAsBitmap: mode 2, or mode 0 for no position; the bytes
+// EncodeBitPositions writes when it picks the bitmap. The words must lie in
+// the universe, bits at or above universe_bits zero (asserted).
+std::string EncodeWordsAsBitmap(uint64_t universe_bits, uint64_t first_word, std::span<const uint64_t> words);
+// DecodeBitmapToWords: for mode 0 or 2, the words of the set's span into
+// *words (words[i] is the universe's word *first_word + i; none for the
+// empty set) and its size into *count, and true; for another mode false,
+// nothing written (use DecodeBitPositions). Rejects what DecodeBitPositions
+// rejects, with its errors; allocates at most input size / 8 + 2 words.
+absl::StatusOr<bool> DecodeBitmapToWords(uint64_t universe_bits, std::string_view bytes, size_t max_positions,
+                                         std::vector<uint64_t>* words, uint64_t* first_word, uint64_t* count);
+
 // log2(C(m, b)), in bits (0 for b == 0 or b == m). Requires b <= m.
 double EntropyBoundBits(uint64_t m, uint64_t b);
 

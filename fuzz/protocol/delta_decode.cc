@@ -1,4 +1,5 @@
-// Fuzzes DecodeBitPositions. The first byte picks the universe size and the
+// Fuzzes DecodeBitPositions and DecodeBitmapToWords (which must agree on
+// modes 0 and 2). The first byte picks the universe size and the
 // cap; the rest is the encoding, optionally first overlaid on a valid
 // encoding so the mutations reach deep into each mode. Anything decoded must
 // be strictly ascending, inside the universe, within the cap, and must
@@ -39,6 +40,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     input = base;
   }
   auto decoded = DecodeBitPositions(m, input, cap);
+  // The word decoder (modes 0 and 2) accepts exactly the same inputs, as the same set.
+  std::vector<uint64_t> words;
+  uint64_t first = 0, count = 0;
+  auto as_words = DecodeBitmapToWords(m, input, cap, &words, &first, &count);
+  if (!as_words.ok() || *as_words) {
+    if (as_words.ok() != decoded.ok()) std::abort();
+    if (as_words.ok()) {
+      if (count != decoded->size() || words.size() > input.size() / 8 + 2) std::abort();
+      for (uint64_t p : *decoded) {
+        if (p / 64 < first || p / 64 - first >= words.size()) std::abort();
+        if (((words[p / 64 - first] >> (p % 64)) & 1) == 0) std::abort();
+      }
+      uint64_t bits = 0;
+      for (uint64_t w : words) bits += static_cast<uint64_t>(__builtin_popcountll(w));
+      if (bits != count) std::abort();
+      auto again = DecodeBitPositions(m, EncodeWordsAsBitmap(m, first, words), cap);
+      if (!again.ok() || *again != *decoded) std::abort();
+    }
+  }
   if (!decoded.ok()) return 0;
   if (decoded->size() > cap) std::abort();
   for (size_t i = 0; i < decoded->size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "crdt/blocked_filter.h"
 #include "node/core/rng.h"
 
 namespace pollen::node {
@@ -106,6 +107,38 @@ TEST(AntiEntropySummaries, MalformedSummariesAreRejected) {
   bad = good;
   bad.set_blocks_per_range(2);
   EXPECT_FALSE(ValidateSummary(bad, ShapeOf(100)).ok());
+}
+
+// A range's contents: a bitmap of its words when the range is dense enough
+// (from ~7% fill), positions when sparse; either decodes to the range's words.
+TEST(AntiEntropyRanges, DenseRangesGoAsBitmapsSparseOnesAsPositions) {
+  const crdt::FilterShape shape{4096, 7};  // 4 blocks per range, 1024 ranges
+  absl::StatusOr<std::unique_ptr<crdt::BlockedFilter>> filter = crdt::BlockedFilter::Create(shape);
+  ASSERT_TRUE(filter.ok());
+  Rng rng(9);
+  // Range 5: a quarter of its bits; range 9: two bits, far apart; range 11: none.
+  std::vector<crdt::WordBits> words;
+  const uint64_t words_per_range = BlocksPerRange(shape.blocks) * crdt::kWordsPerBlock;
+  for (uint64_t w = 5 * words_per_range; w < 6 * words_per_range; ++w) words.push_back({w, rng.Next() & rng.Next()});
+  words.push_back({9 * words_per_range, 0x10});
+  words.push_back({10 * words_per_range - 1, uint64_t{1} << 60});
+  crdt::Canonicalize(words);
+  ASSERT_TRUE((*filter)->Merge(words, nullptr).ok());
+  for (uint64_t range : {5u, 9u, 11u}) {
+    wire::RangeData data;
+    EncodeRange(**filter, range, &data);
+    ASSERT_FALSE(data.positions().empty());
+    EXPECT_EQ(static_cast<int>(data.positions()[0]), range == 5 ? 2 : range == 9 ? 1 : 0) << range;
+    absl::StatusOr<std::vector<crdt::WordBits>> back = DecodeRange(data, shape);
+    ASSERT_TRUE(back.ok()) << back.status();
+    const uint64_t first_block = range * BlocksPerRange(shape.blocks);
+    EXPECT_EQ(*back, (*filter)->ExportBlocks(first_block, BlocksPerRange(shape.blocks))) << range;
+  }
+  // A bitmap that claims a bit beyond its range is refused.
+  wire::RangeData data;
+  EncodeRange(**filter, 5, &data);
+  data.set_range(1024);
+  EXPECT_FALSE(DecodeRange(data, shape).ok());
 }
 
 }  // namespace

@@ -266,5 +266,115 @@ TEST(DeltaCodecTest, SmallSetsGetTheCheapestRiceParameter) {
   ExpectRoundTrip(m, key);
 }
 
+// The words of a set: bit i of words[w] <=> position 64w + i.
+std::vector<uint64_t> WordsOf(uint64_t m, const std::vector<uint64_t>& pos) {
+  std::vector<uint64_t> words((m + 63) / 64, 0);
+  for (uint64_t p : pos) words[p / 64] |= uint64_t{1} << (p % 64);
+  return words;
+}
+
+// DecodeBitmapToWords' span of words, placed in the whole universe's words.
+std::vector<uint64_t> Widen(uint64_t m, const std::vector<uint64_t>& span, uint64_t first) {
+  std::vector<uint64_t> words((m + 63) / 64, 0);
+  for (size_t i = 0; i < span.size(); ++i) words.at(first + i) = span[i];
+  return words;
+}
+
+TEST(DeltaCodecTest, BitmapOfWordsMatchesThePositionCoder) {
+  std::mt19937_64 rng(606);
+  for (uint64_t m : {uint64_t{1}, uint64_t{63}, uint64_t{64}, uint64_t{65}, uint64_t{1000}, uint64_t{93696},
+                     (uint64_t{1} << 16) + 3}) {
+    for (double fill : {0.0, 0.001, 0.05, 0.1, 0.5, 0.9, 1.0}) {
+      const uint64_t b = std::max<uint64_t>(fill > 0 ? 1 : 0, static_cast<uint64_t>(fill * static_cast<double>(m)));
+      const std::vector<uint64_t> pos = RandomPositions(rng, m, std::min(b, m));
+      const std::vector<uint64_t> words = WordsOf(m, pos);
+      const std::string enc = EncodeWordsAsBitmap(m, 0, words);
+      ASSERT_EQ(enc[0], pos.empty() ? 0 : 2) << "m=" << m << " b=" << pos.size();
+      // The general decoder reads it as the same set...
+      auto dec = DecodeBitPositions(m, enc, pos.size());
+      ASSERT_TRUE(dec.ok()) << dec.status() << " m=" << m << " b=" << pos.size();
+      EXPECT_EQ(*dec, pos);
+      // ... the word decoder too, with the count...
+      std::vector<uint64_t> back = {42};
+      uint64_t first = 9, count = 7;
+      auto ok = DecodeBitmapToWords(m, enc, pos.size(), &back, &first, &count);
+      ASSERT_TRUE(ok.ok() && *ok) << "m=" << m << " b=" << pos.size();
+      EXPECT_EQ(Widen(m, back, first), words);
+      EXPECT_EQ(count, pos.size());
+      if (!pos.empty()) EXPECT_FALSE(DecodeBitmapToWords(m, enc, pos.size() - 1, &back, &first, &count).ok());
+      // ... from any span of words that holds the set ...
+      if (!pos.empty()) {
+        const uint64_t first_word = pos.front() / 64, last_word = pos.back() / 64;
+        const std::vector<uint64_t> span(words.begin() + first_word, words.begin() + last_word + 1);
+        EXPECT_EQ(EncodeWordsAsBitmap(m, first_word, span), enc);
+      }
+      // ... and where the position coder picks the bitmap, its bytes are these.
+      const std::string general = EncodeBitPositions(m, pos);
+      if (general[0] == 2) EXPECT_EQ(general, enc) << "m=" << m << " b=" << pos.size();
+    }
+  }
+}
+
+TEST(DeltaCodecTest, BitmapToWordsLeavesOtherModesToThePositionDecoder) {
+  std::mt19937_64 rng(607);
+  const uint64_t m = 1 << 20;
+  const std::string rice = EncodeBitPositions(m, RandomPositions(rng, m, 50));
+  ASSERT_EQ(rice[0], 1);
+  std::vector<uint64_t> words = {5};
+  uint64_t first = 0, count = 0;
+  auto r = DecodeBitmapToWords(m, rice, 1000, &words, &first, &count);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(words, std::vector<uint64_t>{5});
+  EXPECT_FALSE(DecodeBitmapToWords(m, "", 10, &words, &first, &count).ok());
+  EXPECT_FALSE(DecodeBitmapToWords(0, rice, 10, &words, &first, &count).ok());
+  // A bitmap of two bits far up a huge universe: two words, not the universe's.
+  const uint64_t huge = kMaxUniverseBits;
+  // Mode 2 by hand (the position coder prefers Rice here): lo, len 69, bits 0 and 68.
+  std::string far(1, '\2');
+  for (uint64_t v : {huge - 70, uint64_t{69}}) {
+    for (; v >= 0x80; v >>= 7) far.push_back(static_cast<char>(0x80 | (v & 0x7f)));
+    far.push_back(static_cast<char>(v));
+  }
+  far += std::string("\x01\0\0\0\0\0\0\0\x10", 9);
+  ASSERT_EQ(*DecodeBitPositions(huge, far, 10), (std::vector<uint64_t>{huge - 70, huge - 2}));
+  ASSERT_TRUE(DecodeBitmapToWords(huge, far, 10, &words, &first, &count).ok());
+  EXPECT_EQ(words.size(), 2u);
+  EXPECT_EQ(first, (huge - 70) / 64);
+  EXPECT_EQ(count, 2u);
+}
+
+// Every one-byte change and cut of bitmap encodings: the word decoder accepts
+// exactly what the position decoder accepts, as the same set.
+TEST(DeltaCodecTest, BitmapToWordsRejectsWhatThePositionDecoderRejects) {
+  std::mt19937_64 rng(608);
+  for (uint64_t m : {uint64_t{70}, uint64_t{1000}, uint64_t{4096}}) {
+    const std::vector<uint64_t> pos = RandomPositions(rng, m, m / 3);
+    const std::string enc = EncodeWordsAsBitmap(m, 0, WordsOf(m, pos));
+    std::vector<std::string> variants;
+    for (size_t i = 0; i < enc.size(); ++i) {
+      for (int flip : {1, 0x80, 0xff}) {
+        std::string v = enc;
+        v[i] = static_cast<char>(v[i] ^ flip);
+        variants.push_back(v);
+      }
+      variants.push_back(enc.substr(0, i));
+    }
+    variants.push_back(enc + '\0');
+    for (const std::string& v : variants) {
+      std::vector<uint64_t> words;
+      uint64_t first = 0, count = 0;
+      auto as_words = DecodeBitmapToWords(m, v, m, &words, &first, &count);
+      auto as_positions = DecodeBitPositions(m, v, m);
+      if (as_words.ok() && !*as_words) continue;  // another mode: not the word decoder's
+      ASSERT_EQ(as_words.ok(), as_positions.ok()) << "m=" << m << " size " << v.size();
+      if (as_words.ok()) {
+        EXPECT_EQ(Widen(m, words, first), WordsOf(m, *as_positions));
+        EXPECT_EQ(count, as_positions->size());
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pollen::protocol
