@@ -135,8 +135,8 @@ std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, uint64_t base_bit,
                                                         uint64_t universe_bits, size_t max_positions,
                                                         uint64_t* bits) {
-  // Per-thread scratch for the positions: no allocation per frame; a rare
-  // huge decode does not keep its memory.
+  // A bitmap (mode 2, or the empty set) straight into words; other modes
+  // through positions below.
   if (base_bit % 64 == 0) {
     thread_local std::vector<uint64_t> span;
     uint64_t first_word = 0, count = 0;
@@ -155,6 +155,8 @@ absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, 
       return words;
     }
   }
+  // Per-thread scratch for the positions: no allocation per frame; a rare
+  // huge decode does not keep its memory.
   thread_local std::vector<uint64_t> positions;
   struct Shrink {
     ~Shrink() {
