@@ -109,6 +109,9 @@ namespace {
 // 20,000 adds/s row cost 1,282 bytes per key instead of 1,126; at 2x, 1,182.
 constexpr double kBitmapCostRatio = 2.0;
 
+// The bound in closed form, span_bits x H(count / span_bits), within
+// O(log span_bits) bits of protocol::EntropyBoundBits, which sums a term per
+// position and so costs what this choice exists to avoid.
 bool BitmapIsCheapEnough(uint64_t span_bits, uint64_t count) {
   if (count == 0 || count >= span_bits) return false;
   const double f = static_cast<double>(count) / static_cast<double>(span_bits);
