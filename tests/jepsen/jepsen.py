@@ -458,9 +458,18 @@ class MembershipWatch(threading.Thread):
     stop(), and remembers the last poll at which some node listed anything
     but all nodes alive (or could not be read)."""
 
-    def __init__(self, nodes):
+    # Counters a --keep-dir run records at every poll (timeline.tsv).
+    TIMELINE = ('pollen_gossip_sent_by_type_bytes_total{type="sync_ranges"}',
+                'pollen_gossip_sent_by_type_bytes_total{type="tree"}',
+                "pollen_anti_entropy_runs_total", "pollen_anti_entropy_ranges_repaired_total",
+                'pollen_tcp_dropped_frames_total{reason="queue_full"}', "pollen_membership_stalls_total",
+                "pollen_tree_resends_total")
+
+    def __init__(self, nodes, timeline=False):
         super().__init__(daemon=True)
         self.nodes = nodes
+        self.timeline = [] if timeline else None  # (seconds since start, node, counter values)
+        self.started = time.monotonic()
         self.halt = threading.Event()
         self.last_unsettled = None  # time.monotonic() of that poll
         self.polls = 0
@@ -472,7 +481,8 @@ class MembershipWatch(threading.Thread):
             settled = True
             for n in self.nodes:
                 try:
-                    states = members_by_state(n.metrics())
+                    text = n.metrics()
+                    states = members_by_state(text)
                 except OSError:
                     settled = False
                     break
@@ -481,9 +491,14 @@ class MembershipWatch(threading.Thread):
                     self.first_error = self.first_error or repr(e)
                     settled = False
                     break
+                if self.timeline is not None:
+                    values = dict(re.findall(r"^(pollen_\S+) ([0-9.e+]+)$", text, re.M))
+                    self.timeline.append((time.monotonic() - self.started, n.i,
+                                          [values.get(c, "") for c in self.TIMELINE]))
                 if not all_alive(states, len(self.nodes)):
                     settled = False
-                    break
+                    if self.timeline is None:
+                        break  # the other nodes' answers change nothing
             self.polls += 1
             if not settled:
                 self.last_unsettled = time.monotonic()
@@ -565,7 +580,7 @@ def main():
                     help="cluster-wide cap on attempted adds per second (default 5000)")
     ap.add_argument("--converge-timeout", type=float, default=60,
                     help="bound on convergence and membership after the heal, seconds (default 60)")
-    ap.add_argument("--keep-dir", action="store_true", help="keep logs and data even when the run passes")
+    ap.add_argument("--keep-dir", action="store_true", help="keep logs, data and each node's final metrics (nN.metrics) even when the run passes")
     ap.add_argument("--nemesis", choices=("random", "heal-under-load"), default="random",
                     help="random faults (default), or one partition under CPU overload, then a measured heal")
     ap.add_argument("--busy-loops", type=int, default=None,
@@ -652,7 +667,7 @@ def main():
             time.sleep(args.seconds)
             net.heal()
             healed_at = time.monotonic()
-            watch = MembershipWatch(nodes)
+            watch = MembershipWatch(nodes, timeline=args.keep_dir)
             watch.start()
             log("healed (the overload goes on); writers stop")
         else:
@@ -733,6 +748,18 @@ def main():
                 failures.append(f"membership did not settle: {settle}")
             else:
                 log(f"membership settled: all {args.nodes} alive on every node")
+        if args.keep_dir:  # every node's counters at the end, beside its log
+            if healed_at is not None and watch.timeline:
+                with open(os.path.join(workdir, "timeline.tsv"), "w") as f:
+                    f.write("\t".join(["seconds_after_heal", "node"] + list(MembershipWatch.TIMELINE)) + "\n")
+                    for at, i, values in watch.timeline:
+                        f.write("\t".join([f"{at:.2f}", f"n{i}"] + values) + "\n")
+            for n in nodes:
+                try:
+                    with open(os.path.join(workdir, f"n{n.i}.metrics"), "w") as f:
+                        f.write(n.metrics())
+                except OSError:
+                    pass
         for n in nodes:
             n.check_alive()
             for status, at in n.crashes:
