@@ -8,6 +8,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/write.hpp>
+#include <netinet/tcp.h>  // TCP_USER_TIMEOUT
 
 #include "node/runtime/net_address.h"
 #include "protocol/stream_framer.h"
@@ -70,6 +71,14 @@ uint16_t StreamPool::local_port() const {
   return ec ? 0 : e.port();
 }
 
+void StreamPool::Tune(tcp::socket& socket) {
+  boost::system::error_code ec;  // best effort: a socket without them still works
+  socket.set_option(tcp::no_delay(true), ec);
+  socket.set_option(asio::detail::socket_option::integer<IPPROTO_TCP, TCP_USER_TIMEOUT>(
+                        static_cast<int>(std::chrono::milliseconds(kUnackedTimeout).count())),
+                    ec);
+}
+
 void StreamPool::Start(FrameFn on_frame) {
   on_frame_ = std::move(on_frame);
   AcceptNext();
@@ -92,7 +101,7 @@ void StreamPool::AcceptNext() {
         if (ip.is_v6() && ip.to_v6().is_v4_mapped()) ip = asio::ip::make_address_v4(asio::ip::v4_mapped, ip.to_v6());
         c->key = FormatHostPort(ip.to_string(), remote.port());
         c->connected = true;
-        c->socket.set_option(tcp::no_delay(true), e2);
+        Tune(c->socket);
         if (auto old = conns_.find(c->key); old != conns_.end()) Drop(old->second, false);
         conns_[c->key] = c;
         counters_.tcp_accepts.fetch_add(1, std::memory_order_relaxed);
@@ -178,8 +187,7 @@ void StreamPool::Send(const std::string& to, std::string_view sealed) {
       }
       counters_.tcp_connects.fetch_add(1, std::memory_order_relaxed);
       backoff_.erase(c->key);
-      boost::system::error_code e2;
-      c->socket.set_option(tcp::no_delay(true), e2);
+      Tune(c->socket);
       c->connected = true;
       c->last_active = Clock::now();
       StartRead(c);

@@ -16,6 +16,8 @@
 //   - Received frames go to `on_frame(from, frame)`. A bad length prefix is
 //     counted (oversize or malformed) and closes the connection.
 //   - At most kMaxConnections connections; idle ones close after kIdleTimeout.
+//   - The kernel closes a connection whose sent data has waited kUnackedTimeout
+//     for an ack (TCP_USER_TIMEOUT); the next frame to that peer opens a new one.
 #pragma once
 
 #include <chrono>
@@ -44,6 +46,14 @@ class StreamPool {
   // fallback) is worthless later, and a reachable peer connects in
   // milliseconds on a LAN, a few hundred across the internet.
   static constexpr std::chrono::milliseconds kConnectTimeout{2000};
+  // A partition black-holes a connection's unacked data, and TCP's
+  // retransmissions back off exponentially: after a 60 s partition the next
+  // one came up to ~40 s after the heal, and every frame queued behind it
+  // (anti-entropy, tree pushes) waited as long (jepsen heal-under-load: no
+  // repair between two sides for 22 s after the heal, 0 reconnects). Ten
+  // seconds is far above any queueing delay (jepsen's slow links hold
+  // packets up to 500 ms); a black-holed connection retried ~5 times by then.
+  static constexpr std::chrono::seconds kUnackedTimeout{10};
   using FrameFn = std::function<void(const std::string& from, std::string_view frame)>;
 
   StreamPool(boost::asio::io_context& io, RuntimeCounters& counters, PeerResolver& resolver, size_t queue_bytes,
@@ -58,6 +68,7 @@ class StreamPool {
 
  private:
   struct Conn;
+  static void Tune(boost::asio::ip::tcp::socket& socket);  // no delay; kUnackedTimeout
   void AcceptNext();
   void StartRead(const std::shared_ptr<Conn>& c);
   void WriteNext(const std::shared_ptr<Conn>& c);
