@@ -619,6 +619,7 @@ void Simulator::Impl::Finish() {
                      {"delta_bits_received", total.delta_bits_received},
                      {"anti_entropy_runs", total.anti_entropy_runs},
                      {"ranges_repaired", total.ranges_repaired},
+                     {"anti_entropy_continued", total.anti_entropy_continued},
                      {"epochs_advanced", total.epochs_advanced},
                      {"filters_replaced", total.filters_replaced},
                      {"delta_overflows", total.delta_overflows},

@@ -125,11 +125,23 @@ std::vector<uint64_t> ChildItems(uint32_t level, std::span<const uint64_t> items
   return out;
 }
 
-void EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out) {
+uint64_t EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out,
+                     std::span<const crdt::WordBits> known) {
   const RangeSpan span = SpanOf(filter.shape(), range);
   std::vector<crdt::WordBits> words = filter.ExportBlocks(span.first_block, span.blocks);
+  assert(std::is_sorted(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.index < b.index; }));
+  if (!known.empty()) {
+    // Both ascending by index: one merge pass clears the known bits.
+    size_t k = 0;
+    for (crdt::WordBits& w : words) {
+      while (k < known.size() && known[k].index < w.index) ++k;
+      if (k < known.size() && known[k].index == w.index) w.bits &= ~known[k].bits;
+    }
+    std::erase_if(words, [](const crdt::WordBits& w) { return w.bits == 0; });
+  }
   out->set_range(range);
   out->set_positions(EncodeWords(words, span.first_block * crdt::kBlockBits, span.blocks * crdt::kBlockBits));
+  return crdt::CountBits(words);
 }
 
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& data, crdt::FilterShape shape) {

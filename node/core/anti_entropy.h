@@ -67,8 +67,14 @@ std::vector<uint64_t> DifferingItems(std::span<const uint64_t> our_range_summari
 // The items one level below `level` under `items` of that level (level >= 1).
 std::vector<uint64_t> ChildItems(uint32_t level, std::span<const uint64_t> items, uint64_t ranges);
 
-// The set bits of one range, and the reverse (validating index and contents).
-void EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out);
+// The set bits of one range less those in `known` (canonical: ascending
+// word indexes, as DecodeRange returns them), and the reverse (validating
+// index and contents). An answer to a peer's contents of a range carries
+// only what the peer lacks: under steady load two replicas differ in every
+// range by the bits still in flight, and the answer was the whole range.
+// Returns the number of bits encoded.
+uint64_t EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out,
+                     std::span<const crdt::WordBits> known = {});
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& data, crdt::FilterShape shape);
 
 }  // namespace pollen::node

@@ -116,7 +116,9 @@ void Node::Tick(Time now) {
     impl.GossipRound();
     impl.next_gossip = now + impl.config.gossip_interval;
   }
-  if (now >= impl.next_anti_entropy) {
+  if (now >= impl.next_anti_entropy && now < impl.ae_busy_until) {
+    impl.next_anti_entropy = impl.ae_busy_until;  // in an exchange already: this run waits for its end
+  } else if (now >= impl.next_anti_entropy) {
     std::vector<Address> peers = impl.PickPeers(1);
     if (!peers.empty() && !impl.membership->left()) impl.StartAntiEntropy(peers[0]);
     impl.next_anti_entropy = now + impl.NextAntiEntropyWait();

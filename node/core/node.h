@@ -80,6 +80,15 @@ struct NodeConfig {
   // anti_entropy_interval: a fixed interval. Flood dissemination (no acks)
   // always uses the fixed interval.
   Duration anti_entropy_max_interval = std::chrono::seconds(60);
+  // One exchange's range data, each way. Below the daemon's stream queue
+  // (16 MiB per peer by default): at 32 MiB, a healed partition's first
+  // exchanges filled the queues of CPU-starved receivers, whose dropped
+  // frames cut exchanges and tree pushes short and sent them again (jepsen
+  // heal-under-load, 10^6 keys: ~1,400 frames dropped per node). A cut
+  // exchange says so (SyncRanges.more) and the receiver starts the next one
+  // once it has merged this one: a big repair moves at the pace the
+  // receiver keeps up with.
+  size_t anti_entropy_round_bytes = size_t{4} << 20;
   Duration dead_reconnect_interval = std::chrono::seconds(30);
   size_t max_datagram_bytes = 1200;   // below any sane path MTU
   bool tcp_only = false;              // send everything as stream frames
@@ -273,6 +282,7 @@ struct NodeCounters {
   uint64_t bytes_out = 0, bytes_in = 0;
   uint64_t frames_out = 0, frames_in = 0;
   uint64_t anti_entropy_runs = 0, ranges_repaired = 0;
+  uint64_t anti_entropy_continued = 0;  // exchanges started at once after a peer's budget ran out (SyncRanges.more)
   uint64_t epochs_advanced = 0;
   uint64_t layers_opened = 0;     // layers a scaling filter opened here (by an add, an estimate or a peer)
   uint64_t filters_replaced = 0;  // local state discarded for a winning catalog entry (FilterInfo::incarnation)

@@ -9,6 +9,7 @@ void Node::Impl::StartAntiEntropy(const Address& peer) {
   if (peer.empty() || peer == config.advertise) return;
   DrainPending();  // mark the words of client adds in the summary cache
   Stats([](NodeCounters& s) { ++s.anti_entropy_runs; });
+  NoteExchange();
   // Tombstones first, so the peer drops what they delete before comparing;
   // they go by stream, and so must the request then, to arrive after them.
   const bool stream = !tombstones.empty();
@@ -77,6 +78,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
     summaries.push_back({*std::move(params), fs.epoch(), &fs});
   }
   // Validated: apply.
+  if (req.partial()) NoteExchange();  // a descent: an exchange is under way (a first leg is answered at once)
   DrainPending();  // mark the words of client adds in the summary cache
   ApplyCatalog(catalog);
   if (!req.partial()) SendTombstones(from);
@@ -120,9 +122,20 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
       const std::vector<uint64_t> differing = DifferingItems(ours, *theirs);
       if (differing.empty()) continue;
       if (theirs->level() == 0) {
-        for (uint64_t r : differing) writer.AddWanted(r);
-        for (uint64_t r : differing) {
-          if (!writer.AddRange(*sub->filter, r)) break;
+        // Our contents of each differing range, and a request for the
+        // requester's (`wanted`), as far as the exchange's budget goes. A cut
+        // exchange resumes from where the last one was cut, so that ranges
+        // past the budget are not left behind by exchanges that keep
+        // starting at range 0.
+        const size_t start = static_cast<size_t>(
+            std::lower_bound(differing.begin(), differing.end(), ae_resume_range) - differing.begin());
+        for (size_t i = 0; i < differing.size(); ++i) {
+          const uint64_t r = differing[(start + i) % differing.size()];
+          if (!writer.AddRange(*sub->filter, r)) {
+            ae_resume_range = r;
+            break;
+          }
+          writer.AddWanted(r);
         }
         continue;
       }
@@ -180,6 +193,7 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
     return;
   }
   size_t budget = kMaxFramePositions;
+  uint64_t carried = 0;  // bits in the frame's ranges
   for (const wire::FilterRanges& fr : msg.filters()) {
     absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
     if (!params.ok() || fr.epoch() > kMaxEpoch ||
@@ -202,6 +216,7 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
         ok = words.ok() && crdt::CountBits(*words) <= budget;
         if (ok) {
           budget -= crdt::CountBits(*words);
+          carried += crdt::CountBits(*words);
           gen_words.push_back(*std::move(words));
         }
       }
@@ -214,9 +229,16 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
     decoded.push_back(std::move(d));
   }
   // Validated: apply.
+  NoteExchange();
   ApplyCatalog(catalog);
   RangesWriter writer(this, from, false);
-  uint64_t repaired = 0;
+  uint64_t repaired = 0, new_bits = 0;
+  struct NewBits {
+    std::shared_ptr<const FilterState> state;
+    uint64_t slot;
+    std::vector<crdt::WordBits> words;
+  };
+  std::vector<NewBits> fresh;  // for the tree (below), until the frame turns out a bulk repair
   for (const DecodedRanges& d : decoded) {
     std::shared_ptr<const FilterState> state = MatchFilter(d.params);
     if (state == nullptr) continue;
@@ -229,17 +251,48 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
       std::shared_ptr<const crdt::SubFilter> sub = state->set->Sub(slot);
       if (sub == nullptr) continue;  // left our window, or not reached yet
       for (const std::vector<crdt::WordBits>& words : d.words[static_cast<size_t>(gi)]) {
-        if (MergeWords(*state, slot, words) > 0) ++repaired;
+        std::vector<crdt::WordBits> changed;
+        const uint64_t n = MergeWords(*state, slot, words, &changed);
+        new_bits += n;
+        if (n > 0) ++repaired;
+        if (n > 0) fresh.push_back({state, slot, std::move(changed)});
       }
       if (msg.reply() && g.wanted_size() > 0) {
+        // The requester's contents of a wanted range are merged above: send
+        // back only what it lacks there (at 15,000 adds/s, replicas differ
+        // in every range by bits in flight, and whole ranges went back).
+        std::map<uint64_t, std::span<const crdt::WordBits>> theirs;
+        const std::vector<std::vector<crdt::WordBits>>& data = d.words[static_cast<size_t>(gi)];
+        for (int i = 0; i < g.data_size(); ++i) theirs[g.data(i).range()] = data[static_cast<size_t>(i)];
         writer.BeginGeneration(slot);
         for (uint64_t r : g.wanted()) {
-          if (!writer.AddRange(*sub->filter, r)) break;
+          const auto it = theirs.find(r);
+          if (!writer.AddRange(*sub->filter, r, it == theirs.end() ? std::span<const crdt::WordBits>() : it->second)) {
+            break;
+          }
         }
       }
     }
   }
+  // New bits go on down the tree, as a client's adds do: a node that lost
+  // its parent syncs with the new one, and its subtree gets what it missed
+  // from it. Not a bulk repair (kBulkRepairBits; a healed partition): every
+  // node repairs the other side's bits itself, and pushing them on as well
+  // sent each node millions of bits it had (jepsen heal-under-load: 114 MB
+  // of tree pushes from one node in 7 s, filling its stream queues).
+  const bool bulk = new_bits >= kBulkRepairBits && new_bits * kContinueYield >= carried;
+  if (!bulk) {
+    for (const NewBits& b : fresh) Buffer(*b.state, b.slot, b.words);
+  }
   writer.Flush();
+  // The sender's budget ran out: start the next exchange now, if this one
+  // was worth it (kContinueYield). The receiver of the bulk clocks it: the
+  // next budget's worth comes once this one is merged, so a big repair goes
+  // as fast as this node digests it, and never piles up in a queue.
+  if (msg.more() && carried > 0 && (new_bits + writer.bits()) * kContinueYield >= carried) {
+    Stats([](NodeCounters& s) { ++s.anti_entropy_continued; });
+    StartAntiEntropy(from);
+  }
   if (repaired > 0) {
     Stats([&](NodeCounters& s) { s.ranges_repaired += repaired; });
     Emit(Event::Kind::kAntiEntropyRepaired, from, "", repaired);

@@ -101,7 +101,8 @@ std::shared_ptr<const FilterState> Node::Impl::MatchFilter(const crdt::FilterPar
   return state;
 }
 
-uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words) {
+uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words,
+                                std::vector<crdt::WordBits>* changed_out) {
   std::vector<crdt::WordBits> changed;
   if (!state.set->Merge(slot, words, &changed).ok()) return 0;  // epoch left the window meanwhile
   const uint64_t n = crdt::CountBits(changed);
@@ -109,7 +110,11 @@ uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t slot, std::sp
   state.changes->fetch_add(1, std::memory_order_release);
   summary_cache.MarkWords(state.uid, slot, changed);
   clocks[state.entry.config.name].set_bits[slot] += n;
-  Buffer(state, slot, changed);
+  if (changed_out != nullptr) {
+    *changed_out = std::move(changed);
+  } else {
+    Buffer(state, slot, changed);
+  }
   return n;
 }
 

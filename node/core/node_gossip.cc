@@ -59,7 +59,7 @@ void Node::Impl::GossipRound() {
     }
     Stats([&](NodeCounters& s) { s.delta_bits_sent += delta_bits * peers.size(); });
   }
-  if (!ae_queue.empty()) {
+  if (!ae_queue.empty() && now >= ae_busy_until) {
     const std::string member = std::move(ae_queue.front());
     ae_queue.pop_front();
     // Still live? Then sync with the address it has now.

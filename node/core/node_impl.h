@@ -51,7 +51,20 @@ constexpr size_t kMaxFramePositions = size_t{1} << 23; // decoded bit positions 
 constexpr size_t kMaxGossipDeltas = kMaxFilters * crdt::kMaxGenerations;  // Delta parts per Gossip frame
 constexpr size_t kSendChunkPositions = size_t{1} << 22;
 constexpr size_t kSyncChunkBytes = size_t{1} << 20;    // per anti-entropy frame
-constexpr size_t kMaxSyncBytesPerRound = size_t{32} << 20;
+constexpr size_t kMinRoundBytes = size_t{16} << 10;    // NodeConfig::anti_entropy_round_bytes
+// A SyncRanges frame that brings at least this many new bits, and at least
+// 1/kContinueYield of the bits it carries, is a bulk repair, not pushed on
+// down the tree (HandleSyncRanges). A cut-off subtree catching up brings a
+// few seconds' bits among ranges mostly shared (a low yield), or a short
+// answer; a healed partition's frames bring 150,000-350,000 new bits each
+// (29 ranges of an 18 MB filter), at yields of 50-100%.
+constexpr uint64_t kBulkRepairBits = uint64_t{1} << 15;
+// An exchange whose budget (NodeConfig::anti_entropy_round_bytes) ran out is continued at once only if at least
+// 1/kContinueYield of the bits it carried were new on one side or the
+// other. Replicas under steady load differ in every range by bits in flight
+// (~3% of the ranges' bits at 15,000 adds/s): those exchanges wait for the
+// next run; a healed partition's yield ~90%.
+constexpr uint64_t kContinueYield = 8;
 constexpr double kJoinSyncs = 3;      // expected syncs per member (re)appearance
 constexpr size_t kMaxQueuedSyncs = 16;
 constexpr size_t kMinDatagramBytes = 256;
@@ -195,6 +208,10 @@ inline absl::Status ValidateNodeConfig(const NodeConfig& c) {
     return absl::InvalidArgumentError("intervals must be positive");
   }
   if (c.probe_timeout >= c.probe_interval) return absl::InvalidArgumentError("probe_timeout must be below probe_interval");
+  // (An exchange carries at least one range whatever its budget.)
+  if (c.anti_entropy_round_bytes < kMinRoundBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("anti_entropy_round_bytes must be at least ", kMinRoundBytes));
+  }
   if (c.fanout < 1 || c.fanout > 64) return absl::InvalidArgumentError("fanout must be 1 to 64");
   if (c.indirect_probes > 64) return absl::InvalidArgumentError("indirect_probes must be at most 64");
   if (!(c.suspicion_multiplier > 0 && c.suspicion_multiplier < 1000)) {
@@ -409,6 +426,18 @@ struct Node::Impl {
   // only: the current wait, and TroubleCount() when it was last set.
   Duration anti_entropy_wait{0};
   uint64_t trouble_seen = 0;
+  uint64_t ae_resume_range = 0;  // where this node's last budget-cut range data stopped (HandleSyncRequest)
+  // Until then this node is in an exchange (it started one, or an exchange's
+  // frames reached it lately): the runs it would start from ae_queue or its
+  // timer wait, so that a healed partition is repaired by one exchange per
+  // node at a time. Each member coming back queued a run with it, all
+  // concurrent, every one carrying the same bits (jepsen heal-under-load:
+  // ~20x the bytes of the repair itself). Continuations and the tree's syncs
+  // with a new parent or child do not wait.
+  Time ae_busy_until{0};
+  void NoteExchange() {
+    ae_busy_until = std::max(ae_busy_until, now + config.gossip_interval);
+  }
   Time last_trouble{0};  // when TroubleCount() last moved (as seen by NoteTrouble)
   uint64_t membership_changes = 0;  // member events (PumpMembership)
 
@@ -649,8 +678,10 @@ struct Node::Impl {
   std::shared_ptr<const FilterState> MatchFilter(const crdt::FilterParams& params);
 
   // Merges words into (filter, sub-filter slot) and buffers the bits that
-  // were new here. Returns the number of new bits.
-  uint64_t MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words);
+  // were new here (or, given `changed`, puts them there). Returns the number
+  // of new bits.
+  uint64_t MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words,
+                      std::vector<crdt::WordBits>* changed = nullptr);
 
   void Buffer(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words) {
     if (!(capture != nullptr ? capture : &deltas)->Add(state.entry.config.name, state.uid, slot, words)) {
@@ -835,12 +866,17 @@ struct Node::Impl {
       g_ = nullptr;
     }
     void AddWanted(uint64_t range) { Gen()->add_wanted(range); }
-    // False once the round's byte budget is spent.
-    bool AddRange(const crdt::BlockedFilter& filter, uint64_t range) {
-      if (total_ >= kMaxSyncBytesPerRound) return false;
+    // False once the round's byte budget is spent (the last frame then says
+    // `more`). Leaves out the bits in `known` (what the peer said it holds
+    // there; EncodeRange).
+    bool AddRange(const crdt::BlockedFilter& filter, uint64_t range, std::span<const crdt::WordBits> known = {}) {
+      if (total_ >= impl_->config.anti_entropy_round_bytes) {
+        cut_ = true;
+        return false;
+      }
       wire::RangeData data;
-      EncodeRange(filter, range, &data);
-      if (data.positions().size() <= 1) return true;  // empty range (codec mode 0): nothing to send
+      bits_ += EncodeRange(filter, range, &data, known);
+      if (data.positions().size() <= 1) return true;  // nothing to send (codec mode 0: the empty set)
       const size_t positions = BlocksPerRange(filter.shape().blocks) * crdt::kBlockBits;
       if (bytes_ + data.positions().size() > kSyncChunkBytes || positions_ + positions > kSendChunkPositions) Flush();
       bytes_ += data.positions().size() + 16;
@@ -849,8 +885,11 @@ struct Node::Impl {
       *Gen()->add_data() = std::move(data);
       return true;
     }
+    // Bits put in ranges so far.
+    uint64_t bits() const { return bits_; }
     void Flush() {
-      if (msg_.filters_size() > 0 || msg_.catalog_size() > 0) {
+      if (cut_) msg_.set_more(true);
+      if (msg_.filters_size() > 0 || msg_.catalog_size() > 0 || msg_.more()) {
         wire::Envelope env;
         *env.mutable_sync_ranges() = std::move(msg_);
         impl_->Send(to_, env, true);
@@ -861,6 +900,7 @@ struct Node::Impl {
       g_ = nullptr;
       bytes_ = 0;
       positions_ = 0;
+      cut_ = false;  // said, on the frame just sent
     }
 
    private:
@@ -887,6 +927,8 @@ struct Node::Impl {
     wire::FilterRanges* f_ = nullptr;
     wire::GenerationRanges* g_ = nullptr;
     size_t bytes_ = 0, total_ = 0, positions_ = 0;
+    uint64_t bits_ = 0;
+    bool cut_ = false;
   };
 
   // Validates a list of catalog entries (and their epochs) without state.
@@ -914,7 +956,7 @@ struct Node::Impl {
   void SendWholeGeneration(RangesWriter& writer, const crdt::BlockedFilter& filter) {
     const uint64_t ranges = filter.RangeCount(BlocksPerRange(filter.shape().blocks));
     for (uint64_t r = 0; r < ranges; ++r) {
-      if (!writer.AddRange(filter, r)) return;
+      if (!writer.AddRange(filter, r)) return;  // the rest in the next exchange (SyncRanges.more)
     }
   }
 

@@ -141,5 +141,40 @@ TEST(AntiEntropyRanges, DenseRangesGoAsBitmapsSparseOnesAsPositions) {
   EXPECT_FALSE(DecodeRange(data, shape).ok());
 }
 
+TEST(AntiEntropyRanges, KnownBitsAreLeftOut) {
+  const crdt::FilterShape shape{4096, 7};  // 4 blocks per range, 1024 ranges
+  absl::StatusOr<std::unique_ptr<crdt::BlockedFilter>> filter = crdt::BlockedFilter::Create(shape);
+  ASSERT_TRUE(filter.ok());
+  Rng rng(11);
+  const uint64_t words_per_range = BlocksPerRange(shape.blocks) * crdt::kWordsPerBlock;
+  const uint64_t range = 7;
+  std::vector<crdt::WordBits> ours, known;
+  for (uint64_t w = range * words_per_range; w < (range + 1) * words_per_range; ++w) {
+    ours.push_back({w, rng.Next() & rng.Next()});
+    // What the peer holds: some of our bits, some of its own, and words we lack.
+    if (w % 3 == 0) known.push_back({w, (ours.back().bits & rng.Next()) | (rng.Next() & rng.Next())});
+    if (w % 5 == 0) known.push_back({w, ours.back().bits});
+  }
+  crdt::Canonicalize(ours);
+  crdt::Canonicalize(known);
+  ASSERT_TRUE((*filter)->Merge(ours, nullptr).ok());
+  std::vector<crdt::WordBits> expected;
+  for (const crdt::WordBits& w : ours) {
+    uint64_t bits = w.bits;
+    for (const crdt::WordBits& k : known) bits &= k.index == w.index ? ~k.bits : ~uint64_t{0};
+    if (bits != 0) expected.push_back({w.index, bits});
+  }
+  ASSERT_LT(expected.size(), ours.size());
+  wire::RangeData data;
+  EncodeRange(**filter, range, &data, known);
+  absl::StatusOr<std::vector<crdt::WordBits>> back = DecodeRange(data, shape);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, expected);
+  // Knowing everything leaves nothing to send: the empty set (codec mode 0).
+  EncodeRange(**filter, range, &data, ours);
+  ASSERT_EQ(data.positions().size(), 1u);
+  EXPECT_EQ(static_cast<int>(data.positions()[0]), 0);
+}
+
 }  // namespace
 }  // namespace pollen::node

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "crdt/generations.h"
+#include "node/core/anti_entropy.h"
 #include "node/core/catalog.h"
 #include "node/core/dissemination.h"
 #include "tests/node/cluster.h"
@@ -248,6 +249,89 @@ TEST(Replication, AntiEntropyDescendsOnlyIntoWhatDiffers) {
   EXPECT_GT(c.dropped(), 0u);
   EXPECT_LT(request_bytes, 3000u) << "one flat summary alone is 8 KiB";
   EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 10s));
+}
+
+// The answering leg of an exchange carries only what the requester lacks:
+// replicas that share 20,000 keys and differ by 300 on each side (bits "in
+// flight") send back at most those bits, not the whole differing ranges.
+TEST(Replication, AntiEntropyAnswersOnlyWhatTheRequesterLacks) {
+  ClusterOptions o = Options(2, 9);
+  o.filters = {SharedFilter("crawl", 200'000)};  // 1024 ranges
+  o.anti_entropy_interval = 2s;
+  uint64_t contents_bits = 0, answer_bits = 0;  // reply=true legs, reply=false legs
+  bool watching = false;
+  o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
+    if (!watching) return false;
+    if (env.has_tree() || env.has_gossip()) return true;  // only anti-entropy repairs
+    if (!env.has_sync_ranges()) return false;
+    for (const wire::FilterRanges& fr : env.sync_ranges().filters()) {
+      absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
+      EXPECT_TRUE(params.ok());
+      if (!params.ok()) continue;
+      for (const wire::GenerationRanges& g : fr.generations()) {
+        absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(*params, g.layer());
+        EXPECT_TRUE(shape.ok());
+        if (!shape.ok()) continue;
+        for (const wire::RangeData& data : g.data()) {
+          absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(data, *shape);
+          EXPECT_TRUE(words.ok());
+          if (!words.ok()) continue;
+          (env.sync_ranges().reply() ? contents_bits : answer_bits) += crdt::CountBits(*words);
+        }
+      }
+    }
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 20'000); }, 20s));
+  c.RunFor(3s);  // nothing in flight
+  watching = true;
+  for (int i = 20'000; i < 20'300; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  for (int i = 20'300; i < 20'600; ++i) ASSERT_TRUE(c.node(1).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 20s));
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 20'600));
+  EXPECT_GT(c.dropped(), 0u);
+  const uint64_t k = c.node(0).Info("crawl")->k;
+  // One exchange gives the requester the other's 300 keys: at most 300·k bits.
+  // (A second run that overlapped the first could send them twice.)
+  EXPECT_GT(answer_bits, 0u);
+  EXPECT_LE(answer_bits, 2 * 300 * k);
+  // The requester's leg is its whole contents of every differing range: the
+  // 20,000 shared keys' bits in them, far more.
+  EXPECT_GT(contents_bits, 10 * answer_bits);
+}
+
+// A repair bigger than one exchange's budget goes on at once, exchange after
+// exchange, rather than one exchange per anti-entropy interval: 20,000 keys
+// only node 0 has, ~10 budgets' worth, reach node 1 within one interval.
+TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOut) {
+  ClusterOptions o = Options(2, 10);
+  o.filters = {SharedFilter("crawl", 200'000)};  // 1024 ranges
+  o.anti_entropy_interval = 20s;
+  o.anti_entropy_max_interval = 20s;
+  o.configure = [](size_t, NodeConfig& c) { c.anti_entropy_round_bytes = 16 << 10; };
+  bool dissemination = true;
+  uint64_t cut_frames = 0;
+  o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
+    if (env.has_sync_ranges() && env.sync_ranges().more()) ++cut_frames;
+    return !dissemination && (env.has_tree() || env.has_gossip());
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(5s);
+  dissemination = false;
+  for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  const uint64_t continued_before = c.node(0).Counters().anti_entropy_continued + c.node(1).Counters().anti_entropy_continued;
+  // The next run comes within one interval; without continuing, the repair
+  // would take one run per budget.
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 21s));
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 20'000));
+  EXPECT_GE(cut_frames, 5u);
+  EXPECT_GE(c.node(0).Counters().anti_entropy_continued + c.node(1).Counters().anti_entropy_continued - continued_before, 5u);
 }
 
 TEST(Replication, ConvergesUnderHeavyDatagramLoss) {
