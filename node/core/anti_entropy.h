@@ -22,8 +22,10 @@
 //           ranges under the groups that differ, and so on down to level 0.
 //   Whoever receives level-0 summaries answers as the flat protocol did:
 //   X -> Y  SyncRanges(reply=true): the ranges that differ ("wanted") with X's
-//           contents of them.
-//   Y -> X  SyncRanges(reply=false): Y's contents of the wanted ranges.
+//           contents of them, up to the exchange's byte budget (the last
+//           frame of a cut exchange says `more`).
+//   Y -> X  SyncRanges(reply=false): Y's bits of the wanted ranges that X's
+//           contents lack.
 //   B also answers A's first leg with whatever A did not summarize (whole
 //   generations, whole filters) and with its catalog entries that differ
 //   from A's. A level-0 request (the flat protocol) is still accepted.
