@@ -59,11 +59,11 @@ constexpr size_t kMinRoundBytes = size_t{16} << 10;    // NodeConfig::anti_entro
 // answer; a healed partition's frames bring 150,000-350,000 new bits each
 // (29 ranges of an 18 MB filter), at yields of 50-100%.
 constexpr uint64_t kBulkRepairBits = uint64_t{1} << 15;
-// An exchange whose budget (NodeConfig::anti_entropy_round_bytes) ran out is continued at once only if at least
-// 1/kContinueYield of the bits it carried were new on one side or the
-// other. Replicas under steady load differ in every range by bits in flight
-// (~3% of the ranges' bits at 15,000 adds/s): those exchanges wait for the
-// next run; a healed partition's yield ~90%.
+// An exchange whose budget (NodeConfig::anti_entropy_round_bytes) ran out is
+// continued at once only if at least 1/kContinueYield of the bits it carried
+// were new on one side or the other. Replicas under steady load differ in
+// every range by bits in flight (~3% of the ranges' bits at 15,000 adds/s):
+// those exchanges wait for the next run; a healed partition's yield ~90%.
 constexpr uint64_t kContinueYield = 8;
 constexpr double kJoinSyncs = 3;      // expected syncs per member (re)appearance
 constexpr size_t kMaxQueuedSyncs = 16;
@@ -431,9 +431,10 @@ struct Node::Impl {
   // frames reached it lately): the runs it would start from ae_queue or its
   // timer wait, so that a healed partition is repaired by one exchange per
   // node at a time. Each member coming back queued a run with it, all
-  // concurrent, every one carrying the same bits (jepsen heal-under-load:
-  // ~20x the bytes of the repair itself). Continuations and the tree's syncs
-  // with a new parent or child do not wait.
+  // concurrent, every one carrying the same bits (jepsen heal-under-load at
+  // 10^6 keys: a sample everywhere 7.0 s after the heal with this, 20.6 s
+  // without). Continuations and the tree's syncs with a new parent or child
+  // do not wait.
   Time ae_busy_until{0};
   void NoteExchange() {
     ae_busy_until = std::max(ae_busy_until, now + config.gossip_interval);
