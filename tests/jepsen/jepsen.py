@@ -550,15 +550,16 @@ def missing_everywhere(nodes, keys):
 
 def wait_converged(nodes, keys, timeout, passes=None):
     """None once every key reads present on every node, else what was
-    missing at `timeout`. `passes`, if given, gets (start, end, converged)
-    of each check (reading 10^5 keys from every node takes a while)."""
+    missing at `timeout`. `passes`, if given, gets (start, end, converged,
+    {node id: keys missing}) of each check (reading 10^5 keys from every
+    node takes a while)."""
     deadline = time.monotonic() + timeout
     while True:
         began = time.monotonic()
         missing = missing_everywhere(nodes, keys)
         done = all(not m for m in missing.values())
         if passes is not None:
-            passes.append((began, time.monotonic(), done))
+            passes.append((began, time.monotonic(), done, {i: len(m) for i, m in missing.items()}))
         if done:
             return None
         if time.monotonic() >= deadline:
@@ -697,11 +698,11 @@ def main():
                 failures.append(f"{w.prefix}: acknowledged key {key} read absent at n{w.node.i} at {at:.1f}s")
 
         passes = [] if healed_at is not None else None
+        sample_passes = []
         if healed_at is not None and acked:
             # Reading every key from every node takes seconds under the
             # overload; a sample of 2,000 reads in a fraction of one, so it
             # times convergence finely. The full check below confirms it.
-            sample_passes = []
             sample = rng.sample(acked, min(2000, len(acked)))
             if wait_converged(nodes, sample, args.converge_timeout, sample_passes) is None:
                 log(f"a sample of {len(sample)} acknowledged adds present on every node "
@@ -754,6 +755,11 @@ def main():
                     f.write("\t".join(["seconds_after_heal", "node"] + list(MembershipWatch.TIMELINE)) + "\n")
                     for at, i, values in watch.timeline:
                         f.write("\t".join([f"{at:.2f}", f"n{i}"] + values) + "\n")
+            if sample_passes:  # which node lacked how much of the sample, check by check
+                with open(os.path.join(workdir, "sample.tsv"), "w") as f:
+                    f.write("began_after_heal\t" + "\t".join(f"n{n.i}_missing" for n in nodes) + "\n")
+                    for began, _, _, missing in sample_passes:
+                        f.write(f"{began - heal_time:.2f}\t" + "\t".join(str(missing[n.i]) for n in nodes) + "\n")
             for n in nodes:
                 try:
                     with open(os.path.join(workdir, f"n{n.i}.metrics"), "w") as f:
