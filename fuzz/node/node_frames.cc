@@ -105,6 +105,35 @@ std::vector<std::string> Templates() {
     env.mutable_sync_request()->set_partial(true);
     env.mutable_sync_request()->set_complete(false);
     finish(env);
+    // ... a block-hash leg: every block of ranges 0 and 1, cut by the budget
+    g->clear_summaries();
+    g->clear_items();
+    g->set_level(0);
+    g->set_blocks(true);
+    g->set_salt(99);
+    for (uint64_t r : {0, 1}) {
+      g->add_items(r);
+      for (uint64_t b = 0; b < node::BlocksInRange(p.shape.blocks, r); ++b) g->add_block_hashes(static_cast<uint32_t>(b));
+    }
+    env.mutable_sync_request()->set_more(true);
+    finish(env);
+  }
+  {  // contents of some blocks of a range (the answer to block hashes)
+    wire::Envelope env;
+    wire::FilterRanges* fr = env.mutable_sync_ranges()->add_filters();
+    env.mutable_sync_ranges()->set_reply(true);
+    env.mutable_sync_ranges()->set_more(true);
+    node::ToWire(p, fr->mutable_filter());
+    wire::GenerationRanges* g = fr->add_generations();
+    g->set_blocks_per_range(node::BlocksPerRange(p.shape.blocks));
+    g->add_wanted(2);
+    wire::RangeData* data = g->add_data();
+    data->set_range(2);
+    const uint64_t bpr = node::BlocksPerRange(p.shape.blocks);
+    std::vector<crdt::WordBits> words = {{2 * bpr * 8 + 1, 0xf0}};
+    data->set_positions(node::EncodeWords(words, 2 * bpr * 512, bpr * 512));
+    data->set_blocks(std::string(1, '\x01'));
+    finish(env);
   }
   {
     wire::Envelope env;

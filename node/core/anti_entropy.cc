@@ -86,6 +86,24 @@ absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::Filte
   }
   if (summary.level() > kDigestLevel) return absl::InvalidArgumentError(absl::StrCat("level ", summary.level()));
   const uint64_t items = ItemsAt(summary.level(), RangeCount(shape.blocks));
+  if (summary.blocks()) {
+    if (summary.level() != 0 || summary.summaries_size() != 0) {
+      return absl::InvalidArgumentError("block hashes are of ranges, without range summaries");
+    }
+    uint64_t hashes = 0;
+    for (int i = 0; i < summary.items_size(); ++i) {
+      if (summary.items(i) >= items || (i > 0 && summary.items(i) <= summary.items(i - 1))) {
+        return absl::InvalidArgumentError("items out of bounds or not ascending");
+      }
+      hashes += BlocksInRange(shape.blocks, summary.items(i));
+    }
+    if (summary.items_size() == 0) hashes = shape.blocks;
+    if (static_cast<uint64_t>(summary.block_hashes_size()) != hashes) {
+      return absl::InvalidArgumentError(absl::StrCat(summary.block_hashes_size(), " block hashes, expected ", hashes));
+    }
+    return absl::OkStatus();
+  }
+  if (summary.block_hashes_size() > 0) return absl::InvalidArgumentError("block hashes without `blocks`");
   if (summary.items_size() == 0) {
     if (static_cast<uint64_t>(summary.summaries_size()) != items) {
       return absl::InvalidArgumentError(absl::StrCat(summary.summaries_size(), " summaries, expected ", items));
@@ -125,10 +143,63 @@ std::vector<uint64_t> ChildItems(uint32_t level, std::span<const uint64_t> items
   return out;
 }
 
+// Ranges go as bitmaps from 6% fill (3x the entropy bound), where other
+// sets wait for 11% (kBitmapCostRatio, 2x). A healed partition's ranges are
+// ~9% full, and coding each position was half of pollend's CPU while it
+// repaired one under overload (perf, jepsen heal-under-load): a bitmap is a
+// copy of the words each way, at twice the bytes of Rice codes there.
+constexpr double kRangeBitmapCostRatio = 3.0;
+
+uint64_t BlocksInRange(uint64_t blocks, uint64_t range) {
+  crdt::FilterShape shape;
+  shape.blocks = blocks;
+  return SpanOf(shape, range).blocks;
+}
+
+namespace {
+
+uint32_t BlockHash(const crdt::BlockedFilter& filter, uint64_t block, uint64_t salt) {
+  uint64_t h = crdt::Mix64(salt ^ block);
+  for (uint64_t w = 0; w < crdt::kWordsPerBlock; ++w) h = crdt::Mix64(h ^ filter.LoadWord(block * crdt::kWordsPerBlock + w));
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+bool InMask(std::string_view blocks, uint64_t i) { return (static_cast<uint8_t>(blocks[i / 8]) >> (i % 8)) & 1; }
+
+}  // namespace
+
+void AppendBlockHashes(const crdt::BlockedFilter& filter, uint64_t range, uint64_t salt,
+                       google::protobuf::RepeatedField<uint32_t>* out) {
+  const RangeSpan span = SpanOf(filter.shape(), range);
+  for (uint64_t b = span.first_block; b < span.first_block + span.blocks; ++b) out->Add(BlockHash(filter, b, salt));
+}
+
+std::string DifferingBlocks(const crdt::BlockedFilter& filter, uint64_t range, uint64_t salt,
+                            std::span<const uint32_t> theirs) {
+  const RangeSpan span = SpanOf(filter.shape(), range);
+  assert(theirs.size() == span.blocks);
+  std::string mask((span.blocks + 7) / 8, '\0');
+  bool any = false;
+  for (uint64_t i = 0; i < span.blocks; ++i) {
+    if (BlockHash(filter, span.first_block + i, salt) != theirs[i]) {
+      mask[i / 8] = static_cast<char>(static_cast<uint8_t>(mask[i / 8]) | (1u << (i % 8)));
+      any = true;
+    }
+  }
+  return any ? mask : std::string();
+}
+
 uint64_t EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out,
-                     std::span<const crdt::WordBits> known) {
+                     std::span<const crdt::WordBits> known, std::string_view blocks) {
   const RangeSpan span = SpanOf(filter.shape(), range);
   std::vector<crdt::WordBits> words = filter.ExportBlocks(span.first_block, span.blocks);
+  if (!blocks.empty()) {
+    assert(blocks.size() == (span.blocks + 7) / 8);
+    std::erase_if(words, [&](const crdt::WordBits& w) {
+      return !InMask(blocks, w.index / crdt::kWordsPerBlock - span.first_block);
+    });
+    out->set_blocks(std::string(blocks));
+  }
   assert(std::is_sorted(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.index < b.index; }));
   if (!known.empty()) {
     // Both ascending by index: one merge pass clears the known bits.
@@ -140,7 +211,8 @@ uint64_t EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::Ra
     std::erase_if(words, [](const crdt::WordBits& w) { return w.bits == 0; });
   }
   out->set_range(range);
-  out->set_positions(EncodeWords(words, span.first_block * crdt::kBlockBits, span.blocks * crdt::kBlockBits));
+  out->set_positions(EncodeWords(words, span.first_block * crdt::kBlockBits, span.blocks * crdt::kBlockBits,
+                                 kRangeBitmapCostRatio));
   return crdt::CountBits(words);
 }
 
@@ -150,7 +222,24 @@ absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& d
   if (data.range() >= ranges) return absl::InvalidArgumentError(absl::StrCat("range ", data.range(), " out of bounds"));
   const RangeSpan span = SpanOf(shape, data.range());
   const uint64_t universe = span.blocks * crdt::kBlockBits;
-  return DecodeWords(data.positions(), span.first_block * crdt::kBlockBits, universe, universe);
+  const std::string_view blocks = data.blocks();
+  if (!blocks.empty()) {
+    if (blocks.size() != (span.blocks + 7) / 8) return absl::InvalidArgumentError("block bitmap length");
+    if (span.blocks % 8 != 0 && (static_cast<uint8_t>(blocks.back()) >> (span.blocks % 8)) != 0) {
+      return absl::InvalidArgumentError("block bitmap past the range");
+    }
+    if (blocks.find_first_not_of('\0') == std::string_view::npos) return absl::InvalidArgumentError("empty block bitmap");
+  }
+  absl::StatusOr<std::vector<crdt::WordBits>> words =
+      DecodeWords(data.positions(), span.first_block * crdt::kBlockBits, universe, universe);
+  if (words.ok() && !blocks.empty()) {
+    for (const crdt::WordBits& w : *words) {
+      if (!InMask(blocks, w.index / crdt::kWordsPerBlock - span.first_block)) {
+        return absl::InvalidArgumentError("bits outside the range's block bitmap");
+      }
+    }
+  }
+  return words;
 }
 
 }  // namespace pollen::node

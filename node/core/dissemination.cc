@@ -107,24 +107,25 @@ namespace {
 // "Speed, idle ticks and big heals"), and a LAN carries twice the bytes
 // sooner than they are coded. At 3x (from 7% fill) pollen-sim's N=100,
 // 20,000 adds/s row cost 1,282 bytes per key instead of 1,126; at 2x, 1,182.
-constexpr double kBitmapCostRatio = 2.0;
+// (Anti-entropy ranges pass their own ratio: anti_entropy.cc.)
 
 // The bound in closed form, span_bits x H(count / span_bits), within
 // O(log span_bits) bits of protocol::EntropyBoundBits, which sums a term per
 // position and so costs what this choice exists to avoid.
-bool BitmapIsCheapEnough(uint64_t span_bits, uint64_t count) {
+bool BitmapIsCheapEnough(uint64_t span_bits, uint64_t count, double cost_ratio) {
   if (count == 0 || count >= span_bits) return false;
   const double f = static_cast<double>(count) / static_cast<double>(span_bits);
   const double bound_bits = static_cast<double>(span_bits) * -(f * std::log2(f) + (1 - f) * std::log2(1 - f));
-  return static_cast<double>(span_bits) <= kBitmapCostRatio * bound_bits;
+  return static_cast<double>(span_bits) <= cost_ratio * bound_bits;
 }
 
 }  // namespace
 
-std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits) {
+std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits,
+                        double bitmap_cost_ratio) {
   if (!words.empty() && base_bit % 64 == 0) {
     const uint64_t span_words = words.back().index - words.front().index + 1;
-    if (BitmapIsCheapEnough(64 * span_words, crdt::CountBits(words))) {
+    if (BitmapIsCheapEnough(64 * span_words, crdt::CountBits(words), bitmap_cost_ratio)) {
       std::vector<uint64_t> dense(span_words, 0);
       for (const crdt::WordBits& w : words) dense[w.index - words.front().index] = w.bits;
       return protocol::EncodeWordsAsBitmap(universe_bits, words.front().index - base_bit / 64, dense);

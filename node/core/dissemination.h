@@ -84,10 +84,14 @@ class DeltaBuffer {
 
 // Bit sets on the wire: delta-codec bytes of positions relative to `base_bit`
 // within a universe of `universe_bits` bits. `words` must be canonical and lie
-// inside [base_bit, base_bit + universe_bits). A dense set (at least 11% of
-// its words' span set) goes as the codec's bitmap, copied from the words,
-// even where Rice would be up to 2x smaller (dissemination.cc says why).
-std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits);
+// inside [base_bit, base_bit + universe_bits). A dense set goes as the codec's
+// bitmap, copied from the words, where that costs at most `bitmap_cost_ratio`
+// times the entropy bound of its positions: with kBitmapCostRatio, from 11% of
+// its words' span set, even where Rice would be up to 2x smaller
+// (dissemination.cc says why).
+inline constexpr double kBitmapCostRatio = 2.0;
+std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit, uint64_t universe_bits,
+                        double bitmap_cost_ratio = kBitmapCostRatio);
 // Validates (via the codec) and returns canonical words at absolute positions.
 // `bits` (optional): set to the number of bits decoded, CountBits of the result
 // (the codec's positions are distinct, so it is their count).

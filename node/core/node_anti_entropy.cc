@@ -5,14 +5,14 @@
 
 namespace pollen::node {
 
-void Node::Impl::StartAntiEntropy(const Address& peer) {
+void Node::Impl::StartAntiEntropy(const Address& peer, bool by_stream) {
   if (peer.empty() || peer == config.advertise) return;
   DrainPending();  // mark the words of client adds in the summary cache
   Stats([](NodeCounters& s) { ++s.anti_entropy_runs; });
   NoteExchange();
   // Tombstones first, so the peer drops what they delete before comparing;
   // they go by stream, and so must the request then, to arrive after them.
-  const bool stream = !tombstones.empty();
+  const bool stream = by_stream || !tombstones.empty();
   SendTombstones(peer);
   wire::Envelope env;
   wire::SyncRequest* req = env.mutable_sync_request();
@@ -93,10 +93,12 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
   // 8.8 s after the faults stopped with datagram legs, 0.8 s by stream).
   // Split like the ranges: a frame has a size limit, generations do not.
   auto flush_down = [&] {
-    if (down.sync_request().filters_size() > 0) Send(from, down, true);
+    if (down.sync_request().filters_size() > 0 || down.sync_request().more()) Send(from, down, true);
     down.mutable_sync_request()->clear_filters();
     down_bytes = 0;
   };
+  size_t block_bytes = 0;   // block hashes in this leg (the exchange's budget)
+  bool blocks_cut = false;  // the budget left differing ranges unhashed
   std::set<std::string> mentioned;
   for (const DecodedSummary& s : summaries) {
     mentioned.insert(s.params.name);
@@ -118,9 +120,63 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
         if (!req.partial()) SendWholeGeneration(writer, *sub->filter);
         continue;
       }
+      if (theirs->blocks()) {
+        SendDifferingBlocks(writer, *sub->filter, *theirs);
+        continue;
+      }
       const std::vector<uint64_t>& ours = summary_cache.Get(state->uid, slot, *sub->filter);
       const std::vector<uint64_t> differing = DifferingItems(ours, *theirs);
       if (differing.empty()) continue;
+      const uint64_t blocks = sub->filter->shape().blocks;
+      if (theirs->level() == 0 && BlocksPerRange(blocks) >= kMinBlocksPerRangeForHashes) {
+        // The hashes of the differing ranges' blocks, from where the last
+        // cut leg stopped, as far as the exchange's budget goes; split
+        // into frames as the summaries above are.
+        const size_t start = static_cast<size_t>(
+            std::lower_bound(differing.begin(), differing.end(), ae_resume_range) - differing.begin());
+        std::vector<uint64_t> chosen;
+        for (size_t i = 0; i < differing.size(); ++i) {
+          const uint64_t r = differing[(start + i) % differing.size()];
+          const uint64_t cost = 4 * BlocksInRange(blocks, r) + 8;
+          if (block_bytes + cost > config.anti_entropy_round_bytes && block_bytes > 0) {
+            ae_resume_range = r;
+            blocks_cut = true;
+            break;
+          }
+          block_bytes += cost;
+          chosen.push_back(r);
+        }
+        std::sort(chosen.begin(), chosen.end());
+        const uint64_t salt = crdt::Mix64(++ae_salts);
+        wire::GenerationSummary* g = nullptr;
+        for (uint64_t r : chosen) {
+          const size_t cost = 4 * BlocksInRange(blocks, r) + 8;
+          if (g != nullptr && down_bytes + cost > kSyncChunkBytes) {
+            flush_down();
+            down_filter = nullptr;
+            g = nullptr;
+          }
+          if (g == nullptr) {
+            if (down_filter == nullptr) {
+              down_bytes += 64 + s.params.name.size();  // the filter reference
+              down_filter = down.mutable_sync_request()->add_filters();
+              ToWire(state->entry.params, down_filter->mutable_filter());
+              down_filter->set_epoch(state->set->epoch());
+            }
+            g = down_filter->add_generations();
+            g->set_epoch(sub->epoch);
+            g->set_blocks_per_range(BlocksPerRange(blocks));
+            if (sub->layer > 0) g->set_layer(sub->layer);
+            g->set_blocks(true);
+            g->set_salt(salt);
+            down_bytes += 32;
+          }
+          g->add_items(r);
+          AppendBlockHashes(*sub->filter, r, salt, g->mutable_block_hashes());
+          down_bytes += cost;
+        }
+        continue;
+      }
       if (theirs->level() == 0) {
         // Our contents of each differing range, and a request for the
         // requester's (`wanted`), as far as the exchange's budget goes. A cut
@@ -149,7 +205,6 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
         ToWire(state->entry.params, down_filter->mutable_filter());
         down_filter->set_epoch(state->set->epoch());
       }
-      const uint64_t blocks = sub->filter->shape().blocks;
       wire::GenerationSummary* g = down_filter->add_generations();
       Summarize(ours, blocks, sub->epoch, theirs->level() - 1, ChildItems(theirs->level(), differing, RangeCount(blocks)),
                 g);
@@ -169,8 +224,31 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
       }
     }
   }
+  if (req.more()) writer.SetMore();  // the block-hash leg this answers was cut
   writer.Flush();
+  if (blocks_cut) down.mutable_sync_request()->set_more(true);
   flush_down();
+}
+
+void Node::Impl::SendDifferingBlocks(RangesWriter& writer, const crdt::BlockedFilter& filter,
+                                     const wire::GenerationSummary& theirs) {
+  // Validated: the hashes of each range of `items` (or of all), in order.
+  const uint64_t blocks = filter.shape().blocks;
+  const uint64_t ranges = theirs.items_size() == 0 ? RangeCount(blocks) : static_cast<uint64_t>(theirs.items_size());
+  size_t offset = 0;
+  for (uint64_t i = 0; i < ranges; ++i) {
+    const uint64_t r = theirs.items_size() == 0 ? i : theirs.items(static_cast<int>(i));
+    const size_t n = BlocksInRange(blocks, r);
+    const std::span<const uint32_t> hashes(theirs.block_hashes().data() + offset, n);
+    offset += n;
+    const std::string differing = DifferingBlocks(filter, r, theirs.salt(), hashes);
+    if (differing.empty()) continue;
+    if (!writer.AddRange(filter, r, {}, differing)) {
+      ae_resume_range = r;
+      return;
+    }
+    writer.AddWanted(r);
+  }
 }
 
 void Node::Impl::CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const {
@@ -261,15 +339,19 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
         // The requester's contents of a wanted range are merged above: send
         // back only what it lacks there (at 15,000 adds/s, replicas differ
         // in every range by bits in flight, and whole ranges went back).
-        std::map<uint64_t, std::span<const crdt::WordBits>> theirs;
+        // Their data of a range scoped to some blocks scopes the answer too.
+        struct Theirs {
+          std::span<const crdt::WordBits> words;
+          std::string_view blocks;
+        };
+        std::map<uint64_t, Theirs> theirs;
         const std::vector<std::vector<crdt::WordBits>>& data = d.words[static_cast<size_t>(gi)];
-        for (int i = 0; i < g.data_size(); ++i) theirs[g.data(i).range()] = data[static_cast<size_t>(i)];
+        for (int i = 0; i < g.data_size(); ++i) theirs[g.data(i).range()] = {data[static_cast<size_t>(i)], g.data(i).blocks()};
         writer.BeginGeneration(slot);
         for (uint64_t r : g.wanted()) {
           const auto it = theirs.find(r);
-          if (!writer.AddRange(*sub->filter, r, it == theirs.end() ? std::span<const crdt::WordBits>() : it->second)) {
-            break;
-          }
+          const Theirs t = it == theirs.end() ? Theirs{} : it->second;
+          if (!writer.AddRange(*sub->filter, r, t.words, t.blocks)) break;
         }
       }
     }
@@ -291,11 +373,15 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   // as fast as this node digests it, and never piles up in a queue.
   if (msg.more() && carried > 0 && (new_bits + writer.bits()) * kContinueYield >= carried) {
     Stats([](NodeCounters& s) { ++s.anti_entropy_continued; });
-    StartAntiEntropy(from);
+    // By stream: the replicas are known to differ, and a lost datagram
+    // would stop the repair until the next timed run.
+    StartAntiEntropy(from, /*by_stream=*/true);
   }
   if (repaired > 0) {
     Stats([&](NodeCounters& s) { s.ranges_repaired += repaired; });
-    Emit(Event::Kind::kAntiEntropyRepaired, from, "", repaired);
+    Emit(Event::Kind::kAntiEntropyRepaired, from,
+         absl::StrCat("(", new_bits, " new bits of ", carried, msg.reply() ? " in a first content leg)" : " in an answer)"),
+         repaired);
   }
 }
 

@@ -426,7 +426,8 @@ struct Node::Impl {
   // only: the current wait, and TroubleCount() when it was last set.
   Duration anti_entropy_wait{0};
   uint64_t trouble_seen = 0;
-  uint64_t ae_resume_range = 0;  // where this node's last budget-cut range data stopped (HandleSyncRequest)
+  uint64_t ae_resume_range = 0;  // where this node's last budget-cut range data or block hashes stopped
+  uint64_t ae_salts = 0;         // block-hash legs sent: each gets its own salt (NextBlockSalt)
   // Until then this node is in an exchange (it started one, or an exchange's
   // frames reached it lately): the runs it would start from ae_queue or its
   // timer wait, so that a healed partition is repaired by one exchange per
@@ -848,7 +849,9 @@ struct Node::Impl {
   Time NextRotationDeadline() const;
 
   // ---- anti-entropy ----
-  void StartAntiEntropy(const Address& peer);
+  // The first leg goes as a datagram when it fits (equal replicas: one
+  // datagram, no answer), else, or `by_stream`, by stream.
+  void StartAntiEntropy(const Address& peer, bool by_stream = false);
 
   // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
   // Into `reply`: this node's catalog entries that differ from the request's.
@@ -870,14 +873,17 @@ struct Node::Impl {
     // False once the round's byte budget is spent (the last frame then says
     // `more`). Leaves out the bits in `known` (what the peer said it holds
     // there; EncodeRange).
-    bool AddRange(const crdt::BlockedFilter& filter, uint64_t range, std::span<const crdt::WordBits> known = {}) {
+    // With `blocks` (a block-hash leg's differing blocks), only those, and
+    // the data goes even if empty: its bitmap scopes the answer.
+    bool AddRange(const crdt::BlockedFilter& filter, uint64_t range, std::span<const crdt::WordBits> known = {},
+                  std::string_view blocks = {}) {
       if (total_ >= impl_->config.anti_entropy_round_bytes) {
         cut_ = true;
         return false;
       }
       wire::RangeData data;
-      bits_ += EncodeRange(filter, range, &data, known);
-      if (data.positions().size() <= 1) return true;  // nothing to send (codec mode 0: the empty set)
+      bits_ += EncodeRange(filter, range, &data, known, blocks);
+      if (data.positions().size() <= 1 && blocks.empty()) return true;  // nothing to send (codec mode 0: the empty set)
       const size_t positions = BlocksPerRange(filter.shape().blocks) * crdt::kBlockBits;
       if (bytes_ + data.positions().size() > kSyncChunkBytes || positions_ + positions > kSendChunkPositions) Flush();
       bytes_ += data.positions().size() + 16;
@@ -888,6 +894,9 @@ struct Node::Impl {
     }
     // Bits put in ranges so far.
     uint64_t bits() const { return bits_; }
+    // The next flush says `more`: the exchange left ranges out before this
+    // leg (a budget-cut block-hash leg).
+    void SetMore() { cut_ = true; }
     void Flush() {
       if (cut_) msg_.set_more(true);
       if (msg_.filters_size() > 0 || msg_.catalog_size() > 0 || msg_.more()) {
@@ -953,6 +962,10 @@ struct Node::Impl {
   };
 
   void HandleSyncRequest(const Address& from, const wire::SyncRequest& req);
+  // Answers a block-hash leg: this node's contents of the blocks whose hashes
+  // differ, each range wanted back (scoped to those blocks).
+  void SendDifferingBlocks(RangesWriter& writer, const crdt::BlockedFilter& filter,
+                           const wire::GenerationSummary& theirs);
 
   void SendWholeGeneration(RangesWriter& writer, const crdt::BlockedFilter& filter) {
     const uint64_t ranges = filter.RangeCount(BlocksPerRange(filter.shape().blocks));

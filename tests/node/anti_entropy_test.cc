@@ -176,5 +176,125 @@ TEST(AntiEntropyRanges, KnownBitsAreLeftOut) {
   EXPECT_EQ(static_cast<int>(data.positions()[0]), 0);
 }
 
+// Below level 0: each block of a differing range is hashed with a salt, and
+// only the blocks whose hashes differ go, scoped by a bitmap.
+TEST(AntiEntropyBlocks, HashesPointAtTheDifferingBlocksOnly) {
+  const crdt::FilterShape shape{20'000, 7};  // 20 blocks per range, 1000 ranges
+  ASSERT_GE(BlocksPerRange(shape.blocks), kMinBlocksPerRangeForHashes);
+  absl::StatusOr<std::unique_ptr<crdt::BlockedFilter>> ours = crdt::BlockedFilter::Create(shape);
+  absl::StatusOr<std::unique_ptr<crdt::BlockedFilter>> theirs = crdt::BlockedFilter::Create(shape);
+  ASSERT_TRUE(ours.ok() && theirs.ok());
+  Rng rng(12);
+  const uint64_t range = 17, bpr = BlocksPerRange(shape.blocks);
+  const uint64_t first_word = range * bpr * crdt::kWordsPerBlock;
+  std::vector<crdt::WordBits> shared;
+  for (uint64_t w = first_word; w < first_word + bpr * crdt::kWordsPerBlock; ++w) shared.push_back({w, rng.Next() & rng.Next()});
+  crdt::Canonicalize(shared);
+  ASSERT_TRUE((*ours)->Merge(shared, nullptr).ok());
+  ASSERT_TRUE((*theirs)->Merge(shared, nullptr).ok());
+  // Blocks 0, 9 and 19 of the range differ: a bit only we hold, one only
+  // they hold, and one each.
+  auto add_a_bit = [](crdt::BlockedFilter& f, uint64_t word) {
+    const uint64_t zeros = ~f.LoadWord(word);
+    ASSERT_TRUE(f.Merge(std::vector<crdt::WordBits>{{word, zeros & (~zeros + 1)}}, nullptr).ok());  // its lowest clear bit
+  };
+  add_a_bit(**ours, first_word + 3);
+  add_a_bit(**theirs, first_word + 9 * 8 + 1);
+  add_a_bit(**ours, first_word + 19 * 8 + 7);
+  add_a_bit(**theirs, first_word + 19 * 8);
+  ASSERT_FALSE((*ours)->SameContents(**theirs));
+
+  for (uint64_t salt : {1u, 2u, 77u}) {
+    google::protobuf::RepeatedField<uint32_t> hashes;
+    AppendBlockHashes(**theirs, range, salt, &hashes);
+    ASSERT_EQ(static_cast<uint64_t>(hashes.size()), bpr);
+    const std::string mask = DifferingBlocks(**ours, range, salt, {hashes.data(), static_cast<size_t>(hashes.size())});
+    ASSERT_EQ(mask.size(), (bpr + 7) / 8);
+    std::vector<uint64_t> differing;
+    for (uint64_t b = 0; b < bpr; ++b) {
+      if ((static_cast<uint8_t>(mask[b / 8]) >> (b % 8)) & 1) differing.push_back(b);
+    }
+    EXPECT_EQ(differing, (std::vector<uint64_t>{0, 9, 19})) << "salt " << salt;
+    // Equal ranges differ nowhere; another range's hashes all differ.
+    EXPECT_TRUE(DifferingBlocks(**theirs, range, salt, {hashes.data(), static_cast<size_t>(hashes.size())}).empty());
+
+    // Our contents of those blocks, and nothing else, round trip.
+    wire::RangeData data;
+    const uint64_t bits = EncodeRange(**ours, range, &data, {}, mask);
+    EXPECT_EQ(data.blocks(), mask);
+    absl::StatusOr<std::vector<crdt::WordBits>> back = DecodeRange(data, shape);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(crdt::CountBits(*back), bits);
+    std::vector<crdt::WordBits> expected;
+    for (uint64_t b : differing) {
+      for (const crdt::WordBits& w : (*ours)->ExportBlocks(range * bpr + b, 1)) expected.push_back(w);
+    }
+    EXPECT_EQ(*back, expected);
+  }
+  // A salted hash is not a plain one: the same blocks under two salts hash apart.
+  google::protobuf::RepeatedField<uint32_t> a, b;
+  AppendBlockHashes(**ours, range, 1, &a);
+  AppendBlockHashes(**ours, range, 2, &b);
+  EXPECT_NE(std::vector<uint32_t>(a.begin(), a.end()), std::vector<uint32_t>(b.begin(), b.end()));
+}
+
+TEST(AntiEntropyBlocks, MalformedBlockHashesAndBitmapsAreRejected) {
+  const crdt::FilterShape shape{20'005, 7};  // 20 blocks per range, the last range of 5
+  absl::StatusOr<std::unique_ptr<crdt::BlockedFilter>> filter = crdt::BlockedFilter::Create(shape);
+  ASSERT_TRUE(filter.ok());
+  const uint64_t last = RangeCount(shape.blocks) - 1;
+  ASSERT_EQ(BlocksInRange(shape.blocks, last), 5u);
+  ASSERT_EQ(BlocksInRange(shape.blocks, 0), 20u);
+
+  wire::GenerationSummary good;
+  good.set_blocks_per_range(BlocksPerRange(shape.blocks));
+  good.set_blocks(true);
+  good.set_salt(5);
+  good.add_items(3);
+  good.add_items(last);
+  AppendBlockHashes(**filter, 3, 5, good.mutable_block_hashes());
+  AppendBlockHashes(**filter, last, 5, good.mutable_block_hashes());
+  ASSERT_EQ(good.block_hashes_size(), 25);
+  ASSERT_TRUE(ValidateSummary(good, shape).ok());
+
+  wire::GenerationSummary bad = good;
+  bad.add_block_hashes(1);  // one hash too many
+  EXPECT_FALSE(ValidateSummary(bad, shape).ok());
+  bad = good;
+  bad.set_items(1, 2);  // not ascending (and 20 blocks, not 5)
+  EXPECT_FALSE(ValidateSummary(bad, shape).ok());
+  bad = good;
+  bad.set_items(1, last + 1);  // out of bounds
+  EXPECT_FALSE(ValidateSummary(bad, shape).ok());
+  bad = good;
+  bad.add_summaries(9);  // block hashes come without range summaries
+  EXPECT_FALSE(ValidateSummary(bad, shape).ok());
+  bad = good;
+  bad.set_level(1);
+  EXPECT_FALSE(ValidateSummary(bad, shape).ok());
+  bad = good;
+  bad.set_blocks(false);  // hashes without the flag
+  EXPECT_FALSE(ValidateSummary(bad, shape).ok());
+  bad = good;
+  bad.clear_items();  // then every block of the generation
+  EXPECT_FALSE(ValidateSummary(bad, shape).ok());
+
+  // Bitmaps: the length of the range's blocks, nothing past them, not empty,
+  // and every bit inside them.
+  ASSERT_TRUE((*filter)->Merge(std::vector<crdt::WordBits>{{(last * 20 + 1) * crdt::kWordsPerBlock, 0xff}}, nullptr).ok());
+  wire::RangeData data;
+  EncodeRange(**filter, last, &data, {}, std::string(1, '\x02'));  // block 1 of 5
+  ASSERT_TRUE(DecodeRange(data, shape).ok());
+  wire::RangeData wrong = data;
+  wrong.set_blocks(std::string(2, '\x02'));
+  EXPECT_FALSE(DecodeRange(wrong, shape).ok());
+  wrong.set_blocks(std::string(1, '\x22'));  // block 5 of a 5-block range
+  EXPECT_FALSE(DecodeRange(wrong, shape).ok());
+  wrong.set_blocks(std::string(1, '\0'));
+  EXPECT_FALSE(DecodeRange(wrong, shape).ok());
+  wrong.set_blocks(std::string(1, '\x01'));  // the bits lie in block 1, not 0
+  EXPECT_FALSE(DecodeRange(wrong, shape).ok());
+}
+
 }  // namespace
 }  // namespace pollen::node

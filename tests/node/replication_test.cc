@@ -304,19 +304,88 @@ TEST(Replication, AntiEntropyAnswersOnlyWhatTheRequesterLacks) {
   EXPECT_GT(contents_bits, 10 * answer_bits);
 }
 
+// With ranges of many blocks (here 19), the exchange descends one level
+// more, to a hash per block of each differing range, and the first content
+// leg carries only the blocks that differ: replicas sharing 20,000 keys and
+// differing by 300 on each side (the bits in flight under load) exchange
+// about those keys' blocks, where whole ranges carried ~10 times more.
+TEST(Replication, AntiEntropyContentsAreOnlyTheDifferingBlocks) {
+  ClusterOptions o = Options(2, 12);
+  o.filters = {SharedFilter("crawl", 1'000'000)};  // ~18,700 blocks: 1024 ranges of 19
+  o.anti_entropy_interval = 2s;
+  uint64_t contents_bits = 0, answer_bits = 0, whole_ranges = 0, hashed_ranges = 0;
+  bool watching = false;
+  o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
+    if (!watching) return false;
+    if (env.has_tree() || env.has_gossip()) return true;  // only anti-entropy repairs
+    if (env.has_sync_request()) {
+      for (const wire::FilterSummary& fs : env.sync_request().filters()) {
+        for (const wire::GenerationSummary& g : fs.generations()) {
+          if (g.blocks()) hashed_ranges += static_cast<uint64_t>(g.items_size());
+        }
+      }
+    }
+    if (!env.has_sync_ranges()) return false;
+    for (const wire::FilterRanges& fr : env.sync_ranges().filters()) {
+      absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
+      EXPECT_TRUE(params.ok());
+      if (!params.ok()) continue;
+      for (const wire::GenerationRanges& g : fr.generations()) {
+        absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(*params, g.layer());
+        EXPECT_TRUE(shape.ok());
+        if (!shape.ok()) continue;
+        for (const wire::RangeData& data : g.data()) {
+          absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(data, *shape);
+          EXPECT_TRUE(words.ok());
+          if (!words.ok()) continue;
+          if (env.sync_ranges().reply() && data.blocks().empty()) ++whole_ranges;
+          (env.sync_ranges().reply() ? contents_bits : answer_bits) += crdt::CountBits(*words);
+        }
+      }
+    }
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 20'000); }, 20s));
+  c.RunFor(3s);  // nothing in flight
+  watching = true;
+  for (int i = 20'000; i < 20'300; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  for (int i = 20'300; i < 20'600; ++i) ASSERT_TRUE(c.node(1).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 20s));
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 20'600));
+  EXPECT_GT(c.dropped(), 0u);
+  const uint64_t k = c.node(0).Info("crawl")->k;
+  // The 600 keys touch ~450 of the 1024 ranges: those were hashed, block by
+  // block, and no range went whole.
+  EXPECT_GT(hashed_ranges, 300u);
+  EXPECT_EQ(whole_ranges, 0u);
+  // Each side's contents of the ~600 differing blocks: their new bits and
+  // the ~7 shared bits a block holds. Whole ranges: ~450 x 19 blocks x 7.
+  EXPECT_GT(contents_bits, 0u);
+  EXPECT_LE(contents_bits, 2 * 600 * 2 * k) << "(a second run that overlapped the first could send them twice)";
+  EXPECT_GT(answer_bits, 0u);
+  EXPECT_LE(answer_bits, 2 * 300 * k);
+}
+
 // A repair bigger than one exchange's budget goes on at once, exchange after
 // exchange, rather than one exchange per anti-entropy interval: 20,000 keys
 // only node 0 has, ~10 budgets' worth, reach node 1 within one interval.
-TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOut) {
-  ClusterOptions o = Options(2, 10);
-  o.filters = {SharedFilter("crawl", 200'000)};  // 1024 ranges
+// `capacity` 200,000: 1024 ranges of 4 blocks; 1,000,000: of 19 blocks,
+// where block-hash legs are cut by the budget too.
+void ContinuesWhileTheBudgetRunsOut(uint64_t capacity, uint64_t seed) {
+  ClusterOptions o = Options(2, seed);
+  o.filters = {SharedFilter("crawl", capacity)};
   o.anti_entropy_interval = 20s;
   o.anti_entropy_max_interval = 20s;
   o.configure = [](size_t, NodeConfig& c) { c.anti_entropy_round_bytes = 16 << 10; };
   bool dissemination = true;
-  uint64_t cut_frames = 0;
+  uint64_t cut_frames = 0, cut_block_legs = 0;
   o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
     if (env.has_sync_ranges() && env.sync_ranges().more()) ++cut_frames;
+    if (env.has_sync_request() && env.sync_request().more()) ++cut_block_legs;
     return !dissemination && (env.has_tree() || env.has_gossip());
   };
   Cluster c(o);
@@ -332,7 +401,14 @@ TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOut) {
   EXPECT_TRUE(AllPresent(c, "crawl", 0, 20'000));
   EXPECT_GE(cut_frames, 5u);
   EXPECT_GE(c.node(0).Counters().anti_entropy_continued + c.node(1).Counters().anti_entropy_continued - continued_before, 5u);
+  if (capacity >= 1'000'000) {
+    EXPECT_GE(cut_block_legs, 1u);  // 78 KB of block hashes, 16 KiB a leg
+  }
 }
+
+TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOut) { ContinuesWhileTheBudgetRunsOut(200'000, 10); }
+
+TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOutBlockByBlock) { ContinuesWhileTheBudgetRunsOut(1'000'000, 10); }
 
 TEST(Replication, ConvergesUnderHeavyDatagramLoss) {
   ClusterOptions o = Options(10, 4);
