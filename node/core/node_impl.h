@@ -850,8 +850,9 @@ struct Node::Impl {
 
   // ---- anti-entropy ----
   // The first leg goes as a datagram when it fits (equal replicas: one
-  // datagram, no answer), else, or `by_stream`, by stream.
-  void StartAntiEntropy(const Address& peer, bool by_stream = false);
+  // datagram, no answer), else, or `by_stream`, by stream. It summarizes
+  // each generation at `level` (a digest, group hashes or range summaries).
+  void StartAntiEntropy(const Address& peer, bool by_stream = false, uint32_t level = kDigestLevel);
 
   // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
   // Into `reply`: this node's catalog entries that differ from the request's.
