@@ -251,6 +251,45 @@ TEST(Replication, AntiEntropyDescendsOnlyIntoWhatDiffers) {
   EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 10s));
 }
 
+// Two replicas share 20,000 keys, then (from `watching` on, which the
+// cluster's drop hook uses to drop dissemination) take 300 more each: bits
+// "in flight" that only anti-entropy repairs. Sets `k` once they converge.
+void ShareThenDiffer(Cluster& c, bool& watching, uint64_t* k) {
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 20'000); }, 20s));
+  c.RunFor(3s);  // nothing in flight
+  watching = true;
+  for (int i = 20'000; i < 20'300; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  for (int i = 20'300; i < 20'600; ++i) ASSERT_TRUE(c.node(1).Add("crawl", Key(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 20s));
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 20'600));
+  EXPECT_GT(c.dropped(), 0u);
+  *k = c.node(0).Info("crawl")->k;
+}
+
+// Adds the bits of a SyncRanges frame's ranges to `contents_bits` (a first
+// content leg, reply=true) or `answer_bits`; counts, in `whole_ranges`, the
+// contents sent for a whole range rather than some of its blocks.
+void CountRangeBits(const wire::SyncRanges& msg, uint64_t& contents_bits, uint64_t& answer_bits,
+                    uint64_t* whole_ranges = nullptr) {
+  for (const wire::FilterRanges& fr : msg.filters()) {
+    absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
+    ASSERT_TRUE(params.ok());
+    for (const wire::GenerationRanges& g : fr.generations()) {
+      absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(*params, g.layer());
+      ASSERT_TRUE(shape.ok());
+      for (const wire::RangeData& data : g.data()) {
+        absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(data, *shape);
+        ASSERT_TRUE(words.ok()) << words.status();
+        if (whole_ranges != nullptr && msg.reply() && data.blocks().empty()) ++*whole_ranges;
+        (msg.reply() ? contents_bits : answer_bits) += crdt::CountBits(*words);
+      }
+    }
+  }
+}
+
 // The answering leg of an exchange carries only what the requester lacks:
 // replicas that share 20,000 keys and differ by 300 on each side (bits "in
 // flight") send back at most those bits, not the whole differing ranges.
@@ -263,38 +302,13 @@ TEST(Replication, AntiEntropyAnswersOnlyWhatTheRequesterLacks) {
   o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
     if (!watching) return false;
     if (env.has_tree() || env.has_gossip()) return true;  // only anti-entropy repairs
-    if (!env.has_sync_ranges()) return false;
-    for (const wire::FilterRanges& fr : env.sync_ranges().filters()) {
-      absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
-      EXPECT_TRUE(params.ok());
-      if (!params.ok()) continue;
-      for (const wire::GenerationRanges& g : fr.generations()) {
-        absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(*params, g.layer());
-        EXPECT_TRUE(shape.ok());
-        if (!shape.ok()) continue;
-        for (const wire::RangeData& data : g.data()) {
-          absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(data, *shape);
-          EXPECT_TRUE(words.ok());
-          if (!words.ok()) continue;
-          (env.sync_ranges().reply() ? contents_bits : answer_bits) += crdt::CountBits(*words);
-        }
-      }
-    }
+    if (env.has_sync_ranges()) CountRangeBits(env.sync_ranges(), contents_bits, answer_bits);
     return false;
   };
   Cluster c(o);
-  c.StartAll();
-  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
-  for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
-  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 20'000); }, 20s));
-  c.RunFor(3s);  // nothing in flight
-  watching = true;
-  for (int i = 20'000; i < 20'300; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
-  for (int i = 20'300; i < 20'600; ++i) ASSERT_TRUE(c.node(1).Add("crawl", Key(i)).ok());
-  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 20s));
-  EXPECT_TRUE(AllPresent(c, "crawl", 0, 20'600));
-  EXPECT_GT(c.dropped(), 0u);
-  const uint64_t k = c.node(0).Info("crawl")->k;
+  uint64_t k = 0;
+  ShareThenDiffer(c, watching, &k);
+  ASSERT_GT(k, 0u);
   // One exchange gives the requester the other's 300 keys: at most 300·k bits.
   // (A second run that overlapped the first could send them twice.)
   EXPECT_GT(answer_bits, 0u);
@@ -325,39 +339,13 @@ TEST(Replication, AntiEntropyContentsAreOnlyTheDifferingBlocks) {
         }
       }
     }
-    if (!env.has_sync_ranges()) return false;
-    for (const wire::FilterRanges& fr : env.sync_ranges().filters()) {
-      absl::StatusOr<crdt::FilterParams> params = FromWire(fr.filter());
-      EXPECT_TRUE(params.ok());
-      if (!params.ok()) continue;
-      for (const wire::GenerationRanges& g : fr.generations()) {
-        absl::StatusOr<crdt::FilterShape> shape = crdt::LayerShape(*params, g.layer());
-        EXPECT_TRUE(shape.ok());
-        if (!shape.ok()) continue;
-        for (const wire::RangeData& data : g.data()) {
-          absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(data, *shape);
-          EXPECT_TRUE(words.ok());
-          if (!words.ok()) continue;
-          if (env.sync_ranges().reply() && data.blocks().empty()) ++whole_ranges;
-          (env.sync_ranges().reply() ? contents_bits : answer_bits) += crdt::CountBits(*words);
-        }
-      }
-    }
+    if (env.has_sync_ranges()) CountRangeBits(env.sync_ranges(), contents_bits, answer_bits, &whole_ranges);
     return false;
   };
   Cluster c(o);
-  c.StartAll();
-  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
-  for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
-  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl") && AllPresent(c, "crawl", 0, 20'000); }, 20s));
-  c.RunFor(3s);  // nothing in flight
-  watching = true;
-  for (int i = 20'000; i < 20'300; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
-  for (int i = 20'300; i < 20'600; ++i) ASSERT_TRUE(c.node(1).Add("crawl", Key(i)).ok());
-  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 20s));
-  EXPECT_TRUE(AllPresent(c, "crawl", 0, 20'600));
-  EXPECT_GT(c.dropped(), 0u);
-  const uint64_t k = c.node(0).Info("crawl")->k;
+  uint64_t k = 0;
+  ShareThenDiffer(c, watching, &k);
+  ASSERT_GT(k, 0u);
   // The 600 keys touch ~450 of the 1024 ranges: those were hashed, block by
   // block, and no range went whole.
   EXPECT_GT(hashed_ranges, 300u);
