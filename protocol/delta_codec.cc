@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "crdt/popcount.h"
 
 namespace pollen::protocol {
 namespace {
@@ -325,8 +326,17 @@ absl::Status CheckBitmap(uint64_t m, std::string_view& in, size_t max_positions,
     return Bad("bitmap span not tight");
   }
   if (*len % 8 != 0 && (bytes[in.size() - 1] >> (*len % 8)) != 0) return Bad("non-zero padding");
+  // Eight bytes at a time, inline (crdt/popcount.h): std::popcount of each
+  // byte was an out-of-line libgcc call per byte (__popcountdi2, 3% of
+  // pollend's CPU while it repaired a healed partition; perf).
   *count = 0;
-  for (size_t i = 0; i < in.size(); ++i) *count += std::popcount(bytes[i]);
+  size_t i = 0;
+  for (; i + 8 <= in.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    *count += crdt::Popcount64(word);
+  }
+  for (; i < in.size(); ++i) *count += crdt::Popcount64(bytes[i]);
   if (*count > max_positions) return Bad(absl::StrCat("count ", *count, " exceeds max ", max_positions));
   return absl::OkStatus();
 }

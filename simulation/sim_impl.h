@@ -90,6 +90,7 @@ inline void AddCounters(node::NodeCounters& into, const node::NodeCounters& c) {
   into.anti_entropy_runs += c.anti_entropy_runs;
   into.ranges_repaired += c.ranges_repaired;
   into.anti_entropy_continued += c.anti_entropy_continued;
+  into.anti_entropy_resumed += c.anti_entropy_resumed;
   into.epochs_advanced += c.epochs_advanced;
   into.filters_replaced += c.filters_replaced;
   into.delta_overflows += c.delta_overflows;

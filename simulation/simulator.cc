@@ -620,6 +620,7 @@ void Simulator::Impl::Finish() {
                      {"anti_entropy_runs", total.anti_entropy_runs},
                      {"ranges_repaired", total.ranges_repaired},
                      {"anti_entropy_continued", total.anti_entropy_continued},
+                     {"anti_entropy_resumed", total.anti_entropy_resumed},
                      {"epochs_advanced", total.epochs_advanced},
                      {"filters_replaced", total.filters_replaced},
                      {"delta_overflows", total.delta_overflows},

@@ -134,6 +134,14 @@ std::vector<std::string> Templates() {
     data->set_positions(node::EncodeWords(words, 2 * bpr * 512, bpr * 512));
     data->set_blocks(std::string(1, '\x01'));
     finish(env);
+    // ... and a leg whose sender kept the rest for a resume
+    env.mutable_sync_ranges()->set_resumable(true);
+    finish(env);
+  }
+  {  // a resume: go on with the content leg cut last (kept or not)
+    wire::Envelope env;
+    env.mutable_sync_request()->set_resume(true);
+    finish(env);
   }
   {
     wire::Envelope env;

@@ -86,17 +86,17 @@ absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::Filte
   }
   if (summary.level() > kDigestLevel) return absl::InvalidArgumentError(absl::StrCat("level ", summary.level()));
   const uint64_t items = ItemsAt(summary.level(), RangeCount(shape.blocks));
+  for (int i = 0; i < summary.items_size(); ++i) {
+    if (summary.items(i) >= items || (i > 0 && summary.items(i) <= summary.items(i - 1))) {
+      return absl::InvalidArgumentError("items out of bounds or not ascending");
+    }
+  }
   if (summary.blocks()) {
     if (summary.level() != 0 || summary.summaries_size() != 0) {
       return absl::InvalidArgumentError("block hashes are of ranges, without range summaries");
     }
     uint64_t hashes = 0;
-    for (int i = 0; i < summary.items_size(); ++i) {
-      if (summary.items(i) >= items || (i > 0 && summary.items(i) <= summary.items(i - 1))) {
-        return absl::InvalidArgumentError("items out of bounds or not ascending");
-      }
-      hashes += BlocksInRange(shape.blocks, summary.items(i));
-    }
+    for (uint64_t range : summary.items()) hashes += BlocksInRange(shape.blocks, range);
     if (summary.items_size() == 0) hashes = shape.blocks;
     if (static_cast<uint64_t>(summary.block_hashes_size()) != hashes) {
       return absl::InvalidArgumentError(absl::StrCat(summary.block_hashes_size(), " block hashes, expected ", hashes));
@@ -112,11 +112,6 @@ absl::Status ValidateSummary(const wire::GenerationSummary& summary, crdt::Filte
   }
   if (summary.summaries_size() != summary.items_size()) {
     return absl::InvalidArgumentError(absl::StrCat(summary.summaries_size(), " summaries for ", summary.items_size(), " items"));
-  }
-  for (int i = 0; i < summary.items_size(); ++i) {
-    if (summary.items(i) >= items || (i > 0 && summary.items(i) <= summary.items(i - 1))) {
-      return absl::InvalidArgumentError("items out of bounds or not ascending");
-    }
   }
   return absl::OkStatus();
 }
@@ -154,6 +149,15 @@ uint64_t BlocksInRange(uint64_t blocks, uint64_t range) {
   crdt::FilterShape shape;
   shape.blocks = blocks;
   return SpanOf(shape, range).blocks;
+}
+
+void UnansweredBlocks::DropFront(size_t n, uint64_t blocks) {
+  assert(n <= ranges.size());
+  size_t hashed = 0;
+  for (size_t i = 0; i < n; ++i) hashed += BlocksInRange(blocks, ranges[i]);
+  assert(hashed <= hashes.size());
+  ranges.erase(ranges.begin(), ranges.begin() + static_cast<std::ptrdiff_t>(n));
+  hashes.erase(hashes.begin(), hashes.begin() + static_cast<std::ptrdiff_t>(hashed));
 }
 
 namespace {

@@ -14,8 +14,8 @@
 // and d differing ranges cost about 2·d·kRangesPerGroup hashes instead of all
 // R = kTargetRanges summaries (8 KiB per generation, sent on every run before).
 //
-// Protocol (stateless on both sides; any leg may be lost, the next run
-// starts over):
+// Protocol (stateless on both sides but for cut legs kept for a resume;
+// any leg may be lost, the next run starts over):
 //   A -> B  SyncRequest: A's catalog; a level-2 digest per live generation.
 //   B -> A  SyncRequest(partial): for generations whose digest differs, B's
 //           hashes one level down (all groups); A answers likewise with the
@@ -35,6 +35,9 @@
 //           differ, each range's with a bitmap of those blocks, wanted back;
 //           `more` if the hashes' leg said so or Y's budget ran out.
 //   X -> Y  SyncRanges(reply=false): X's bits of those blocks that Y lacks.
+//   A leg cut by Y's budget says `resumable` too: Y kept the hashes it had
+//   not got to, and X's SyncRequest(resume), sent once X has merged the
+//   leg, brings the next budget's worth from there (no new descent).
 //   B also answers A's first leg with whatever A did not summarize (whole
 //   generations, whole filters) and with its catalog entries that differ
 //   from A's. A level-0 request (the flat protocol) is still accepted.
@@ -48,6 +51,7 @@
 
 #include "absl/status/statusor.h"
 #include "crdt/blocked_filter.h"
+#include "crdt/generations.h"
 #include "protocol/wire.pb.h"
 
 namespace pollen::node {
@@ -93,6 +97,19 @@ inline constexpr uint64_t kMinBlocksPerRangeForHashes = 8;
 
 // The blocks of `range` in a filter of `blocks` blocks.
 uint64_t BlocksInRange(uint64_t blocks, uint64_t range);
+
+// The block hashes of one generation that a content leg has not answered
+// yet: a leg cut by the byte budget keeps them for the peer's resume.
+struct UnansweredBlocks {
+  crdt::FilterParams params;
+  uint64_t epoch = 0;
+  uint32_t layer = 0;
+  uint64_t salt = 0;
+  std::vector<uint64_t> ranges;  // ascending
+  std::vector<uint32_t> hashes;  // each range's blocks' hashes (BlocksInRange), in order
+  // Forgets the first `n` ranges and their hashes; `blocks`: the generation's.
+  void DropFront(size_t n, uint64_t blocks);
+};
 // Appends the salted hash of each block of `range`. The salt changes from
 // exchange to exchange, so that two blocks whose hashes collide (2^-32) are
 // told apart by the next one.

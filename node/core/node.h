@@ -285,6 +285,7 @@ struct NodeCounters {
   uint64_t frames_out = 0, frames_in = 0;
   uint64_t anti_entropy_runs = 0, ranges_repaired = 0;
   uint64_t anti_entropy_continued = 0;  // exchanges started at once after a peer's budget ran out (SyncRanges.more)
+  uint64_t anti_entropy_resumed = 0;    // cut content legs this node went on with from the kept block hashes
   uint64_t epochs_advanced = 0;
   uint64_t layers_opened = 0;     // layers a scaling filter opened here (by an add, an estimate or a peer)
   uint64_t filters_replaced = 0;  // local state discarded for a winning catalog entry (FilterInfo::incarnation)

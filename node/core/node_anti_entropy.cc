@@ -3,6 +3,8 @@
 // (anti_entropy.h has the protocol).
 #include "node/core/node_impl.h"
 
+#include <numeric>
+
 namespace pollen::node {
 
 void Node::Impl::StartAntiEntropy(const Address& peer, bool by_stream, uint32_t level) {
@@ -56,6 +58,14 @@ void Node::Impl::ApplyCatalog(const std::vector<std::pair<CatalogEntry, uint64_t
 }
 
 void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest& req) {
+  if (req.resume()) {
+    if (req.catalog_size() > 0 || req.filters_size() > 0 || req.partial() || req.more()) {
+      Reject(from, "malformed");
+      return;
+    }
+    ResumeCutLeg(from);
+    return;
+  }
   std::vector<std::pair<CatalogEntry, uint64_t>> catalog;
   std::vector<DecodedSummary> summaries;
   if (!DecodeCatalog(req.catalog(), &catalog) || static_cast<size_t>(req.filters_size()) > kMaxFilters) {
@@ -83,12 +93,12 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
   DrainPending();  // mark the words of client adds in the summary cache
   ApplyCatalog(catalog);
   if (!req.partial()) SendTombstones(from);
-  RangesWriter writer(this, from, true);
-  writer.message().set_reply(true);
+  RangesWriter writer(this, from, /*reply=*/true, config.anti_entropy_round_bytes);
   if (!req.partial()) CatalogNews(req, writer.message());
   wire::Envelope down;  // the next level of what differs, back to the requester
   down.mutable_sync_request()->set_partial(true);
   size_t down_bytes = 0;
+  wire::FilterSummary* down_filter = nullptr;  // the current filter's entry in `down`
   // By stream, as the ranges are: once replicas are known to differ, a lost
   // leg would cost a whole anti_entropy_interval (scenario loss30: converged
   // 8.8 s after the faults stopped with datagram legs, 0.8 s by stream).
@@ -97,9 +107,26 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
     if (down.sync_request().filters_size() > 0 || down.sync_request().more()) Send(from, down, true);
     down.mutable_sync_request()->clear_filters();
     down_bytes = 0;
+    down_filter = nullptr;
+  };
+  // A generation entry in `down` for `sub` of `state`, under the filter's entry.
+  auto down_generation = [&](const FilterState& state, const crdt::SubFilter& sub) {
+    if (down_filter == nullptr) {
+      down_bytes += 64 + state.entry.params.name.size();  // the filter reference
+      down_filter = down.mutable_sync_request()->add_filters();
+      ToWire(state.entry.params, down_filter->mutable_filter());
+      down_filter->set_epoch(state.set->epoch());
+    }
+    wire::GenerationSummary* g = down_filter->add_generations();
+    g->set_epoch(sub.epoch);
+    g->set_blocks_per_range(BlocksPerRange(sub.filter->shape().blocks));
+    if (sub.layer > 0) g->set_layer(sub.layer);
+    return g;
   };
   size_t block_bytes = 0;   // block hashes in this leg (the exchange's budget)
   bool blocks_cut = false;  // the budget left differing ranges unhashed
+  bool kept = false;        // a cut content leg's hashes were kept for a resume
+  bool ranges_cut = false;  // the budget left ranges out that no kept hashes cover
   std::set<std::string> mentioned;
   for (const DecodedSummary& s : summaries) {
     mentioned.insert(s.params.name);
@@ -108,7 +135,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
     LearnEpoch(s.params.name, s.epoch);
     for (const wire::GenerationSummary& g : s.wire->generations()) LearnLayers(*state, g.epoch(), g.layer() + 1);
     writer.BeginFilter(*state);
-    wire::FilterSummary* down_filter = nullptr;
+    down_filter = nullptr;
     for (uint64_t slot : state->set->slots()) {
       std::shared_ptr<const crdt::SubFilter> sub = state->set->Sub(slot);
       if (sub == nullptr) continue;
@@ -118,11 +145,11 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
       }
       writer.BeginGeneration(slot);
       if (theirs == nullptr) {
-        if (!req.partial()) SendWholeGeneration(writer, *sub->filter);
+        if (!req.partial()) ranges_cut |= !SendWholeGeneration(writer, *sub->filter);
         continue;
       }
       if (theirs->blocks()) {
-        SendDifferingBlocks(writer, *sub->filter, *theirs);
+        kept |= AnswerBlockHashes(writer, from, *state, *sub, *theirs, req.more());
         continue;
       }
       const std::vector<uint64_t>& ours = summary_cache.Get(state->uid, slot, *sub->filter);
@@ -135,39 +162,28 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
         // into frames as the summaries above are.
         const size_t start = static_cast<size_t>(
             std::lower_bound(differing.begin(), differing.end(), ae_resume_range) - differing.begin());
-        std::vector<uint64_t> chosen;
+        std::vector<std::pair<uint64_t, size_t>> chosen;  // range, bytes
         for (size_t i = 0; i < differing.size(); ++i) {
           const uint64_t r = differing[(start + i) % differing.size()];
-          const uint64_t cost = 4 * BlocksInRange(blocks, r) + 8;
+          const size_t cost = 4 * BlocksInRange(blocks, r) + 8;
           if (block_bytes + cost > config.anti_entropy_round_bytes && block_bytes > 0) {
             ae_resume_range = r;
             blocks_cut = true;
             break;
           }
           block_bytes += cost;
-          chosen.push_back(r);
+          chosen.emplace_back(r, cost);
         }
         std::sort(chosen.begin(), chosen.end());
         const uint64_t salt = crdt::Mix64(++ae_salts);
         wire::GenerationSummary* g = nullptr;
-        for (uint64_t r : chosen) {
-          const size_t cost = 4 * BlocksInRange(blocks, r) + 8;
+        for (const auto& [r, cost] : chosen) {
           if (g != nullptr && down_bytes + cost > kSyncChunkBytes) {
             flush_down();
-            down_filter = nullptr;
             g = nullptr;
           }
           if (g == nullptr) {
-            if (down_filter == nullptr) {
-              down_bytes += 64 + s.params.name.size();  // the filter reference
-              down_filter = down.mutable_sync_request()->add_filters();
-              ToWire(state->entry.params, down_filter->mutable_filter());
-              down_filter->set_epoch(state->set->epoch());
-            }
-            g = down_filter->add_generations();
-            g->set_epoch(sub->epoch);
-            g->set_blocks_per_range(BlocksPerRange(blocks));
-            if (sub->layer > 0) g->set_layer(sub->layer);
+            g = down_generation(*state, *sub);
             g->set_blocks(true);
             g->set_salt(salt);
             down_bytes += 32;
@@ -190,23 +206,15 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
           const uint64_t r = differing[(start + i) % differing.size()];
           if (!writer.AddRange(*sub->filter, r)) {
             ae_resume_range = r;
+            ranges_cut = true;
             break;
           }
           writer.AddWanted(r);
         }
         continue;
       }
-      if (down_bytes > kSyncChunkBytes) {
-        flush_down();
-        down_filter = nullptr;
-      }
-      if (down_filter == nullptr) {
-        down_bytes += 64 + s.params.name.size();  // the filter reference
-        down_filter = down.mutable_sync_request()->add_filters();
-        ToWire(state->entry.params, down_filter->mutable_filter());
-        down_filter->set_epoch(state->set->epoch());
-      }
-      wire::GenerationSummary* g = down_filter->add_generations();
+      if (down_bytes > kSyncChunkBytes) flush_down();
+      wire::GenerationSummary* g = down_generation(*state, *sub);
       Summarize(ours, blocks, sub->epoch, theirs->level() - 1, ChildItems(theirs->level(), differing, RangeCount(blocks)),
                 g);
       if (sub->layer > 0) g->set_layer(sub->layer);
@@ -221,35 +229,126 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
         std::shared_ptr<const crdt::SubFilter> sub = state->set->Sub(slot);
         if (sub == nullptr) continue;
         writer.BeginGeneration(slot);
-        SendWholeGeneration(writer, *sub->filter);
+        ranges_cut |= !SendWholeGeneration(writer, *sub->filter);
       }
     }
   }
   if (req.more()) writer.SetMore();  // the block-hash leg this answers was cut
-  writer.Flush();
+  if (kept) {
+    writer.SetResumable();
+    // What the kept hashes do not cover goes to a new descent after them.
+    if (ranges_cut) cut_legs[from].leg_cut = true;
+  }
+  writer.Finish();
   if (blocks_cut) down.mutable_sync_request()->set_more(true);
   flush_down();
 }
 
-void Node::Impl::SendDifferingBlocks(RangesWriter& writer, const crdt::BlockedFilter& filter,
-                                     const wire::GenerationSummary& theirs) {
-  // Validated: the hashes of each range of `items` (or of all), in order.
+bool Node::Impl::AnswerBlockHashes(RangesWriter& writer, const Address& from, const FilterState& state,
+                                   const crdt::SubFilter& sub, const wire::GenerationSummary& theirs, bool leg_cut) {
+  // Validated (ValidateSummary): the hashes of each range of `items`, or of
+  // all ranges when `items` is empty, in order.
+  const uint64_t blocks = sub.filter->shape().blocks;
+  UnansweredBlocks hashes{state.entry.params, sub.epoch, sub.layer, theirs.salt(), {}, {}};
+  if (theirs.items_size() == 0) {
+    hashes.ranges.resize(RangeCount(blocks));
+    std::iota(hashes.ranges.begin(), hashes.ranges.end(), uint64_t{0});
+  } else {
+    hashes.ranges.assign(theirs.items().begin(), theirs.items().end());
+  }
+  hashes.hashes.assign(theirs.block_hashes().begin(), theirs.block_hashes().end());
+  // Past the budget, nothing is sent: the hashes are kept whole.
+  const size_t done = writer.cut() ? 0 : SendDifferingBlocks(writer, *sub.filter, hashes);
+  if (done == hashes.ranges.size()) return false;
+  hashes.DropFront(done, blocks);
+  return KeepCutLeg(from, std::move(hashes), leg_cut);
+}
+
+size_t Node::Impl::SendDifferingBlocks(RangesWriter& writer, const crdt::BlockedFilter& filter,
+                                       const UnansweredBlocks& hashes) {
   const uint64_t blocks = filter.shape().blocks;
-  const uint64_t ranges = theirs.items_size() == 0 ? RangeCount(blocks) : static_cast<uint64_t>(theirs.items_size());
   size_t offset = 0;
-  for (uint64_t i = 0; i < ranges; ++i) {
-    const uint64_t r = theirs.items_size() == 0 ? i : theirs.items(static_cast<int>(i));
+  for (size_t i = 0; i < hashes.ranges.size(); ++i) {
+    const uint64_t r = hashes.ranges[i];
     const size_t n = BlocksInRange(blocks, r);
-    const std::span<const uint32_t> hashes(theirs.block_hashes().data() + offset, n);
+    assert(offset + n <= hashes.hashes.size());
+    const std::string differing = DifferingBlocks(filter, r, hashes.salt, std::span(hashes.hashes).subspan(offset, n));
     offset += n;
-    const std::string differing = DifferingBlocks(filter, r, theirs.salt(), hashes);
     if (differing.empty()) continue;
-    if (!writer.AddRange(filter, r, {}, differing)) {
-      ae_resume_range = r;
-      return;
-    }
+    if (!writer.AddRange(filter, r, {}, differing)) return i;
     writer.AddWanted(r);
   }
+  return hashes.ranges.size();
+}
+
+bool Node::Impl::KeepCutLeg(const Address& peer, UnansweredBlocks hashes, bool leg_cut) {
+  auto it = cut_legs.find(peer);
+  if (it == cut_legs.end()) {
+    if (cut_legs.size() >= kMaxCutLegs) {  // make room: the oldest goes
+      auto oldest = std::min_element(cut_legs.begin(), cut_legs.end(),
+                                     [](const auto& a, const auto& b) { return a.second.kept < b.second.kept; });
+      cut_legs.erase(oldest);
+    }
+    it = cut_legs.emplace(peer, CutLeg{}).first;
+  }
+  CutLeg& leg = it->second;
+  if (leg.rest.empty()) leg = CutLeg{};  // served whole before: a new leg
+  leg.kept = now;
+  leg.leg_cut |= leg_cut;
+  if (leg.hashes + hashes.hashes.size() > kMaxCutLegHashes) {
+    leg.leg_cut = true;  // left to a new descent
+    return !leg.rest.empty();
+  }
+  leg.hashes += hashes.hashes.size();
+  leg.rest.push_back(std::move(hashes));
+  assert(cut_legs.size() <= kMaxCutLegs);
+  return true;
+}
+
+void Node::Impl::ResumeCutLeg(const Address& from) {
+  auto it = cut_legs.find(from);
+  if (it == cut_legs.end() || now - it->second.kept > kCutLegLifetime) {
+    // Lost (evicted, expired, or this node restarted): descend again.
+    if (it != cut_legs.end()) cut_legs.erase(it);
+    StartAntiEntropy(from, /*by_stream=*/true, /*level=*/0);
+    return;
+  }
+  CutLeg& leg = it->second;
+  // Served whole already: a leg cut in two frames (two block-hash frames,
+  // each answered within its own budget) brings two resumes.
+  if (leg.rest.empty()) return;
+  NoteExchange();
+  DrainPending();  // mark the words of client adds in the summary cache
+  Stats([](NodeCounters& s) { ++s.anti_entropy_resumed; });
+  RangesWriter writer(this, from, /*reply=*/true, config.anti_entropy_round_bytes);
+  while (!leg.rest.empty() && !writer.cut()) {
+    UnansweredBlocks& hashes = leg.rest.front();
+    std::shared_ptr<const FilterState> state = MatchFilter(hashes.params);
+    const uint64_t slot = crdt::SlotOf(hashes.epoch, hashes.layer);
+    std::shared_ptr<const crdt::SubFilter> sub = state == nullptr ? nullptr : state->set->Sub(slot);
+    size_t done = hashes.ranges.size();  // a generation gone from here (rotated out, dropped) is done
+    if (sub != nullptr && sub->epoch == hashes.epoch && sub->layer == hashes.layer) {
+      writer.BeginFilter(*state);
+      writer.BeginGeneration(slot);
+      done = SendDifferingBlocks(writer, *sub->filter, hashes);
+    }
+    if (done < hashes.ranges.size()) {
+      assert(sub != nullptr);
+      const size_t before = hashes.hashes.size();
+      hashes.DropFront(done, sub->filter->shape().blocks);
+      leg.hashes -= before - hashes.hashes.size();
+      break;
+    }
+    leg.hashes -= hashes.hashes.size();
+    leg.rest.pop_front();
+  }
+  leg.kept = now;
+  if (!leg.rest.empty()) {
+    writer.SetResumable();
+  } else if (leg.leg_cut) {
+    writer.SetMore();  // the ranges past the kept hashes: the peer descends again
+  }
+  writer.Finish();
 }
 
 void Node::Impl::CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const {
@@ -310,7 +409,7 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   // Validated: apply.
   NoteExchange();
   ApplyCatalog(catalog);
-  RangesWriter writer(this, from, false);
+  RangesWriter writer(this, from, /*reply=*/false, config.anti_entropy_round_bytes);
   uint64_t repaired = 0, new_bits = 0;
   struct NewBits {
     std::shared_ptr<const FilterState> state;
@@ -367,19 +466,28 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   if (!bulk) {
     for (const NewBits& b : fresh) Buffer(*b.state, b.slot, b.words);
   }
-  writer.Flush();
-  // The sender's budget ran out: start the next exchange now, if this one
-  // was worth it (kContinueYield). The receiver of the bulk clocks it: the
-  // next budget's worth comes once this one is merged, so a big repair goes
-  // as fast as this node digests it, and never piles up in a queue.
+  writer.Finish();
+  // The sender's budget ran out: go on at once, if this leg was worth it
+  // (kContinueYield). The receiver of the bulk clocks it: the next budget's
+  // worth comes once this one is merged, so a big repair goes as fast
+  // as this node digests it, and never piles up in a queue.
   if (msg.more() && carried > 0 && (new_bits + writer.bits()) * kContinueYield >= carried) {
     Stats([](NodeCounters& s) { ++s.anti_entropy_continued; });
-    // By stream: the replicas are known to differ, and a lost datagram
-    // would stop the repair until the next timed run. From the range
-    // summaries (8 KiB a generation of 1024 ranges): under a big repair
-    // nearly every range differs, and the digest and group legs only cost
-    // two round trips (each ~0.1 s under the heal-under-load overload).
-    StartAntiEntropy(from, /*by_stream=*/true, /*level=*/0);
+    if (msg.resumable()) {
+      // The sender kept the rest of the leg (cut_legs): it goes on from
+      // where it was cut, one leg where a new descent takes three.
+      wire::Envelope resume;
+      resume.mutable_sync_request()->set_resume(true);
+      Send(from, resume, true);
+    } else {
+      // A new exchange, by stream: the replicas are known to differ, and a
+      // lost datagram would stop the repair until the next timed run. From
+      // the range summaries (8 KiB a generation of 1024 ranges): under a big
+      // repair nearly every range differs, and the digest and group legs
+      // only cost two round trips (each ~0.1 s under the heal-under-load
+      // overload).
+      StartAntiEntropy(from, /*by_stream=*/true, /*level=*/0);
+    }
   }
   if (repaired > 0) {
     Stats([&](NodeCounters& s) { s.ranges_repaired += repaired; });

@@ -65,6 +65,16 @@ constexpr uint64_t kBulkRepairBits = uint64_t{1} << 15;
 // every range by bits in flight (~3% of the ranges' bits at 15,000 adds/s):
 // those exchanges wait for the next run; a healed partition's yield ~90%.
 constexpr uint64_t kContinueYield = 8;
+// Cut content legs kept for a resume (Impl::cut_legs): peers, and block
+// hashes per peer (4 MiB: one default budget's block-hash leg).
+constexpr size_t kMaxCutLegs = 4;
+constexpr size_t kMaxCutLegHashes = size_t{1} << 20;
+// ... and for how long. A resume comes once the peer has merged the leg:
+// ~2 s for a 4 MiB leg under jepsen heal-under-load (where a lifetime of
+// one anti_entropy_interval, 1 s there, expired every kept leg). Stale
+// hashes cost bytes, never bits: a block equal to the peer's older copy is
+// a subset of its current one.
+constexpr Duration kCutLegLifetime = std::chrono::seconds(30);
 constexpr double kJoinSyncs = 3;      // expected syncs per member (re)appearance
 constexpr size_t kMaxQueuedSyncs = 16;
 constexpr size_t kMinDatagramBytes = 256;
@@ -428,6 +438,19 @@ struct Node::Impl {
   uint64_t trouble_seen = 0;
   uint64_t ae_resume_range = 0;  // where this node's last budget-cut range data or block hashes stopped
   uint64_t ae_salts = 0;         // block-hash legs sent: each gets its own salt (NextBlockSalt)
+  // Content legs cut by the byte budget, by peer: the block hashes not yet
+  // answered, so that the peer's resume continues where the leg stopped
+  // instead of descending again (three legs, and from the first range
+  // rather than the cut: jepsen heal-under-load, a node waited 1.2 s for
+  // the last 89 of 1024 ranges). An entry whose `rest` is empty was served
+  // whole: a second resume for it is answered by nothing.
+  struct CutLeg {
+    Time kept{0};
+    std::deque<UnansweredBlocks> rest;
+    size_t hashes = 0;      // in `rest`: at most kMaxCutLegHashes
+    bool leg_cut = false;   // the block-hash leg was cut too (or `rest` overflowed): ranges past `rest` differ
+  };
+  std::map<Address, CutLeg> cut_legs;  // at most kMaxCutLegs
   // Until then this node is in an exchange (it started one, or an exchange's
   // frames reached it lately): the runs it would start from ae_queue or its
   // timer wait, so that a healed partition is repaired by one exchange per
@@ -854,12 +877,17 @@ struct Node::Impl {
   // each generation at `level` (a digest, group hashes or range summaries).
   void StartAntiEntropy(const Address& peer, bool by_stream = false, uint32_t level = kDigestLevel);
 
-  // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
   // Into `reply`: this node's catalog entries that differ from the request's.
   void CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const;
+  // Accumulates SyncRanges frames for one peer, split at the chunk size, and
+  // sends them at Finish().
   class RangesWriter {
    public:
-    RangesWriter(Impl* impl, Address to, bool reply) : impl_(impl), to_(std::move(to)), reply_(reply) {}
+    // `budget`: bytes of range data for the leg (anti_entropy_round_bytes).
+    RangesWriter(Impl* impl, Address to, bool reply, size_t budget)
+        : impl_(impl), to_(std::move(to)), reply_(reply), budget_(budget) {
+      msg_.set_reply(reply_);
+    }
     wire::SyncRanges& message() { return msg_; }
     void BeginFilter(const FilterState& state) {
       state_ = &state;
@@ -871,14 +899,14 @@ struct Node::Impl {
       g_ = nullptr;
     }
     void AddWanted(uint64_t range) { Gen()->add_wanted(range); }
-    // False once the round's byte budget is spent (the last frame then says
+    // False once the leg's byte budget is spent (the last frame then says
     // `more`). Leaves out the bits in `known` (what the peer said it holds
     // there; EncodeRange).
     // With `blocks` (a block-hash leg's differing blocks), only those, and
     // the data goes even if empty: its bitmap scopes the answer.
     bool AddRange(const crdt::BlockedFilter& filter, uint64_t range, std::span<const crdt::WordBits> known = {},
                   std::string_view blocks = {}) {
-      if (total_ >= impl_->config.anti_entropy_round_bytes) {
+      if (total_ >= budget_) {
         cut_ = true;
         return false;
       }
@@ -886,7 +914,7 @@ struct Node::Impl {
       bits_ += EncodeRange(filter, range, &data, known, blocks);
       if (data.positions().size() <= 1 && blocks.empty()) return true;  // nothing to send (codec mode 0: the empty set)
       const size_t positions = BlocksPerRange(filter.shape().blocks) * crdt::kBlockBits;
-      if (bytes_ + data.positions().size() > kSyncChunkBytes || positions_ + positions > kSendChunkPositions) Flush();
+      if (bytes_ + data.positions().size() > kSyncChunkBytes || positions_ + positions > kSendChunkPositions) Split();
       bytes_ += data.positions().size() + 16;
       total_ += data.positions().size() + 16;
       positions_ += positions;
@@ -895,26 +923,41 @@ struct Node::Impl {
     }
     // Bits put in ranges so far.
     uint64_t bits() const { return bits_; }
-    // The next flush says `more`: the exchange left ranges out before this
+    // The last frame says `more`: the exchange left ranges out before this
     // leg (a budget-cut block-hash leg).
     void SetMore() { cut_ = true; }
-    void Flush() {
-      if (cut_) msg_.set_more(true);
-      if (msg_.filters_size() > 0 || msg_.catalog_size() > 0 || msg_.more()) {
+    // The budget ran out (AddRange returned false).
+    bool cut() const { return cut_; }
+    // A cut leg's rest is kept (Impl::cut_legs): its last frame says
+    // `resumable`, and the receiver's resume brings the next budget's worth.
+    void SetResumable() { resumable_ = true; }
+    // Sends the frames.
+    void Finish() {
+      Split();
+      if (frames_.empty() && cut_) frames_.emplace_back().set_reply(reply_);  // `more` alone
+      if (cut_) {
+        frames_.back().set_more(true);
+        if (resumable_) frames_.back().set_resumable(true);
+      }
+      for (wire::SyncRanges& frame : frames_) {
         wire::Envelope env;
-        *env.mutable_sync_ranges() = std::move(msg_);
+        *env.mutable_sync_ranges() = std::move(frame);
         impl_->Send(to_, env, true);
       }
+      frames_.clear();
+    }
+
+   private:
+    // Ends the current frame (if it holds anything).
+    void Split() {
+      if (msg_.filters_size() > 0 || msg_.catalog_size() > 0) frames_.push_back(std::move(msg_));
       msg_.Clear();
       msg_.set_reply(reply_);
       f_ = nullptr;
       g_ = nullptr;
       bytes_ = 0;
       positions_ = 0;
-      cut_ = false;  // said, on the frame just sent
     }
-
-   private:
     wire::GenerationRanges* Gen() {
       if (f_ == nullptr) {
         f_ = msg_.add_filters();
@@ -932,14 +975,16 @@ struct Node::Impl {
     Impl* impl_;
     Address to_;
     bool reply_;
+    size_t budget_;
     wire::SyncRanges msg_;
+    std::vector<wire::SyncRanges> frames_;  // split, not yet sent
     const FilterState* state_ = nullptr;
     uint64_t slot_ = 0;
     wire::FilterRanges* f_ = nullptr;
     wire::GenerationRanges* g_ = nullptr;
     size_t bytes_ = 0, total_ = 0, positions_ = 0;
     uint64_t bits_ = 0;
-    bool cut_ = false;
+    bool cut_ = false, resumable_ = false;
   };
 
   // Validates a list of catalog entries (and their epochs) without state.
@@ -963,16 +1008,30 @@ struct Node::Impl {
   };
 
   void HandleSyncRequest(const Address& from, const wire::SyncRequest& req);
-  // Answers a block-hash leg: this node's contents of the blocks whose hashes
-  // differ, each range wanted back (scoped to those blocks).
-  void SendDifferingBlocks(RangesWriter& writer, const crdt::BlockedFilter& filter,
-                           const wire::GenerationSummary& theirs);
+  // Answers one generation of a block-hash leg (validated). Keeps the hashes
+  // the writer's budget did not get to in cut_legs, for the peer's resume;
+  // true if it kept any.
+  bool AnswerBlockHashes(RangesWriter& writer, const Address& from, const FilterState& state,
+                         const crdt::SubFilter& sub, const wire::GenerationSummary& theirs, bool leg_cut);
+  // This node's contents of the blocks of `blocks.ranges` whose hashes
+  // differ, each range wanted back (scoped to those blocks). Returns how
+  // many of the ranges it got through before the writer's budget ran out.
+  size_t SendDifferingBlocks(RangesWriter& writer, const crdt::BlockedFilter& filter, const UnansweredBlocks& blocks);
+  // Keeps `blocks` for `peer`'s resume (bounded: kMaxCutLegs peers,
+  // kMaxCutLegHashes hashes each; what does not fit is left to a new descent).
+  // True if any of this peer's cut leg is kept.
+  bool KeepCutLeg(const Address& peer, UnansweredBlocks blocks, bool leg_cut);
+  // A peer's SyncRequest.resume: the next budget of the content leg cut
+  // last, from the kept hashes; a new exchange if they were lost.
+  void ResumeCutLeg(const Address& from);
 
-  void SendWholeGeneration(RangesWriter& writer, const crdt::BlockedFilter& filter) {
+  // False if the budget ran out first.
+  bool SendWholeGeneration(RangesWriter& writer, const crdt::BlockedFilter& filter) {
     const uint64_t ranges = filter.RangeCount(BlocksPerRange(filter.shape().blocks));
     for (uint64_t r = 0; r < ranges; ++r) {
-      if (!writer.AddRange(filter, r)) return;  // the rest in the next exchange (SyncRanges.more)
+      if (!writer.AddRange(filter, r)) return false;  // the rest in the next exchange (SyncRanges.more)
     }
+    return true;
   }
 
   struct DecodedRanges {

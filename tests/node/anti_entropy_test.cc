@@ -238,6 +238,32 @@ TEST(AntiEntropyBlocks, HashesPointAtTheDifferingBlocksOnly) {
   EXPECT_NE(std::vector<uint32_t>(a.begin(), a.end()), std::vector<uint32_t>(b.begin(), b.end()));
 }
 
+// A cut leg keeps the hashes it has not answered: dropping the answered
+// ranges drops exactly their blocks' hashes, short last range included.
+TEST(AntiEntropyBlocks, UnansweredBlocksDropTheAnsweredRangesAndTheirHashes) {
+  const uint64_t blocks = 20'005;  // 20 blocks per range, the last range of 5
+  const uint64_t last = RangeCount(blocks) - 1;
+  UnansweredBlocks kept;
+  kept.ranges = {3, 7, last};
+  for (uint64_t r : kept.ranges) {
+    for (uint64_t b = 0; b < BlocksInRange(blocks, r); ++b) kept.hashes.push_back(static_cast<uint32_t>(r * 1000 + b));
+  }
+  ASSERT_EQ(kept.hashes.size(), 45u);
+  kept.DropFront(0, blocks);
+  EXPECT_EQ(kept.hashes.size(), 45u);
+  kept.DropFront(1, blocks);
+  EXPECT_EQ(kept.ranges, (std::vector<uint64_t>{7, last}));
+  ASSERT_EQ(kept.hashes.size(), 25u);
+  EXPECT_EQ(kept.hashes.front(), 7000u);
+  kept.DropFront(1, blocks);
+  EXPECT_EQ(kept.ranges, (std::vector<uint64_t>{last}));
+  ASSERT_EQ(kept.hashes.size(), 5u);
+  EXPECT_EQ(kept.hashes.front(), last * 1000);
+  kept.DropFront(1, blocks);
+  EXPECT_TRUE(kept.ranges.empty());
+  EXPECT_TRUE(kept.hashes.empty());
+}
+
 TEST(AntiEntropyBlocks, MalformedBlockHashesAndBitmapsAreRejected) {
   const crdt::FilterShape shape{20'005, 7};  // 20 blocks per range, the last range of 5
   absl::StatusOr<std::unique_ptr<crdt::BlockedFilter>> filter = crdt::BlockedFilter::Create(shape);

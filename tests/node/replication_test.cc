@@ -398,6 +398,103 @@ TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOut) { ContinuesWhileThe
 
 TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOutBlockByBlock) { ContinuesWhileTheBudgetRunsOut(1'000'000, 10); }
 
+// A content leg cut by the budget goes on where it stopped, from the block
+// hashes its sender kept, at the receiver's request (SyncRequest.resume):
+// one leg per budget instead of a new descent (three legs) that would
+// start again from the first differing range.
+TEST(Replication, ACutContentLegGoesOnWhereItStopped) {
+  ClusterOptions o = Options(2, 26);
+  o.filters = {SharedFilter("crawl", 1'000'000)};  // 1024 ranges of 19 blocks: 80 KB of block hashes
+  o.anti_entropy_interval = 20s;
+  o.anti_entropy_max_interval = 20s;
+  // Two block-hash legs; each one's contents, ~7% full, many budgets more.
+  o.configure = [](size_t, NodeConfig& c) { c.anti_entropy_round_bytes = 64 << 10; };
+  bool dissemination = true;
+  uint64_t resumable = 0, resumes = 0, descents = 0;
+  std::map<std::pair<size_t, uint64_t>, uint64_t> sent;  // (node, range): times its contents of the range went
+  o.drop = [&](size_t from, const Outgoing&, const wire::Envelope& env) {
+    if (dissemination) return false;
+    if (env.has_tree() || env.has_gossip()) return true;
+    if (env.has_sync_request()) {
+      if (env.sync_request().resume()) {
+        ++resumes;
+      } else if (!env.sync_request().partial()) {
+        ++descents;
+      }
+    }
+    if (env.has_sync_ranges() && env.sync_ranges().reply()) {
+      if (env.sync_ranges().resumable()) ++resumable;
+      for (const wire::FilterRanges& fr : env.sync_ranges().filters()) {
+        for (const wire::GenerationRanges& g : fr.generations()) {
+          for (const wire::RangeData& d : g.data()) ++sent[{from, d.range()}];
+        }
+      }
+    }
+    return false;
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(5s);
+  dissemination = false;
+  for (int i = 0; i < 200'000; ++i) ASSERT_TRUE(c.node(i % 2).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 21s));
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 200'000));
+  const uint64_t resumed = c.node(0).Counters().anti_entropy_resumed + c.node(1).Counters().anti_entropy_resumed;
+  uint64_t repeated = 0;
+  for (const auto& [where, times] : sent) repeated += times - 1;
+  // ~12 budgets of contents each way, under two block-hash legs: each cut
+  // leg went on from its kept hashes, and every range's contents went once.
+  // (Without resumes: 0 resumes and 11 descents, one per budget; with them,
+  // 9 resumes and 2 descents.)
+  EXPECT_GE(resumable, 5u);
+  EXPECT_EQ(resumes, resumable);
+  EXPECT_EQ(resumed, resumes) << "every resume found its leg kept";
+  EXPECT_LE(descents, 3u) << "the first exchange, and one per cut block-hash leg";
+  EXPECT_EQ(repeated, 0u);
+}
+
+// A resume for a leg this node no longer keeps (evicted, expired, or it
+// restarted) starts a new exchange instead; one that carries anything else
+// is malformed, and changes nothing.
+TEST(Replication, AResumeForNoKeptLegStartsAnExchangeAndAMalformedOneIsRejected) {
+  ClusterOptions o = Options(2, 22);
+  o.anti_entropy_interval = 1000s;
+  o.anti_entropy_max_interval = 1000s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 60s));
+  Forger forger(TestSecret());
+  auto send_resume = [&](bool malformed) {
+    wire::Envelope env;
+    env.set_version(kWireVersion);
+    env.set_sender_name(NameOf(1));
+    env.set_sender_address(AddressOf(1));
+    env.mutable_sync_request()->set_resume(true);
+    if (malformed) env.mutable_sync_request()->set_partial(true);
+    (void)c.node(0).TakeOutgoing();
+    c.node(0).HandleStreamFrame(AddressOf(1), forger.Seal(env, /*set_defaults=*/false), c.now());
+    uint64_t exchanges = 0;
+    for (const Outgoing& out : c.node(0).TakeOutgoing()) {
+      std::optional<wire::Envelope> sent = Peek(TestSecret(), out.bytes);
+      ASSERT_TRUE(sent.has_value());
+      if (sent->has_sync_request() && !sent->sync_request().partial() && !sent->sync_request().resume()) {
+        EXPECT_EQ(out.to, AddressOf(1));
+        EXPECT_EQ(out.channel, Channel::kStream);
+        EXPECT_GT(sent->sync_request().filters_size(), 0);
+        ++exchanges;
+      }
+    }
+    EXPECT_EQ(exchanges, malformed ? 0u : 1u) << "malformed " << malformed;
+  };
+  const uint64_t rejected = c.node(0).Counters().rejected_by_reason["malformed"];
+  send_resume(/*malformed=*/true);
+  EXPECT_EQ(c.node(0).Counters().rejected_by_reason["malformed"], rejected + 1);
+  send_resume(/*malformed=*/false);
+  EXPECT_EQ(c.node(0).Counters().rejected_by_reason["malformed"], rejected + 1);
+  EXPECT_EQ(c.node(0).Counters().anti_entropy_resumed, 0u);
+}
+
 TEST(Replication, ConvergesUnderHeavyDatagramLoss) {
   ClusterOptions o = Options(10, 4);
   o.datagram_loss = 0.3;
