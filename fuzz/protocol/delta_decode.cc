@@ -1,5 +1,5 @@
-// Fuzzes DecodeBitPositions and DecodeBitmapToWords (which must agree on
-// modes 0 and 2). The first byte picks the universe size and the
+// Fuzzes DecodeBitPositions, DecodeBitmapToWords (which must agree on
+// modes 0 and 2) and DecodeRiceToWords (on mode 1). The first byte picks the universe size and the
 // cap; the rest is the encoding, optionally first overlaid on a valid
 // encoding so the mutations reach deep into each mode. Anything decoded must
 // be strictly ascending, inside the universe, within the cap, and must
@@ -57,6 +57,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (bits != count) std::abort();
       auto again = DecodeBitPositions(m, EncodeWordsAsBitmap(m, first, words), cap);
       if (!again.ok() || *again != *decoded) std::abort();
+    }
+  }
+  // The Rice word decoder (mode 1) too, at an offset of 64 bits.
+  std::vector<pollen::crdt::WordBits> rice_words;
+  auto as_rice = DecodeRiceToWords(m, input, cap, 64, &rice_words, &count);
+  if (!as_rice.ok() || *as_rice) {
+    if (as_rice.ok() != decoded.ok()) std::abort();
+    if (!as_rice.ok() && as_rice.status() != decoded.status()) std::abort();
+    if (as_rice.ok() && (count != decoded->size() || rice_words != pollen::crdt::FromBitPositions(*decoded, 64))) {
+      std::abort();
     }
   }
   if (!decoded.ok()) return 0;

@@ -139,8 +139,8 @@ std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, uint64_t base_bit,
                                                         uint64_t universe_bits, size_t max_positions,
                                                         uint64_t* bits) {
-  // A bitmap (mode 2, or the empty set) straight into words; other modes
-  // through positions below.
+  // A bitmap (mode 2, or the empty set) straight into words; Rice (mode 1)
+  // too, below; the dense mode through positions.
   if (base_bit % 64 == 0) {
     thread_local std::vector<uint64_t> span;
     uint64_t first_word = 0, count = 0;
@@ -159,8 +159,20 @@ absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, 
       return words;
     }
   }
-  // Per-thread scratch for the positions: no allocation per frame; a rare
-  // huge decode does not keep its memory.
+  // Rice codes straight into words too.
+  {
+    std::vector<crdt::WordBits> words;
+    uint64_t count = 0;
+    absl::StatusOr<bool> rice =
+        protocol::DecodeRiceToWords(universe_bits, bytes, max_positions, base_bit, &words, &count);
+    if (!rice.ok()) return rice.status();
+    if (*rice) {
+      if (bits != nullptr) *bits = count;
+      return words;
+    }
+  }
+  // The dense mode through positions. Per-thread scratch for them: no
+  // allocation per frame; a rare huge decode does not keep its memory.
   thread_local std::vector<uint64_t> positions;
   struct Shrink {
     ~Shrink() {

@@ -346,6 +346,71 @@ TEST(DeltaCodecTest, BitmapToWordsLeavesOtherModesToThePositionDecoder) {
   EXPECT_EQ(count, 2u);
 }
 
+// Rice codes decode straight into words, at any offset of the positions in
+// the words' universe, as the position decoder and FromBitPositions do.
+TEST(DeltaCodecTest, RiceToWordsMatchesThePositionCoder) {
+  std::mt19937_64 rng(609);
+  uint64_t rice_sets = 0;
+  for (uint64_t m : {uint64_t{1000}, uint64_t{93696}, uint64_t{1} << 20, uint64_t{1} << 33}) {
+    for (uint64_t b : {1, 2, 7, 50, 900}) {
+      for (uint64_t base_bit : {uint64_t{0}, uint64_t{64}, uint64_t{13}, uint64_t{93696} * 5}) {
+        const std::vector<uint64_t> pos = RandomPositions(rng, m, std::min(b, m / 20));
+        const std::string enc = EncodeBitPositions(m, pos);
+        std::vector<crdt::WordBits> words = {{7, 7}};
+        uint64_t count = 99;
+        auto ok = DecodeRiceToWords(m, enc, pos.size(), base_bit, &words, &count);
+        ASSERT_TRUE(ok.ok()) << ok.status() << " m=" << m << " b=" << pos.size();
+        if (enc[0] != 1) {  // another mode: nothing written
+          EXPECT_FALSE(*ok);
+          EXPECT_EQ(words.size(), 1u);
+          continue;
+        }
+        ++rice_sets;
+        ASSERT_TRUE(*ok);
+        EXPECT_EQ(words, crdt::FromBitPositions(pos, base_bit)) << "m=" << m << " b=" << pos.size();
+        EXPECT_EQ(count, pos.size());
+        EXPECT_FALSE(DecodeRiceToWords(m, enc, pos.size() - 1, base_bit, &words, &count).ok());
+      }
+    }
+  }
+  EXPECT_GT(rice_sets, 40u);
+}
+
+// Every one-byte change and cut of Rice encodings: the word decoder accepts
+// exactly what the position decoder accepts, as the same set, with its errors.
+TEST(DeltaCodecTest, RiceToWordsRejectsWhatThePositionDecoderRejects) {
+  std::mt19937_64 rng(610);
+  for (uint64_t m : {uint64_t{1000}, uint64_t{1} << 16, uint64_t{1} << 26}) {
+    const std::vector<uint64_t> pos = RandomPositions(rng, m, 40);
+    const std::string enc = EncodeBitPositions(m, pos);
+    ASSERT_EQ(enc[0], 1);
+    std::vector<std::string> variants;
+    for (size_t i = 0; i < enc.size(); ++i) {
+      for (int flip : {1, 0x80, 0xff}) {
+        std::string v = enc;
+        v[i] = static_cast<char>(v[i] ^ flip);
+        variants.push_back(v);
+      }
+      variants.push_back(enc.substr(0, i));
+    }
+    variants.push_back(enc + '\0');
+    for (const std::string& v : variants) {
+      std::vector<crdt::WordBits> words;
+      uint64_t count = 0;
+      auto as_words = DecodeRiceToWords(m, v, 100, 0, &words, &count);
+      auto as_positions = DecodeBitPositions(m, v, 100);
+      if (as_words.ok() && !*as_words) continue;  // another mode: not the word decoder's
+      ASSERT_EQ(as_words.ok(), as_positions.ok()) << "m=" << m << " size " << v.size();
+      if (as_words.ok()) {
+        EXPECT_EQ(words, crdt::FromBitPositions(*as_positions, 0));
+        EXPECT_EQ(count, as_positions->size());
+      } else {
+        EXPECT_EQ(as_words.status(), as_positions.status());
+      }
+    }
+  }
+}
+
 // Every one-byte change and cut of bitmap encodings: the word decoder accepts
 // exactly what the position decoder accepts, as the same set.
 TEST(DeltaCodecTest, BitmapToWordsRejectsWhatThePositionDecoderRejects) {
