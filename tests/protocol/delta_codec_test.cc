@@ -346,6 +346,22 @@ TEST(DeltaCodecTest, BitmapToWordsLeavesOtherModesToThePositionDecoder) {
   EXPECT_EQ(count, 2u);
 }
 
+// Every one-byte change (three masks) and every cut of `enc`, and `enc`
+// with a byte more.
+std::vector<std::string> Variants(const std::string& enc) {
+  std::vector<std::string> variants;
+  for (size_t i = 0; i < enc.size(); ++i) {
+    for (int flip : {1, 0x80, 0xff}) {
+      std::string v = enc;
+      v[i] = static_cast<char>(v[i] ^ flip);
+      variants.push_back(v);
+    }
+    variants.push_back(enc.substr(0, i));
+  }
+  variants.push_back(enc + '\0');
+  return variants;
+}
+
 // Rice codes decode straight into words, at any offset of the positions in
 // the words' universe, as the position decoder and FromBitPositions do.
 TEST(DeltaCodecTest, RiceToWordsMatchesThePositionCoder) {
@@ -384,17 +400,7 @@ TEST(DeltaCodecTest, RiceToWordsRejectsWhatThePositionDecoderRejects) {
     const std::vector<uint64_t> pos = RandomPositions(rng, m, 40);
     const std::string enc = EncodeBitPositions(m, pos);
     ASSERT_EQ(enc[0], 1);
-    std::vector<std::string> variants;
-    for (size_t i = 0; i < enc.size(); ++i) {
-      for (int flip : {1, 0x80, 0xff}) {
-        std::string v = enc;
-        v[i] = static_cast<char>(v[i] ^ flip);
-        variants.push_back(v);
-      }
-      variants.push_back(enc.substr(0, i));
-    }
-    variants.push_back(enc + '\0');
-    for (const std::string& v : variants) {
+    for (const std::string& v : Variants(enc)) {
       std::vector<crdt::WordBits> words;
       uint64_t count = 0;
       auto as_words = DecodeRiceToWords(m, v, 100, 0, &words, &count);
@@ -418,17 +424,7 @@ TEST(DeltaCodecTest, BitmapToWordsRejectsWhatThePositionDecoderRejects) {
   for (uint64_t m : {uint64_t{70}, uint64_t{1000}, uint64_t{4096}}) {
     const std::vector<uint64_t> pos = RandomPositions(rng, m, m / 3);
     const std::string enc = EncodeWordsAsBitmap(m, 0, WordsOf(m, pos));
-    std::vector<std::string> variants;
-    for (size_t i = 0; i < enc.size(); ++i) {
-      for (int flip : {1, 0x80, 0xff}) {
-        std::string v = enc;
-        v[i] = static_cast<char>(v[i] ^ flip);
-        variants.push_back(v);
-      }
-      variants.push_back(enc.substr(0, i));
-    }
-    variants.push_back(enc + '\0');
-    for (const std::string& v : variants) {
+    for (const std::string& v : Variants(enc)) {
       std::vector<uint64_t> words;
       uint64_t first = 0, count = 0;
       auto as_words = DecodeBitmapToWords(m, v, m, &words, &first, &count);
