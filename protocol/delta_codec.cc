@@ -294,25 +294,38 @@ absl::Status ReadRiceHeader(std::string_view* in, int width, uint64_t* k, uint64
   return absl::OkStatus();
 }
 
-absl::Status DecodeRice(uint64_t m, std::string_view in, size_t max_positions, std::vector<uint64_t>& out) {
+// Mode 1 after its mode byte, checked: `start(count)` once the header is,
+// then `take(position)` for each position, ascending. Inlined into both
+// decoders (positions, or words).
+template <typename Start, typename Take>
+absl::Status ForEachRicePosition(uint64_t m, std::string_view in, size_t max_positions, Start start, Take take) {
   const int width = EscapeWidth(m);
   uint64_t k = 0, count = 0;
   if (absl::Status s = ReadRiceHeader(&in, width, &k, &count); !s.ok()) return s;
   if (count == 0) return Bad("empty rice set (use mode 0)");
   if (count > max_positions) return Bad(absl::StrCat("count ", count, " exceeds max ", max_positions));
-  out.clear();
-  out.reserve(count);
+  start(count);
   BitReader r(in);
   uint64_t next = 0;  // smallest allowed position
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t d = 0;
     if (!RiceRead(&r, static_cast<int>(k), width, &d)) return Bad("truncated bitstream");
     if (d >= m - next) return Bad("position out of range");
-    out.push_back(next + d);
+    take(next + d);
     next += d + 1;
   }
   if (!r.AtCleanEnd()) return Bad("trailing bytes or non-zero padding");
   return absl::OkStatus();
+}
+
+absl::Status DecodeRice(uint64_t m, std::string_view in, size_t max_positions, std::vector<uint64_t>& out) {
+  return ForEachRicePosition(
+      m, in, max_positions,
+      [&](uint64_t count) {
+        out.clear();
+        out.reserve(count);
+      },
+      [&](uint64_t position) { out.push_back(position); });
 }
 
 // Mode 2's header and bits, checked: on success `in` holds the bitmap bytes.
@@ -558,34 +571,28 @@ absl::StatusOr<bool> DecodeBitmapToWords(uint64_t universe_bits, std::string_vie
 
 absl::StatusOr<bool> DecodeRiceToWords(uint64_t universe_bits, std::string_view bytes, size_t max_positions,
                                        uint64_t base_bit, std::vector<crdt::WordBits>* words, uint64_t* count) {
-  // DecodeRice, folding each position into its word as it goes.
   if (universe_bits == 0 || universe_bits > kMaxUniverseBits) return Bad("universe size out of range");
   if (bytes.empty()) return Bad("truncated header");
   if (static_cast<uint8_t>(bytes[0]) != kRice) return false;
   bytes.remove_prefix(1);
-  const int width = EscapeWidth(universe_bits);
-  uint64_t k = 0, n = 0;
-  if (absl::Status s = ReadRiceHeader(&bytes, width, &k, &n); !s.ok()) return s;
-  if (n == 0) return Bad("empty rice set (use mode 0)");
-  if (n > max_positions) return Bad(absl::StrCat("count ", n, " exceeds max ", max_positions));
-  words->clear();
-  words->reserve(std::min<uint64_t>(n, 1024));  // n is bounded by the input (ReadRiceHeader); most sets are small
-  BitReader r(bytes);
-  uint64_t next = 0;  // smallest allowed position
-  for (uint64_t i = 0; i < n; ++i) {
-    uint64_t d = 0;
-    if (!RiceRead(&r, static_cast<int>(k), width, &d)) return Bad("truncated bitstream");
-    if (d >= universe_bits - next) return Bad("position out of range");
-    const uint64_t bit = base_bit + next + d;
-    const uint64_t mask = uint64_t{1} << (bit % 64);
-    if (!words->empty() && words->back().index == bit / 64) {
-      words->back().bits |= mask;
-    } else {
-      words->push_back({bit / 64, mask});
-    }
-    next += d + 1;
-  }
-  if (!r.AtCleanEnd()) return Bad("trailing bytes or non-zero padding");
+  uint64_t n = 0;
+  absl::Status s = ForEachRicePosition(
+      universe_bits, bytes, max_positions,
+      [&](uint64_t positions) {
+        n = positions;
+        words->clear();
+        words->reserve(std::min<uint64_t>(n, 1024));  // n is bounded by the input (ReadRiceHeader); most sets are small
+      },
+      [&](uint64_t position) {  // folded into its word as it goes
+        const uint64_t bit = base_bit + position;
+        const uint64_t mask = uint64_t{1} << (bit % 64);
+        if (!words->empty() && words->back().index == bit / 64) {
+          words->back().bits |= mask;
+        } else {
+          words->push_back({bit / 64, mask});
+        }
+      });
+  if (!s.ok()) return s;
   *count = n;
   return true;
 }
