@@ -93,7 +93,8 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
   DrainPending();  // mark the words of client adds in the summary cache
   ApplyCatalog(catalog);
   if (!req.partial()) SendTombstones(from);
-  RangesWriter writer(this, from, /*reply=*/true, config.anti_entropy_round_bytes);
+  RangesWriter writer(this, from, true);
+  writer.message().set_reply(true);
   if (!req.partial()) CatalogNews(req, writer.message());
   wire::Envelope down;  // the next level of what differs, back to the requester
   down.mutable_sync_request()->set_partial(true);
@@ -239,7 +240,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
     // What the kept hashes do not cover goes to a new descent after them.
     if (ranges_cut) cut_legs[from].leg_cut = true;
   }
-  writer.Finish();
+  writer.Flush();
   if (blocks_cut) down.mutable_sync_request()->set_more(true);
   flush_down();
 }
@@ -320,7 +321,8 @@ void Node::Impl::ResumeCutLeg(const Address& from) {
   NoteExchange();
   DrainPending();  // mark the words of client adds in the summary cache
   Stats([](NodeCounters& s) { ++s.anti_entropy_resumed; });
-  RangesWriter writer(this, from, /*reply=*/true, config.anti_entropy_round_bytes);
+  RangesWriter writer(this, from, true);
+  writer.message().set_reply(true);
   while (!leg.rest.empty() && !writer.cut()) {
     UnansweredBlocks& hashes = leg.rest.front();
     std::shared_ptr<const FilterState> state = MatchFilter(hashes.params);
@@ -348,7 +350,7 @@ void Node::Impl::ResumeCutLeg(const Address& from) {
   } else if (leg.leg_cut) {
     writer.SetMore();  // the ranges past the kept hashes: the peer descends again
   }
-  writer.Finish();
+  writer.Flush();
 }
 
 void Node::Impl::CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const {
@@ -409,7 +411,7 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   // Validated: apply.
   NoteExchange();
   ApplyCatalog(catalog);
-  RangesWriter writer(this, from, /*reply=*/false, config.anti_entropy_round_bytes);
+  RangesWriter writer(this, from, false);
   uint64_t repaired = 0, new_bits = 0;
   struct NewBits {
     std::shared_ptr<const FilterState> state;
@@ -466,7 +468,7 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   if (!bulk) {
     for (const NewBits& b : fresh) Buffer(*b.state, b.slot, b.words);
   }
-  writer.Finish();
+  writer.Flush();
   // The sender's budget ran out: go on at once, if this leg was worth it
   // (kContinueYield). The receiver of the bulk clocks it: the next budget's
   // worth comes once this one is merged, so a big repair goes as fast

@@ -877,17 +877,12 @@ struct Node::Impl {
   // each generation at `level` (a digest, group hashes or range summaries).
   void StartAntiEntropy(const Address& peer, bool by_stream = false, uint32_t level = kDigestLevel);
 
+  // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
   // Into `reply`: this node's catalog entries that differ from the request's.
   void CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const;
-  // Accumulates SyncRanges frames for one peer, split at the chunk size, and
-  // sends them at Finish().
   class RangesWriter {
    public:
-    // `budget`: bytes of range data for the leg (anti_entropy_round_bytes).
-    RangesWriter(Impl* impl, Address to, bool reply, size_t budget)
-        : impl_(impl), to_(std::move(to)), reply_(reply), budget_(budget) {
-      msg_.set_reply(reply_);
-    }
+    RangesWriter(Impl* impl, Address to, bool reply) : impl_(impl), to_(std::move(to)), reply_(reply) {}
     wire::SyncRanges& message() { return msg_; }
     void BeginFilter(const FilterState& state) {
       state_ = &state;
@@ -899,14 +894,14 @@ struct Node::Impl {
       g_ = nullptr;
     }
     void AddWanted(uint64_t range) { Gen()->add_wanted(range); }
-    // False once the leg's byte budget is spent (the last frame then says
+    // False once the round's byte budget is spent (the last frame then says
     // `more`). Leaves out the bits in `known` (what the peer said it holds
     // there; EncodeRange).
     // With `blocks` (a block-hash leg's differing blocks), only those, and
     // the data goes even if empty: its bitmap scopes the answer.
     bool AddRange(const crdt::BlockedFilter& filter, uint64_t range, std::span<const crdt::WordBits> known = {},
                   std::string_view blocks = {}) {
-      if (total_ >= budget_) {
+      if (total_ >= impl_->config.anti_entropy_round_bytes) {
         cut_ = true;
         return false;
       }
@@ -914,7 +909,7 @@ struct Node::Impl {
       bits_ += EncodeRange(filter, range, &data, known, blocks);
       if (data.positions().size() <= 1 && blocks.empty()) return true;  // nothing to send (codec mode 0: the empty set)
       const size_t positions = BlocksPerRange(filter.shape().blocks) * crdt::kBlockBits;
-      if (bytes_ + data.positions().size() > kSyncChunkBytes || positions_ + positions > kSendChunkPositions) Split();
+      if (bytes_ + data.positions().size() > kSyncChunkBytes || positions_ + positions > kSendChunkPositions) Flush();
       bytes_ += data.positions().size() + 16;
       total_ += data.positions().size() + 16;
       positions_ += positions;
@@ -923,41 +918,34 @@ struct Node::Impl {
     }
     // Bits put in ranges so far.
     uint64_t bits() const { return bits_; }
-    // The last frame says `more`: the exchange left ranges out before this
+    // The next flush says `more`: the exchange left ranges out before this
     // leg (a budget-cut block-hash leg).
     void SetMore() { cut_ = true; }
     // The budget ran out (AddRange returned false).
     bool cut() const { return cut_; }
-    // A cut leg's rest is kept (Impl::cut_legs): its last frame says
-    // `resumable`, and the receiver's resume brings the next budget's worth.
+    // A cut leg's rest is kept (Impl::cut_legs): the flush that says `more`
+    // says `resumable` too, and the receiver's resume brings the next
+    // budget's worth.
     void SetResumable() { resumable_ = true; }
-    // Sends the frames.
-    void Finish() {
-      Split();
-      if (frames_.empty() && cut_) frames_.emplace_back().set_reply(reply_);  // `more` alone
-      if (cut_) {
-        frames_.back().set_more(true);
-        if (resumable_) frames_.back().set_resumable(true);
-      }
-      for (wire::SyncRanges& frame : frames_) {
+    void Flush() {
+      if (cut_) msg_.set_more(true);
+      if (cut_ && resumable_) msg_.set_resumable(true);
+      if (msg_.filters_size() > 0 || msg_.catalog_size() > 0 || msg_.more()) {
         wire::Envelope env;
-        *env.mutable_sync_ranges() = std::move(frame);
+        *env.mutable_sync_ranges() = std::move(msg_);
         impl_->Send(to_, env, true);
       }
-      frames_.clear();
-    }
-
-   private:
-    // Ends the current frame (if it holds anything).
-    void Split() {
-      if (msg_.filters_size() > 0 || msg_.catalog_size() > 0) frames_.push_back(std::move(msg_));
       msg_.Clear();
       msg_.set_reply(reply_);
       f_ = nullptr;
       g_ = nullptr;
       bytes_ = 0;
       positions_ = 0;
+      cut_ = false;  // said, on the frame just sent
+      resumable_ = false;
     }
+
+   private:
     wire::GenerationRanges* Gen() {
       if (f_ == nullptr) {
         f_ = msg_.add_filters();
@@ -975,16 +963,15 @@ struct Node::Impl {
     Impl* impl_;
     Address to_;
     bool reply_;
-    size_t budget_;
     wire::SyncRanges msg_;
-    std::vector<wire::SyncRanges> frames_;  // split, not yet sent
     const FilterState* state_ = nullptr;
     uint64_t slot_ = 0;
     wire::FilterRanges* f_ = nullptr;
     wire::GenerationRanges* g_ = nullptr;
     size_t bytes_ = 0, total_ = 0, positions_ = 0;
     uint64_t bits_ = 0;
-    bool cut_ = false, resumable_ = false;
+    bool cut_ = false;
+    bool resumable_ = false;
   };
 
   // Validates a list of catalog entries (and their epochs) without state.
