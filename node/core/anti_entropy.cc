@@ -138,12 +138,17 @@ std::vector<uint64_t> ChildItems(uint32_t level, std::span<const uint64_t> items
   return out;
 }
 
-// Ranges go as bitmaps from 6% fill (3x the entropy bound), where other
-// sets wait for 11% (kBitmapCostRatio, 2x). A healed partition's ranges are
-// ~9% full, and coding each position was half of pollend's CPU while it
-// repaired one under overload (perf, jepsen heal-under-load): a bitmap is a
-// copy of the words each way, at twice the bytes of Rice codes there.
-constexpr double kRangeBitmapCostRatio = 3.0;
+// Ranges go as bitmaps from 3% fill (5x the entropy bound), where other
+// sets wait for 11% (kBitmapCostRatio, 2x). A healed partition's ranges
+// carry one side's bits: 3-9% of them, by how the writes were split. Coding
+// each position was ~40% of pollend's CPU while it repaired one under
+// overload (perf, jepsen heal-under-load, at 3x: one side's 5.6% went as
+// Rice codes); a bitmap is a copy of the words each way. At 5x the heal
+// took 2.6-4.5 s, median 3.4 s, over seeds 1-8, against 3.6-6.0 s, median
+// 4.5 s, at 3x, for twice the bytes (168-235 MB of ranges from the five
+// nodes, against 67-139 MB; simulation/README.md, "Bitmaps from 3% fill"). Steady-state ranges, sparse with the bits in flight, stay Rice
+// coded: pollen-sim's N=100, 20,000 adds/s row, 952 -> 954 bytes per key.
+constexpr double kRangeBitmapCostRatio = 5.0;
 
 uint64_t BlocksInRange(uint64_t blocks, uint64_t range) {
   crdt::FilterShape shape;
@@ -220,7 +225,8 @@ uint64_t EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::Ra
   return crdt::CountBits(words);
 }
 
-absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& data, crdt::FilterShape shape) {
+absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& data, crdt::FilterShape shape,
+                                                        uint64_t* bits) {
   const uint64_t bpr = BlocksPerRange(shape.blocks);
   const uint64_t ranges = (shape.blocks + bpr - 1) / bpr;
   if (data.range() >= ranges) return absl::InvalidArgumentError(absl::StrCat("range ", data.range(), " out of bounds"));
@@ -235,7 +241,7 @@ absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& d
     if (blocks.find_first_not_of('\0') == std::string_view::npos) return absl::InvalidArgumentError("empty block bitmap");
   }
   absl::StatusOr<std::vector<crdt::WordBits>> words =
-      DecodeWords(data.positions(), span.first_block * crdt::kBlockBits, universe, universe);
+      DecodeWords(data.positions(), span.first_block * crdt::kBlockBits, universe, universe, bits);
   if (words.ok() && !blocks.empty()) {
     for (const crdt::WordBits& w : *words) {
       if (!InMask(blocks, w.index / crdt::kWordsPerBlock - span.first_block)) {

@@ -126,9 +126,11 @@ std::string DifferingBlocks(const crdt::BlockedFilter& filter, uint64_t range, u
 // only what the peer lacks: under steady load two replicas differ in every
 // range by the bits still in flight, and the answer was the whole range.
 // With a `blocks` bitmap (DifferingBlocks), only those blocks, and the
-// bitmap goes along. Returns the number of bits encoded.
+// bitmap goes along. Returns the number of bits encoded. DecodeRange sets
+// `bits` (optional) to the number of bits decoded, CountBits of the result.
 uint64_t EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::RangeData* out,
                      std::span<const crdt::WordBits> known = {}, std::string_view blocks = {});
-absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& data, crdt::FilterShape shape);
+absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& data, crdt::FilterShape shape,
+                                                        uint64_t* bits = nullptr);
 
 }  // namespace pollen::node

@@ -392,11 +392,12 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
       for (int i = 0; ok && i < g.wanted_size(); ++i) ok = g.wanted(i) < ranges;
       std::vector<std::vector<crdt::WordBits>> gen_words;
       for (int i = 0; ok && i < g.data_size(); ++i) {
-        absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(g.data(i), *shape);
-        ok = words.ok() && crdt::CountBits(*words) <= budget;
+        uint64_t bits = 0;
+        absl::StatusOr<std::vector<crdt::WordBits>> words = DecodeRange(g.data(i), *shape, &bits);
+        ok = words.ok() && bits <= budget;
         if (ok) {
-          budget -= crdt::CountBits(*words);
-          carried += crdt::CountBits(*words);
+          budget -= bits;
+          carried += bits;
           gen_words.push_back(*std::move(words));
         }
       }

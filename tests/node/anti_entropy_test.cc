@@ -126,13 +126,16 @@ TEST(AntiEntropyRanges, DenseRangesGoAsBitmapsSparseOnesAsPositions) {
   ASSERT_TRUE((*filter)->Merge(words, nullptr).ok());
   for (uint64_t range : {5u, 9u, 11u}) {
     wire::RangeData data;
-    EncodeRange(**filter, range, &data);
+    const uint64_t encoded = EncodeRange(**filter, range, &data);
     ASSERT_FALSE(data.positions().empty());
     EXPECT_EQ(static_cast<int>(data.positions()[0]), range == 5 ? 2 : range == 9 ? 1 : 0) << range;
-    absl::StatusOr<std::vector<crdt::WordBits>> back = DecodeRange(data, shape);
+    uint64_t decoded = 0;
+    absl::StatusOr<std::vector<crdt::WordBits>> back = DecodeRange(data, shape, &decoded);
     ASSERT_TRUE(back.ok()) << back.status();
     const uint64_t first_block = range * BlocksPerRange(shape.blocks);
     EXPECT_EQ(*back, (*filter)->ExportBlocks(first_block, BlocksPerRange(shape.blocks))) << range;
+    EXPECT_EQ(decoded, crdt::CountBits(*back)) << range;
+    EXPECT_EQ(decoded, encoded) << range;
   }
   // A bitmap that claims a bit beyond its range is refused.
   wire::RangeData data;
