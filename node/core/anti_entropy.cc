@@ -1,8 +1,10 @@
 #include "node/core/anti_entropy.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "node/core/dissemination.h"
 #include "crdt/mix64.h"
@@ -165,12 +167,39 @@ void UnansweredBlocks::DropFront(size_t n, uint64_t blocks) {
   hashes.erase(hashes.begin(), hashes.begin() + static_cast<std::ptrdiff_t>(hashed));
 }
 
+size_t UnansweredBlocks::DropRanges(std::span<const uint64_t> newer, uint64_t blocks) {
+  const absl::flat_hash_set<uint64_t> drop(newer.begin(), newer.end());
+  std::vector<uint64_t> kept_ranges;
+  std::vector<uint32_t> kept_hashes;
+  size_t offset = 0;
+  for (uint64_t r : ranges) {
+    const size_t n = BlocksInRange(blocks, r);
+    assert(offset + n <= hashes.size());
+    if (!drop.contains(r)) {
+      kept_ranges.push_back(r);
+      kept_hashes.insert(kept_hashes.end(), hashes.begin() + static_cast<std::ptrdiff_t>(offset),
+                         hashes.begin() + static_cast<std::ptrdiff_t>(offset + n));
+    }
+    offset += n;
+  }
+  const size_t dropped = hashes.size() - kept_hashes.size();
+  ranges.swap(kept_ranges);
+  hashes.swap(kept_hashes);
+  return dropped;
+}
+
 namespace {
 
-uint32_t BlockHash(const crdt::BlockedFilter& filter, uint64_t block, uint64_t salt) {
+uint32_t HashBlockWords(uint64_t block, uint64_t salt, const std::array<uint64_t, crdt::kWordsPerBlock>& words) {
   uint64_t h = crdt::Mix64(salt ^ block);
-  for (uint64_t w = 0; w < crdt::kWordsPerBlock; ++w) h = crdt::Mix64(h ^ filter.LoadWord(block * crdt::kWordsPerBlock + w));
+  for (uint64_t word : words) h = crdt::Mix64(h ^ word);
   return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+uint32_t BlockHash(const crdt::BlockedFilter& filter, uint64_t block, uint64_t salt) {
+  std::array<uint64_t, crdt::kWordsPerBlock> words;
+  for (uint64_t w = 0; w < crdt::kWordsPerBlock; ++w) words[w] = filter.LoadWord(block * crdt::kWordsPerBlock + w);
+  return HashBlockWords(block, salt, words);
 }
 
 bool InMask(std::string_view blocks, uint64_t i) { return (static_cast<uint8_t>(blocks[i / 8]) >> (i % 8)) & 1; }
@@ -181,6 +210,28 @@ void AppendBlockHashes(const crdt::BlockedFilter& filter, uint64_t range, uint64
                        google::protobuf::RepeatedField<uint32_t>* out) {
   const RangeSpan span = SpanOf(filter.shape(), range);
   for (uint64_t b = span.first_block; b < span.first_block + span.blocks; ++b) out->Add(BlockHash(filter, b, salt));
+}
+
+void AppendTheirBlockHashes(const crdt::BlockedFilter& filter, uint64_t range, uint64_t salt,
+                            std::span<const crdt::WordBits> theirs, std::string_view blocks,
+                            std::vector<uint32_t>* out) {
+  const RangeSpan span = SpanOf(filter.shape(), range);
+  assert(blocks.empty() || blocks.size() == (span.blocks + 7) / 8);
+  size_t next = 0;  // into theirs, ascending
+  for (uint64_t i = 0; i < span.blocks; ++i) {
+    const uint64_t block = span.first_block + i;
+    if (!blocks.empty() && !InMask(blocks, i)) {
+      out->push_back(BlockHash(filter, block, salt));
+      continue;
+    }
+    std::array<uint64_t, crdt::kWordsPerBlock> words{};
+    for (; next < theirs.size() && theirs[next].index / crdt::kWordsPerBlock <= block; ++next) {
+      assert(theirs[next].index / crdt::kWordsPerBlock == block);
+      words[theirs[next].index % crdt::kWordsPerBlock] = theirs[next].bits;
+    }
+    out->push_back(HashBlockWords(block, salt, words));
+  }
+  assert(next == theirs.size());
 }
 
 std::string DifferingBlocks(const crdt::BlockedFilter& filter, uint64_t range, uint64_t salt,

@@ -105,16 +105,29 @@ struct UnansweredBlocks {
   uint64_t epoch = 0;
   uint32_t layer = 0;
   uint64_t salt = 0;
-  std::vector<uint64_t> ranges;  // ascending
+  std::vector<uint64_t> ranges;  // in the order they are to be answered
   std::vector<uint32_t> hashes;  // each range's blocks' hashes (BlocksInRange), in order
   // Forgets the first `n` ranges and their hashes; `blocks`: the generation's.
   void DropFront(size_t n, uint64_t blocks);
+  // Forgets the ranges in `newer` (a later leg's, of the same generation)
+  // and their hashes: the later hashes are the fresher. Returns the number
+  // of hashes dropped.
+  size_t DropRanges(std::span<const uint64_t> newer, uint64_t blocks);
 };
 // Appends the salted hash of each block of `range`. The salt changes from
 // exchange to exchange, so that two blocks whose hashes collide (2^-32) are
 // told apart by the next one.
 void AppendBlockHashes(const crdt::BlockedFilter& filter, uint64_t range, uint64_t salt,
                        google::protobuf::RepeatedField<uint32_t>* out);
+// The hashes AppendBlockHashes would give for the peer's copy of `range`, as
+// its contents of the range show it: `theirs` (canonical words of the range,
+// as DecodeRange returns them) for each block in `blocks` (their RangeData
+// bitmap; every block when empty), and ours for any other block (the peer
+// left it out because it was equal). An answer cut by the budget keeps these
+// for the ranges it did not get to, as a content leg keeps the peer's hashes.
+void AppendTheirBlockHashes(const crdt::BlockedFilter& filter, uint64_t range, uint64_t salt,
+                            std::span<const crdt::WordBits> theirs, std::string_view blocks,
+                            std::vector<uint32_t>* out);
 // The blocks of `range` whose hashes differ from `theirs` (that range's
 // hashes, one per block) as a RangeData.blocks bitmap; empty if none.
 std::string DifferingBlocks(const crdt::BlockedFilter& filter, uint64_t range, uint64_t salt,

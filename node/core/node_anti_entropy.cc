@@ -217,8 +217,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
       if (down_bytes > kSyncChunkBytes) flush_down();
       wire::GenerationSummary* g = down_generation(*state, *sub);
       Summarize(ours, blocks, sub->epoch, theirs->level() - 1, ChildItems(theirs->level(), differing, RangeCount(blocks)),
-                g);
-      if (sub->layer > 0) g->set_layer(sub->layer);
+                g);  // down_generation set the layer; Summarize leaves it
       down_bytes += 32 + 20 * static_cast<size_t>(g->summaries_size());  // a summary and its item
     }
   }
@@ -296,6 +295,17 @@ bool Node::Impl::KeepCutLeg(const Address& peer, UnansweredBlocks hashes, bool l
   if (leg.rest.empty()) leg = CutLeg{};  // served whole before: a new leg
   leg.kept = now;
   leg.leg_cut |= leg_cut;
+  // A range kept before and again now goes once, with the newer hashes: a
+  // peer's answer and its contents both kept here were each sent again, the
+  // second time all but stale, and a leg with too few new bits stops the
+  // peer's resumes (kContinueYield).
+  const uint64_t blocks = LayerBlocks(hashes.params, crdt::SlotOf(hashes.epoch, hashes.layer));
+  for (auto older = leg.rest.begin(); older != leg.rest.end();) {
+    if (older->params == hashes.params && older->epoch == hashes.epoch && older->layer == hashes.layer) {
+      leg.hashes -= older->DropRanges(hashes.ranges, blocks);
+    }
+    older = older->ranges.empty() ? leg.rest.erase(older) : std::next(older);
+  }
   if (leg.hashes + hashes.hashes.size() > kMaxCutLegHashes) {
     leg.leg_cut = true;  // left to a new descent
     return !leg.rest.empty();
@@ -413,6 +423,7 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   NoteExchange();
   ApplyCatalog(catalog);
   RangesWriter writer(this, from, false);
+  bool answer_kept = false;  // a cut answer's rest is kept (cut_legs)
   uint64_t repaired = 0, new_bits = 0;
   struct NewBits {
     std::shared_ptr<const FilterState> state;
@@ -451,10 +462,25 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
         const std::vector<std::vector<crdt::WordBits>>& data = d.words[static_cast<size_t>(gi)];
         for (int i = 0; i < g.data_size(); ++i) theirs[g.data(i).range()] = {data[static_cast<size_t>(i)], g.data(i).blocks()};
         writer.BeginGeneration(slot);
-        for (uint64_t r : g.wanted()) {
-          const auto it = theirs.find(r);
+        for (int i = 0; i < g.wanted_size(); ++i) {
+          const auto it = theirs.find(g.wanted(i));
           const Theirs t = it == theirs.end() ? Theirs{} : it->second;
-          if (!writer.AddRange(*sub->filter, r, t.words, t.blocks)) break;
+          if (writer.AddRange(*sub->filter, g.wanted(i), t.words, t.blocks)) continue;
+          // Cut by the budget: keep the rest as their block hashes, so that
+          // the requester's resume brings the rest of the answer (as our
+          // blocks that differ from theirs) in one leg, where a new descent
+          // takes three. (jepsen heal-under-load: the larger side's answers
+          // were cut at every budget, and each descent left the node that
+          // asked idle for 0.5-0.8 s.)
+          UnansweredBlocks rest{state->entry.params, sub->epoch, sub->layer, rng.Next(), {}, {}};
+          for (int j = i; j < g.wanted_size(); ++j) {
+            const auto at = theirs.find(g.wanted(j));
+            const Theirs tj = at == theirs.end() ? Theirs{} : at->second;
+            rest.ranges.push_back(g.wanted(j));
+            AppendTheirBlockHashes(*sub->filter, g.wanted(j), rest.salt, tj.words, tj.blocks, &rest.hashes);
+          }
+          answer_kept |= KeepCutLeg(from, std::move(rest), /*leg_cut=*/false);
+          break;
         }
       }
     }
@@ -469,12 +495,21 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   if (!bulk) {
     for (const NewBits& b : fresh) Buffer(*b.state, b.slot, b.words);
   }
+  if (answer_kept) {
+    writer.SetResumable();
+    // Ranges past the leg this answers differ too (its block-hash leg was
+    // cut): once the kept rest is served, its last frame says `more`, and
+    // the peer descends again, as it would have on a cut answer.
+    if (msg.more() && !msg.resumable()) cut_legs[from].leg_cut = true;
+  }
   writer.Flush();
   // The sender's budget ran out: go on at once, if this leg was worth it
   // (kContinueYield). The receiver of the bulk clocks it: the next budget's
   // worth comes once this one is merged, so a big repair goes as fast
   // as this node digests it, and never piles up in a queue.
-  if (msg.more() && carried > 0 && (new_bits + writer.bits()) * kContinueYield >= carried) {
+  const bool left_to_the_kept_answer = answer_kept && !msg.resumable();
+  if (msg.more() && !left_to_the_kept_answer && carried > 0 &&
+      (new_bits + writer.bits()) * kContinueYield >= carried) {
     Stats([](NodeCounters& s) { ++s.anti_entropy_continued; });
     if (msg.resumable()) {
       // The sender kept the rest of the leg (cut_legs): it goes on from

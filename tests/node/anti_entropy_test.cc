@@ -267,6 +267,63 @@ TEST(AntiEntropyBlocks, UnansweredBlocksDropTheAnsweredRangesAndTheirHashes) {
   EXPECT_TRUE(kept.hashes.empty());
 }
 
+TEST(AntiEntropyBlocks, UnansweredBlocksDropTheRangesANewerLegKept) {
+  const uint64_t blocks = 20'005;  // 20 blocks per range, the last range of 5
+  const uint64_t last = RangeCount(blocks) - 1;
+  UnansweredBlocks kept;
+  kept.ranges = {9, last, 3};  // in the order they are to be answered
+  for (uint64_t r : kept.ranges) {
+    for (uint64_t b = 0; b < BlocksInRange(blocks, r); ++b) kept.hashes.push_back(static_cast<uint32_t>(r * 1000 + b));
+  }
+  EXPECT_EQ(kept.DropRanges(std::vector<uint64_t>{4, 5}, blocks), 0u);
+  EXPECT_EQ(kept.hashes.size(), 45u);
+  EXPECT_EQ(kept.DropRanges(std::vector<uint64_t>{last, 2}, blocks), 5u);
+  EXPECT_EQ(kept.ranges, (std::vector<uint64_t>{9, 3}));
+  ASSERT_EQ(kept.hashes.size(), 40u);
+  EXPECT_EQ(kept.hashes[19], 9019u);
+  EXPECT_EQ(kept.hashes[20], 3000u);
+  EXPECT_EQ(kept.DropRanges(std::vector<uint64_t>{3, 9}, blocks), 40u);
+  EXPECT_TRUE(kept.ranges.empty());
+  EXPECT_TRUE(kept.hashes.empty());
+}
+
+// A cut answer keeps the peer's block hashes as its contents show them: the
+// same hashes the peer would have sent for the blocks it sent, and ours for
+// the blocks it left out (equal when it chose).
+TEST(AntiEntropyBlocks, TheirBlockHashesFromTheirContentsAreTheHashesTheyWouldSend) {
+  const crdt::FilterShape shape{20'005, 7};  // 20 blocks per range
+  auto theirs = crdt::BlockedFilter::Create(shape);
+  auto ours = crdt::BlockedFilter::Create(shape);
+  ASSERT_TRUE(theirs.ok() && ours.ok());
+  Rng rng(5);
+  for (int i = 0; i < 40000; ++i) (*theirs)->Add(rng.Next());  // ~2 keys a block
+  for (int i = 0; i < 40000; ++i) (*ours)->Add(rng.Next());
+  const uint64_t range = 17, salt = 0x1234;
+  google::protobuf::RepeatedField<uint32_t> sent, ours_hashes;
+  AppendBlockHashes(**theirs, range, salt, &sent);
+  AppendBlockHashes(**ours, range, salt, &ours_hashes);
+  const std::vector<crdt::WordBits> all = (*theirs)->ExportBlocks(range * 20, 20);
+  // Every block: all of the hashes are theirs.
+  std::vector<uint32_t> got;
+  AppendTheirBlockHashes(**ours, range, salt, all, {}, &got);
+  EXPECT_EQ(got, std::vector<uint32_t>(sent.begin(), sent.end()));
+  // Blocks 0, 3 and 19 only: those are theirs, the others ours.
+  std::string mask(3, '\0');
+  mask[0] = 0b1001;
+  mask[2] = 0b1000;
+  std::vector<crdt::WordBits> some;
+  for (const crdt::WordBits& w : all) {
+    const uint64_t b = w.index / crdt::kWordsPerBlock - range * 20;
+    if (b == 0 || b == 3 || b == 19) some.push_back(w);
+  }
+  got.clear();
+  AppendTheirBlockHashes(**ours, range, salt, some, mask, &got);
+  ASSERT_EQ(got.size(), 20u);
+  for (size_t b = 0; b < 20; ++b) {
+    EXPECT_EQ(got[b], (b == 0 || b == 3 || b == 19) ? sent[static_cast<int>(b)] : ours_hashes[static_cast<int>(b)]) << b;
+  }
+}
+
 TEST(AntiEntropyBlocks, MalformedBlockHashesAndBitmapsAreRejected) {
   const crdt::FilterShape shape{20'005, 7};  // 20 blocks per range, the last range of 5
   absl::StatusOr<std::unique_ptr<crdt::BlockedFilter>> filter = crdt::BlockedFilter::Create(shape);
