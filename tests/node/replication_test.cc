@@ -402,6 +402,16 @@ TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOutBlockByBlock) { Conti
 // hashes its sender kept, at the receiver's request (SyncRequest.resume):
 // one leg per budget instead of a new descent (three legs) that would
 // start again from the first differing range.
+// The resumes and the descents (a new exchange's first request) in `env`.
+void CountExchangeStarts(const wire::Envelope& env, uint64_t& resumes, uint64_t& descents) {
+  if (!env.has_sync_request()) return;
+  if (env.sync_request().resume()) {
+    ++resumes;
+  } else if (!env.sync_request().partial()) {
+    ++descents;
+  }
+}
+
 TEST(Replication, ACutContentLegGoesOnWhereItStopped) {
   ClusterOptions o = Options(2, 26);
   o.filters = {SharedFilter("crawl", 1'000'000)};  // 1024 ranges of 19 blocks: 80 KB of block hashes
@@ -415,13 +425,7 @@ TEST(Replication, ACutContentLegGoesOnWhereItStopped) {
   o.drop = [&](size_t from, const Outgoing&, const wire::Envelope& env) {
     if (dissemination) return false;
     if (env.has_tree() || env.has_gossip()) return true;
-    if (env.has_sync_request()) {
-      if (env.sync_request().resume()) {
-        ++resumes;
-      } else if (!env.sync_request().partial()) {
-        ++descents;
-      }
-    }
+    CountExchangeStarts(env, resumes, descents);
     if (env.has_sync_ranges() && env.sync_ranges().reply()) {
       if (env.sync_ranges().resumable()) ++resumable;
       for (const wire::FilterRanges& fr : env.sync_ranges().filters()) {
@@ -476,13 +480,7 @@ TEST(Replication, ACutAnswerGoesOnWhereItStopped) {
   o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
     if (dissemination) return false;
     if (env.has_tree() || env.has_gossip()) return true;
-    if (env.has_sync_request()) {
-      if (env.sync_request().resume()) {
-        ++resumes;
-      } else if (!env.sync_request().partial()) {
-        ++descents;
-      }
-    }
+    CountExchangeStarts(env, resumes, descents);
     if (env.has_sync_ranges() && !env.sync_ranges().reply() && env.sync_ranges().resumable()) ++resumable_answers;
     return false;
   };
