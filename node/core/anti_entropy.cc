@@ -148,8 +148,9 @@ std::vector<uint64_t> ChildItems(uint32_t level, std::span<const uint64_t> items
 // Rice codes); a bitmap is a copy of the words each way. At 5x the heal
 // took 2.6-4.5 s, median 3.4 s, over seeds 1-8, against 3.6-6.0 s, median
 // 4.5 s, at 3x, for twice the bytes (168-235 MB of ranges from the five
-// nodes, against 67-139 MB; simulation/README.md, "Bitmaps from 3% fill"). Steady-state ranges, sparse with the bits in flight, stay Rice
-// coded: pollen-sim's N=100, 20,000 adds/s row, 952 -> 954 bytes per key.
+// nodes, against 67-139 MB; simulation/README.md, "Bitmaps from 3% fill").
+// Steady-state ranges, sparse with the bits in flight, stay Rice coded:
+// pollen-sim's N=100, 20,000 adds/s row, 952 -> 954 bytes per key.
 constexpr double kRangeBitmapCostRatio = 5.0;
 
 uint64_t BlocksInRange(uint64_t blocks, uint64_t range) {
