@@ -877,9 +877,9 @@ struct Node::Impl {
   // each generation at `level` (a digest, group hashes or range summaries).
   void StartAntiEntropy(const Address& peer, bool by_stream = false, uint32_t level = kDigestLevel);
 
-  // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
   // Into `reply`: this node's catalog entries that differ from the request's.
   void CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const;
+  // Accumulates SyncRanges frames for one peer, flushing at the chunk size.
   class RangesWriter {
    public:
     RangesWriter(Impl* impl, Address to, bool reply) : impl_(impl), to_(std::move(to)), reply_(reply) {}
