@@ -116,6 +116,7 @@ void Node::Tick(Time now) {
     impl.GossipRound();
     impl.next_gossip = now + impl.config.gossip_interval;
   }
+  impl.ServeWaitingBulk();
   if (now >= impl.next_anti_entropy && now < impl.ae_busy_until) {
     impl.next_anti_entropy = impl.ae_busy_until;  // in an exchange already: this run waits for its end
   } else if (now >= impl.next_anti_entropy) {
@@ -131,7 +132,7 @@ Time Node::NextWakeup() const {
   Time next = std::min({impl.membership->NextWakeup(), impl.next_gossip, impl.next_anti_entropy, impl.next_push});
   if (impl.delivery != nullptr) next = std::min(next, std::max(impl.now, impl.delivery->NextWakeup()));
   return std::min({next, impl.NextRotationDeadline(), impl.NextRouteDeadline(),
-                   impl.NextCheckWakeup()});
+                   impl.NextCheckWakeup(), impl.NextBulkWakeup()});
 }
 
 std::vector<Outgoing> Node::TakeOutgoing() {

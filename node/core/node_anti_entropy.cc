@@ -363,6 +363,35 @@ void Node::Impl::ResumeCutLeg(const Address& from) {
   writer.Flush();
 }
 
+bool Node::Impl::ClockBulk(const Address& from) {
+  if (bulk_clocked.empty() || bulk_clocked == from || now - bulk_clocked_seen > kBulkQuiet) {
+    bulk_clocked = from;
+    bulk_clocked_seen = now;
+    return true;
+  }
+  // Full: this one is dropped, and the peer's next timed run descends again.
+  if (std::find(bulk_waiting.begin(), bulk_waiting.end(), from) == bulk_waiting.end() &&
+      bulk_waiting.size() < kMaxCutLegs) {
+    bulk_waiting.push_back(from);
+  }
+  assert(bulk_waiting.size() <= kMaxCutLegs);
+  return false;
+}
+
+void Node::Impl::ServeWaitingBulk() {
+  if (bulk_waiting.empty() || now - bulk_clocked_seen <= kBulkQuiet) return;
+  const Address peer = std::move(bulk_waiting.front());
+  bulk_waiting.pop_front();
+  bulk_clocked = peer;
+  bulk_clocked_seen = now;
+  // A new descent rather than a resume: the ranges made equal meanwhile
+  // (by the repair this node clocked) drop out. The roles turn, too: the
+  // peer sent its contents against our block hashes; from this side's
+  // level-0 summaries it sends its hashes, we send our contents, and it
+  // answers with only the bits we still lack.
+  StartAntiEntropy(peer, /*by_stream=*/true, /*level=*/0);
+}
+
 void Node::Impl::CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const {
   // Our entries the requester lacks or holds otherwise (another incarnation
   // or epoch): equal replicas then have nothing to say at all.
@@ -508,8 +537,10 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
   // worth comes once this one is merged, so a big repair goes as fast
   // as this node digests it, and never piles up in a queue.
   const bool left_to_the_kept_answer = answer_kept && !msg.resumable();
+  const bool bulk_frame = carried >= kBulkRepairBits;
+  if (bulk_frame && from == bulk_clocked) bulk_clocked_seen = now;
   if (msg.more() && !left_to_the_kept_answer && carried > 0 &&
-      (new_bits + writer.bits()) * kContinueYield >= carried) {
+      (new_bits + writer.bits()) * kContinueYield >= carried && (!bulk_frame || ClockBulk(from))) {
     Stats([](NodeCounters& s) { ++s.anti_entropy_continued; });
     if (msg.resumable()) {
       // The sender kept the rest of the leg (cut_legs): it goes on from

@@ -8,6 +8,7 @@
 #include "node/core/anti_entropy.h"
 #include "node/core/catalog.h"
 #include "node/core/dissemination.h"
+#include "node/core/node_impl.h"
 #include "tests/node/cluster.h"
 
 namespace pollen::node::testing {
@@ -546,6 +547,85 @@ TEST(Replication, AResumeForNoKeptLegStartsAnExchangeAndAMalformedOneIsRejected)
   send_resume(/*malformed=*/false);
   EXPECT_EQ(c.node(0).Counters().rejected_by_reason["malformed"], rejected + 1);
   EXPECT_EQ(c.node(0).Counters().anti_entropy_resumed, 0u);
+}
+
+// After a heal, every member of the other side may send its contents to the
+// same node at once, each carrying the same bits. A node continues one bulk
+// repair at a time (the one it clocks): another's continuation waits until
+// that one has gone quiet, then goes on as a new descent from this side.
+TEST(Replication, ANodeContinuesOneBulkRepairAtATime) {
+  ClusterOptions o = Options(3, 29);
+  o.filters = {SharedFilter("crawl", 1'000'000)};  // 1024 ranges of ~9,400 bits
+  o.anti_entropy_interval = 1000s;
+  o.anti_entropy_max_interval = 1000s;
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  c.RunFor(5s);
+  auto entry = MakeCatalogEntry(SharedFilter("crawl", 1'000'000), TestSecret(), 0, "");
+  ASSERT_TRUE(entry.ok());
+  auto info = c.node(0).Info("crawl");
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->generations.size(), 1u);
+  // The other side's contents: ~7% of the bits, which node 0 lacks.
+  auto theirs = crdt::BlockedFilter::Create(entry->params.shape);
+  ASSERT_TRUE(theirs.ok());
+  Rng rng(30);
+  for (int i = 0; i < 100'000; ++i) (*theirs)->Add(rng.Next());
+  Forger forger(TestSecret());
+  // A first content leg from node `from` of ranges [first, first + 100),
+  // cut by the budget (`more`): ~47,000 bits, a bulk repair.
+  auto content_leg = [&](size_t from, uint64_t first) {
+    wire::Envelope env;
+    env.set_version(kWireVersion);
+    env.set_sender_name(NameOf(from));
+    env.set_sender_address(AddressOf(from));
+    wire::SyncRanges* sr = env.mutable_sync_ranges();
+    sr->set_reply(true);
+    sr->set_more(true);
+    wire::FilterRanges* fr = sr->add_filters();
+    ToWire(entry->params, fr->mutable_filter());
+    fr->set_epoch(info->epoch);
+    wire::GenerationRanges* g = fr->add_generations();
+    g->set_epoch(info->generations[0].epoch);
+    g->set_blocks_per_range(BlocksPerRange(entry->params.shape.blocks));
+    uint64_t bits = 0;
+    for (uint64_t r = first; r < first + 100; ++r) bits += EncodeRange(**theirs, r, g->add_data());
+    EXPECT_GE(bits, kBulkRepairBits);
+    return forger.Seal(env, /*set_defaults=*/false);
+  };
+  // Exchanges node 0 starts (or resumes) with node `to` among what it sent.
+  auto continuations_to = [&](size_t to) {
+    uint64_t n = 0;
+    for (const Outgoing& out : c.node(0).TakeOutgoing()) {
+      std::optional<wire::Envelope> sent = Peek(TestSecret(), out.bytes);
+      EXPECT_TRUE(sent.has_value());
+      if (out.to == AddressOf(to) && sent->has_sync_request() && !sent->sync_request().partial()) ++n;
+    }
+    return n;
+  };
+  (void)c.node(0).TakeOutgoing();
+  const Time t = c.now();
+  c.node(0).HandleStreamFrame(AddressOf(1), content_leg(1, 0), t);
+  EXPECT_EQ(continuations_to(1), 1u) << "node 0 clocks node 1's repair";
+  c.node(0).HandleStreamFrame(AddressOf(2), content_leg(2, 100), t + 10ms);
+  EXPECT_EQ(continuations_to(2), 0u) << "node 2's waits while node 1's goes on";
+  c.node(0).HandleStreamFrame(AddressOf(1), content_leg(1, 200), t + 100ms);
+  EXPECT_EQ(continuations_to(1), 1u) << "the clocked repair goes on";
+  EXPECT_EQ(continuations_to(2), 0u);
+  // The bits of all three legs came in, the waiting repair's too: 300 of
+  // the 1024 ranges.
+  EXPECT_GT(c.node(0).Info("crawl")->generations[0].set_bits, (*theirs)->CountSetBits() / 4);
+  // Node 1's repair goes quiet; node 2's goes on, as a new descent.
+  c.node(0).Tick(t + 100ms + kBulkQuiet / 2);
+  EXPECT_EQ(continuations_to(2), 0u) << "not quiet yet";
+  const Time quiet = c.node(0).NextWakeup();
+  EXPECT_LE(quiet, t + 100ms + kBulkQuiet + 1ms);
+  c.node(0).Tick(t + 100ms + kBulkQuiet + 1ms);
+  EXPECT_EQ(continuations_to(2), 1u);
+  // Without a repair under way, a bulk leg is continued at once.
+  c.node(0).HandleStreamFrame(AddressOf(2), content_leg(2, 300), t + 200ms + kBulkQuiet);
+  EXPECT_EQ(continuations_to(2), 1u) << "node 2's is the clocked one now";
 }
 
 TEST(Replication, ConvergesUnderHeavyDatagramLoss) {
