@@ -364,12 +364,13 @@ void Node::Impl::ResumeCutLeg(const Address& from) {
 }
 
 bool Node::Impl::ClockBulk(const Address& from) {
-  if (bulk_clocked.empty() || bulk_clocked == from || now - bulk_clocked_seen > kBulkQuiet) {
+  if (bulk_clocked.empty() || bulk_clocked == from || BulkQuiet()) {
     bulk_clocked = from;
     bulk_clocked_seen = now;
     return true;
   }
-  // Full: this one is dropped, and the peer's next timed run descends again.
+  // It waits, once. When kMaxCutLegs peers wait already, it is dropped, and
+  // that peer's next timed run descends again.
   if (std::find(bulk_waiting.begin(), bulk_waiting.end(), from) == bulk_waiting.end() &&
       bulk_waiting.size() < kMaxCutLegs) {
     bulk_waiting.push_back(from);
@@ -379,7 +380,7 @@ bool Node::Impl::ClockBulk(const Address& from) {
 }
 
 void Node::Impl::ServeWaitingBulk() {
-  if (bulk_waiting.empty() || now - bulk_clocked_seen <= kBulkQuiet) return;
+  if (bulk_waiting.empty() || !BulkQuiet()) return;
   const Address peer = std::move(bulk_waiting.front());
   bulk_waiting.pop_front();
   bulk_clocked = peer;
@@ -490,10 +491,13 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
         std::map<uint64_t, Theirs> theirs;
         const std::vector<std::vector<crdt::WordBits>>& data = d.words[static_cast<size_t>(gi)];
         for (int i = 0; i < g.data_size(); ++i) theirs[g.data(i).range()] = {data[static_cast<size_t>(i)], g.data(i).blocks()};
+        const auto theirs_of = [&theirs](uint64_t range) {
+          const auto it = theirs.find(range);
+          return it == theirs.end() ? Theirs{} : it->second;
+        };
         writer.BeginGeneration(slot);
         for (int i = 0; i < g.wanted_size(); ++i) {
-          const auto it = theirs.find(g.wanted(i));
-          const Theirs t = it == theirs.end() ? Theirs{} : it->second;
+          const Theirs t = theirs_of(g.wanted(i));
           if (writer.AddRange(*sub->filter, g.wanted(i), t.words, t.blocks)) continue;
           // Cut by the budget: keep the rest as their block hashes, so that
           // the requester's resume brings the rest of the answer (as our
@@ -503,8 +507,7 @@ void Node::Impl::HandleSyncRanges(const Address& from, const wire::SyncRanges& m
           // asked idle for 0.5-0.8 s.)
           UnansweredBlocks rest{state->entry.params, sub->epoch, sub->layer, rng.Next(), {}, {}};
           for (int j = i; j < g.wanted_size(); ++j) {
-            const auto at = theirs.find(g.wanted(j));
-            const Theirs tj = at == theirs.end() ? Theirs{} : at->second;
+            const Theirs tj = theirs_of(g.wanted(j));
             rest.ranges.push_back(g.wanted(j));
             AppendTheirBlockHashes(*sub->filter, g.wanted(j), rest.salt, tj.words, tj.blocks, &rest.hashes);
           }

@@ -1031,7 +1031,9 @@ struct Node::Impl {
   // Once the clocked repair has gone quiet (kBulkQuiet), the first waiting
   // peer's repair goes on as a new descent from this side (Tick).
   void ServeWaitingBulk();
-  Time NextBulkWakeup() const {
+  // The clocked repair has sent no bulk frame for over kBulkQuiet (or there is none).
+  bool BulkQuiet() const { return now - bulk_clocked_seen > kBulkQuiet; }
+  Time NextBulkWakeup() const {  // when BulkQuiet() turns true, while a peer waits
     return bulk_waiting.empty() ? Time::max() : bulk_clocked_seen + kBulkQuiet + Duration(1);
   }
 
