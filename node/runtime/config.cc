@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -76,6 +77,15 @@ absl::Status SetDur(node::Duration* out, std::string_view v, node::Duration lo, 
                v);
   }
   *out = *d;
+  return absl::OkStatus();
+}
+
+absl::Status SetBytes(uint64_t* out, std::string_view v, uint64_t lo, uint64_t hi) {
+  absl::StatusOr<uint64_t> x = ParseByteSize(v);
+  if (!x.ok() || *x < lo || *x > hi) {
+    return Bad(Cat("expected a size in [", FormatByteSize(lo), ", ", FormatByteSize(hi), "] like 512mb or 1gb"), v);
+  }
+  *out = *x;
   return absl::OkStatus();
 }
 
@@ -176,6 +186,13 @@ const std::vector<Option>& Options() {
        Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBool(&c.resp_latency_tracking, v); }},
       {"resp-max-clients", "10000", "Most concurrent RESP connections", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.resp_max_clients, v, 1, 1000000); }},
+      {"proto-max-bulk-len", "32mb",
+       "Largest RESP argument accepted, as Redis' proto-max-bulk-len (1mb to 512mb); BF.SCANDUMP sizes its "
+       "chunks to fit it",
+       Where::kAnywhere,
+       [](DaemonConfig& c, std::string_view v) {
+         return SetBytes(&c.proto_max_bulk_len, v, uint64_t{1} << 20, uint64_t{512} << 20);
+       }},
       {"resp-idle-timeout", "300s", "Close RESP connections idle this long (0 = never)", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetDur(&c.resp_idle_timeout, v, Dur(0), hours(24 * 7)); }},
       {"http-bind", "127.0.0.1:9464", "HTTP address for the status page (/) and /metrics, /healthz, /readyz (empty = off)",
@@ -374,6 +391,34 @@ absl::StatusOr<node::Duration> ParseDuration(std::string_view text) {
   constexpr uint64_t kMaxDurationMs = uint64_t{100} * 365 * 24 * 3'600'000;
   if (n > kMaxDurationMs / unit_ms) return absl::InvalidArgumentError("duration too long");
   return node::Duration(std::chrono::milliseconds(n * unit_ms));
+}
+
+absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
+  text = Strip(text);
+  size_t i = 0;
+  while (i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == 0 || i > 20) return absl::InvalidArgumentError("bad size");
+  uint64_t n = 0;
+  if (!ParseUnsigned(text.substr(0, i), &n)) return absl::InvalidArgumentError("bad size");
+  const std::string unit = absl::AsciiStrToLower(AV(text.substr(i)));
+  uint64_t scale = 0;
+  if (unit.empty()) scale = 1;
+  if (unit == "k") scale = 1000;
+  if (unit == "kb") scale = uint64_t{1} << 10;
+  if (unit == "m") scale = 1000'000;
+  if (unit == "mb") scale = uint64_t{1} << 20;
+  if (unit == "g") scale = 1000'000'000;
+  if (unit == "gb") scale = uint64_t{1} << 30;
+  if (scale == 0) return absl::InvalidArgumentError("bad size unit");
+  if (n > std::numeric_limits<uint64_t>::max() / scale) return absl::InvalidArgumentError("size too large");
+  return n * scale;
+}
+
+std::string FormatByteSize(uint64_t bytes) {
+  if (bytes != 0 && bytes % (uint64_t{1} << 30) == 0) return Cat(bytes >> 30, "gb");
+  if (bytes != 0 && bytes % (uint64_t{1} << 20) == 0) return Cat(bytes >> 20, "mb");
+  if (bytes != 0 && bytes % (uint64_t{1} << 10) == 0) return Cat(bytes >> 10, "kb");
+  return Cat(bytes);
 }
 
 std::string FormatDuration(node::Duration d) {
@@ -647,6 +692,7 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "resp-busy-poll-us = " << c.resp_busy_poll_us << "\n"
       << "resp-latency-tracking = " << (c.resp_latency_tracking ? "true" : "false") << "\n"
       << "resp-max-clients = " << c.resp_max_clients << "\n"
+      << "proto-max-bulk-len = " << FormatByteSize(c.proto_max_bulk_len) << "\n"
       << "resp-idle-timeout = " << FormatDuration(c.resp_idle_timeout) << "\n"
       << "http-bind = " << c.http_bind << "\n"
       << "data-dir = " << c.data_dir << "\n"

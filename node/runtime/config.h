@@ -52,6 +52,7 @@ struct DaemonConfig {
   uint32_t resp_busy_poll_us = 50;
   bool resp_latency_tracking = true;
   uint32_t resp_max_clients = 0;
+  uint64_t proto_max_bulk_len = 0;  // bytes in one RESP argument (Redis' proto-max-bulk-len)
   node::Duration resp_idle_timeout{0};
 
   std::string http_bind;     // "" = HTTP disabled
@@ -120,5 +121,11 @@ std::string RenderConfig(const DaemonConfig& config);
 // Parses durations like "250ms", "10s", "5m", "1h", "0".
 absl::StatusOr<node::Duration> ParseDuration(std::string_view text);
 std::string FormatDuration(node::Duration d);
+
+// Parses sizes as Redis' config does: a byte count, or an integer with k, m, g
+// (10^3, 10^6, 10^9) or kb, mb, gb (2^10, 2^20, 2^30), any case.
+absl::StatusOr<uint64_t> ParseByteSize(std::string_view text);
+// The shortest exact form ParseByteSize reads back: "32mb", "1000", "3gb".
+std::string FormatByteSize(uint64_t bytes);
 
 }  // namespace pollen::runtime

@@ -212,6 +212,9 @@ int RunDaemon(int argc, char** argv) {
   };
   ctx->password = config.resp_password;
   ctx->limits.max_clients = config.resp_max_clients;
+  ctx->limits.max_bulk_bytes = config.proto_max_bulk_len;
+  // A client's unparsed input must hold one whole argument and its command.
+  ctx->limits.max_query_bytes = std::max<size_t>(ctx->limits.max_query_bytes, config.proto_max_bulk_len + (1u << 20));
   ctx->latency_tracking = config.resp_latency_tracking;
   ctx->limits.idle_timeout = std::chrono::duration_cast<std::chrono::seconds>(config.resp_idle_timeout);
   ctx->default_filter = default_filter;

@@ -681,6 +681,42 @@ def bf_scandump_loadchunk():
 
 
 @check
+def bf_scandump_loadchunk_100mib():
+    # A backup of a filter over 16 MiB restores: every chunk SCANDUMP gives
+    # fits the server's bulk limit (proto-max-bulk-len), so LOADCHUNK takes it
+    # back. (Pollen once sent 16 MiB of words plus its 44-byte chunk header,
+    # one more than its 16 MiB limit: the restore lost the connection.)
+    bf = BF
+    k = key("dump-100mib")
+    R.execute_command("BF.RESERVE", k, 0.01, 90_000_000, "NONSCALING")
+    size = R.execute_command("BF.INFO", k, "SIZE")
+    size = size[0] if isinstance(size, list) else size
+    expect(size >= 100 << 20, f"the filter holds at least 100 MiB: {size}")
+    items = [f"https://example.com/{i}" for i in range(20_000)]
+    for i in range(0, len(items), 1000):
+        bf.madd(k, *items[i:i + 1000])
+    limit = int(R.config_get("proto-max-bulk-len")["proto-max-bulk-len"])
+    chunks, it = [], 0
+    for _ in range(100_000):
+        it, data = bf.scandump(k, it)
+        if it == 0:
+            break
+        expect(len(data) <= limit, f"chunk {it} has {len(data)} bytes, over proto-max-bulk-len {limit}")
+        chunks.append((it, data))
+    expect_eq(it, 0, "the scan ends with iterator 0")
+    expect_eq(R.delete(k), 1, "DEL of the dumped filter")
+    for it_, data in chunks:
+        bf.loadchunk(k, it_, data)
+    restored = R.execute_command("BF.INFO", k, "SIZE")
+    expect_eq(restored[0] if isinstance(restored, list) else restored, size, "the restored filter's size")
+    got = []
+    for i in range(0, len(items), 1000):
+        got += bf.mexists(k, *items[i:i + 1000])
+    expect_eq(sum(got), len(items), "every item reads as present after the restore")
+    expect_eq(R.delete(k), 1, "DEL of the restored filter")
+
+
+@check
 def module_list_shows_bf():
     if not hasattr(R, "module_list"):
         print(f"  NOTE: redis-py {redis.__version__} has no module_list(); using MODULE LIST directly")

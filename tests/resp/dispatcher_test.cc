@@ -8,7 +8,9 @@
 
 #include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
+#include "node/runtime/resp/bloom_dump.h"
 #include "node/runtime/resp/commands.h"
+#include "node/runtime/resp/request_parser.h"
 #include "node/runtime/resp/reply_reader.h"
 #include "tests/resp/resp_test_util.h"
 
@@ -490,6 +492,66 @@ std::string Do(testing::NodeFixture& f, Session& session, std::vector<std::strin
   std::string out;
   Dispatch(f.ctx, session, views, &out);
   return out;
+}
+
+// A data chunk is its words plus kDumpChunkOverhead bytes; DumpChunkWords
+// keeps the whole chunk within the bulk limit, however the two are set.
+TEST(DumpChunkWords, TheWholeChunkFitsTheBulkLimit) {
+  EXPECT_EQ(DumpChunkWords(10u << 20, 32u << 20), (10u << 20) / 8);  // the defaults: 10 MiB of words
+  EXPECT_EQ(DumpChunkWords(16u << 20, 16u << 20), ((16u << 20) - kDumpChunkOverhead) / 8);  // the bug's case
+  EXPECT_EQ(DumpChunkWords(1u << 30, 1u << 30), kMaxDumpChunkWords);  // what a decoder accepts
+  EXPECT_EQ(DumpChunkWords(0, 1u << 20), 1u);
+  EXPECT_EQ(DumpChunkWords(1u << 20, 8), 1u);  // a limit below one word's chunk: still a valid dump
+  for (uint64_t bulk = kDumpChunkOverhead + 8; bulk < 4096; bulk += 13) {
+    for (uint64_t want : {uint64_t{8}, uint64_t{1000}, bulk, uint64_t{1} << 20}) {
+      const uint64_t words = DumpChunkWords(want, bulk);
+      EXPECT_LE(kDumpChunkOverhead + 8 * words, bulk) << want << " " << bulk;
+      const bool one_more_fits = kDumpChunkOverhead + 8 * (words + 1) <= bulk && 8 * (words + 1) <= want;
+      EXPECT_FALSE(one_more_fits) << "as large as both allow: " << want << " " << bulk;
+    }
+  }
+}
+
+// The restore bug: with chunks of as many bytes of words as the server's bulk
+// limit, every data chunk was 44 bytes over it and LOADCHUNK lost the
+// connection. Now every chunk SCANDUMP gives parses as a LOADCHUNK argument
+// under the same limit, and the dump restores.
+TEST_F(DispatcherTest, ScandumpChunksFitTheBulkLimitAndRestore) {
+  constexpr size_t kBulk = 8192;
+  f_.ctx.limits.dump_chunk_bytes = kBulk;
+  f_.ctx.limits.max_bulk_bytes = kBulk;
+  ASSERT_EQ(Run({"BF.RESERVE", "big", "0.01", "30000", "NONSCALING"}), "+OK\r\n");
+  for (int i = 0; i < 3000; ++i) ASSERT_EQ(Run({"BF.ADD", "big", "k" + std::to_string(i)}), ":1\r\n");
+  std::vector<std::pair<std::string, std::string>> chunks;
+  std::string iterator = "0";
+  for (int guard = 0; guard < 1000 && (chunks.empty() || iterator != "0"); ++guard) {
+    const Reply r = RunParsed({"BF.SCANDUMP", "big", iterator});
+    ASSERT_EQ(r.elements.size(), 2u);
+    iterator = std::to_string(r.elements[0].integer);
+    if (iterator != "0") chunks.emplace_back(iterator, r.elements[1].str);
+  }
+  ASSERT_GT(chunks.size(), 4u);
+  size_t full = 0;
+  for (const auto& [it, data] : chunks) {
+    EXPECT_LE(data.size(), kBulk) << it;
+    full += data.size() > kBulk - 8;  // chunks use the room they have
+  }
+  EXPECT_GT(full, 2u);
+
+  ParserLimits limits;
+  limits.max_bulk_bytes = kBulk;
+  testing::NodeFixture target;
+  Session s;
+  for (const auto& [it, data] : chunks) {
+    const std::string request = Cat("*4\r\n$12\r\nBF.LOADCHUNK\r\n$3\r\nbig\r\n$", it.size(), "\r\n", it, "\r\n$",
+                                    data.size(), "\r\n", data, "\r\n");
+    RequestParser parser(limits);
+    ASSERT_EQ(parser.Parse(request), RequestParser::Status::kComplete) << it << ": " << parser.error().message;
+    std::vector<std::string> args(parser.args().begin(), parser.args().end());
+    ASSERT_EQ(Do(target, s, args), "+OK\r\n") << it;
+  }
+  for (int i = 0; i < 3000; ++i) EXPECT_EQ(Do(target, s, {"BF.EXISTS", "big", "k" + std::to_string(i)}), ":1\r\n");
+  EXPECT_EQ(target.node->Info("big")->generations[0].digest, f_.node->Info("big")->generations[0].digest);
 }
 
 // BF.SCANDUMP on one node, BF.LOADCHUNK on a fresh node of the same cluster:

@@ -247,6 +247,39 @@ TEST_F(ConfigTest, ShippedExampleConfigParses) {
   EXPECT_EQ(cl->config.seeds.size(), 3u);
 }
 
+TEST_F(ConfigTest, ProtoMaxBulkLenTakesRedisSizes) {
+  auto def = Parse({});
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ(def->config.proto_max_bulk_len, uint64_t{32} << 20);
+  auto set = Parse({"--proto-max-bulk-len", "64mb"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->config.proto_max_bulk_len, uint64_t{64} << 20);
+  EXPECT_NE(RenderConfig(set->config).find("proto-max-bulk-len = 64mb"), std::string::npos);
+  for (const char* bad : {"512kb", "513mb", "1tb", "x", ""}) {
+    auto cl = Parse({std::string("--proto-max-bulk-len=") + bad});
+    ASSERT_FALSE(cl.ok()) << bad;
+    EXPECT_NE(std::string(cl.status().message()).find("proto-max-bulk-len"), std::string::npos) << cl.status();
+  }
+}
+
+TEST(ByteSizeTest, ParseAndFormatAsRedis) {
+  EXPECT_EQ(*ParseByteSize("1000"), 1000u);
+  EXPECT_EQ(*ParseByteSize("1k"), 1000u);
+  EXPECT_EQ(*ParseByteSize("1KB"), 1024u);
+  EXPECT_EQ(*ParseByteSize("3m"), 3000000u);
+  EXPECT_EQ(*ParseByteSize("512mb"), uint64_t{512} << 20);
+  EXPECT_EQ(*ParseByteSize("2g"), 2000000000u);
+  EXPECT_EQ(*ParseByteSize("4Gb"), uint64_t{4} << 30);
+  for (const char* bad : {"", "mb", "1.5gb", "-1", "1 tb", "10xb", "99999999999999999999", "17179869184gb"}) {
+    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
+  }
+  for (uint64_t v : {uint64_t{0}, uint64_t{1000}, uint64_t{1} << 10, uint64_t{3} << 20, uint64_t{5} << 30,
+                     (uint64_t{1} << 20) + 1}) {
+    EXPECT_EQ(*ParseByteSize(FormatByteSize(v)), v) << FormatByteSize(v);
+  }
+  EXPECT_EQ(FormatByteSize(uint64_t{32} << 20), "32mb");
+}
+
 TEST(DurationTest, ParseAndFormat) {
   EXPECT_EQ(*ParseDuration("250ms"), std::chrono::milliseconds(250));
   EXPECT_EQ(*ParseDuration("10s"), std::chrono::seconds(10));

@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -17,7 +18,6 @@ namespace {
 constexpr std::string_view kHeaderMagic = "PLNDUMP2";
 constexpr std::string_view kChunkMagic = "PLNDCHK2";
 constexpr size_t kSumBytes = 16;
-constexpr uint64_t kMaxChunkWords = uint64_t{1} << 21;  // 16 MiB of words
 
 void PutU32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -70,6 +70,11 @@ struct Reader {
 
 }  // namespace
 
+uint64_t DumpChunkWords(uint64_t chunk_bytes, uint64_t max_bulk_bytes) {
+  const uint64_t room = max_bulk_bytes > kDumpChunkOverhead ? max_bulk_bytes - kDumpChunkOverhead : 0;
+  return std::clamp<uint64_t>(std::min(chunk_bytes, room) / 8, 1, kMaxDumpChunkWords);
+}
+
 bool SizeDump(DumpHeader& h) {
   h.words.clear();
   for (uint64_t slot : h.slots) {
@@ -114,6 +119,7 @@ std::string EncodeDumpChunk(uint64_t slot, uint64_t first_word, std::span<const 
   PutU32(out, static_cast<uint32_t>(words.size()));
   for (uint64_t w : words) PutU64(out, w);
   Seal(out);
+  assert(out.size() == kDumpChunkOverhead + 8 * words.size());
   return out;
 }
 
@@ -146,7 +152,7 @@ absl::StatusOr<DumpHeader> DecodeDumpHeader(std::string_view bytes) {
   if (last != w.epoch() || last - first >= h.params.generations) return Bad("epochs outside the filter's window");
   if (!r.U64(h.chunk_words) || !r.in.empty()) return Bad("malformed header");
   if (!SizeDump(h)) return Bad("a layer does not fit the parameters");
-  if (h.chunk_words < 1 || h.chunk_words > kMaxChunkWords) return Bad("chunk size out of range");
+  if (h.chunk_words < 1 || h.chunk_words > kMaxDumpChunkWords) return Bad("chunk size out of range");
   return h;
 }
 
@@ -156,7 +162,7 @@ absl::StatusOr<DumpChunk> DecodeDumpChunk(std::string_view bytes) {
   Reader r{*body};
   DumpChunk c;
   uint32_t n = 0;
-  if (!r.U64(c.slot) || !r.U64(c.first_word) || !r.U32(n) || n > kMaxChunkWords || r.in.size() != uint64_t{n} * 8) {
+  if (!r.U64(c.slot) || !r.U64(c.first_word) || !r.U32(n) || n > kMaxDumpChunkWords || r.in.size() != uint64_t{n} * 8) {
     return Bad("malformed data chunk");
   }
   c.words.resize(n);

@@ -13,8 +13,12 @@
 //     "PLNDCHK2" | slot u64 | first_word u64 | n u32 | words u64 x n |
 //     BLAKE2b-128 of the above
 // Sub-filters are dumped in slot order, each in chunks of chunk_words words
-// (16 MiB by default; a sub-filter's size follows from its layer,
-// crdt::LayerShape), so a 1 GiB filter streams in 64 chunks per sub-filter.
+// (a sub-filter's size follows from its layer, crdt::LayerShape). A data
+// chunk is kDumpChunkOverhead bytes more than its words, and SCANDUMP sizes
+// chunks (DumpChunkWords) so that the whole chunk fits the server's bulk
+// limit: the restore sends it back as one LOADCHUNK argument. By default a
+// chunk carries 10 MiB of words (RedisBloom 2.4's MAX_SCANDUMP_SIZE), so a
+// 1 GiB filter streams in ~103 chunks per sub-filter.
 //
 // SCANDUMP reads each chunk from the live filter when asked, so adds between
 // calls may or may not be in the dump (they are in the source); a rotation or
@@ -35,6 +39,17 @@
 #include "crdt/generations.h"
 
 namespace pollen::resp {
+
+// Bytes of a data chunk that are not filter words: magic, slot, first word,
+// word count, checksum.
+inline constexpr uint64_t kDumpChunkOverhead = 8 + 8 + 8 + 4 + 16;
+// The most words a data chunk may carry (what a decoder accepts): 16 MiB.
+inline constexpr uint64_t kMaxDumpChunkWords = uint64_t{1} << 21;
+
+// Words per data chunk for a server that wants chunks of about
+// `chunk_bytes` of words and accepts arguments of at most `max_bulk_bytes`:
+// the whole encoded chunk stays within the bulk limit. At least 1.
+uint64_t DumpChunkWords(uint64_t chunk_bytes, uint64_t max_bulk_bytes);
 
 struct DumpHeader {
   std::string entry;  // serialized wire::CatalogEntry

@@ -31,7 +31,7 @@ void CmdBfScandump(CommandCall& call) {
     h.slots.push_back(crdt::SlotOf(g.epoch, g.layer));
     h.words.push_back(g.blocks * crdt::kWordsPerBlock);
   }
-  h.chunk_words = std::max<uint64_t>(1, call.ctx.limits.dump_chunk_bytes / 8);
+  h.chunk_words = DumpChunkWords(call.ctx.limits.dump_chunk_bytes, call.ctx.limits.max_bulk_bytes);
   if (iterator == 0) {
     absl::Status s = RunOnDriver(call.ctx, [&](node::Time) {
       absl::StatusOr<std::string> entry = call.ctx.node->ExportCatalogEntry(a[1]);

@@ -376,13 +376,16 @@ void CmdHello(CommandCall& call) {
 void CmdConfig(CommandCall& call) {
   if (IEquals(call.args[1], "GET")) {
     if (call.args.size() < 3) return AppendError(call.out, "ERR wrong number of arguments for 'config|get' command");
-    // Pollen has no Redis configuration; redis-benchmark asks for these two,
-    // and Redis' own RDB/AOF persistence is indeed off.
-    static constexpr std::pair<std::string_view, std::string_view> kParams[] = {{"appendonly", "no"}, {"save", ""}};
+    // Pollen has little of Redis' configuration: redis-benchmark asks for
+    // appendonly and save (Redis' own RDB/AOF persistence is indeed off), and
+    // backup tools for proto-max-bulk-len (the largest LOADCHUNK argument).
+    const std::string bulk = std::to_string(call.ctx.limits.max_bulk_bytes);
+    const std::pair<std::string_view, std::string_view> params[] = {
+        {"appendonly", "no"}, {"save", ""}, {"proto-max-bulk-len", bulk}};
     // Redis 7 echoes a name asked for exactly as typed, and gives a pattern's
     // matches their own names.
     std::vector<std::pair<std::string_view, std::string_view>> hits;
-    for (const auto& p : kParams) {
+    for (const auto& p : params) {
       for (size_t i = 2; i < call.args.size(); ++i) {
         if (IEquals(call.args[i], p.first)) {
           hits.emplace_back(call.args[i], p.second);

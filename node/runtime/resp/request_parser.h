@@ -28,9 +28,9 @@
 
 namespace pollen::resp {
 
-struct ParserLimits {
+struct ParserLimits {  // as ServerLimits' (server_context.h)
   size_t max_args = 1'048'576;
-  size_t max_bulk_bytes = 16u << 20;
+  size_t max_bulk_bytes = 32u << 20;
   size_t max_inline_bytes = 64u << 10;
 };
 

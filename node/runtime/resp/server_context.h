@@ -40,7 +40,10 @@ namespace pollen::resp {
 struct ServerLimits {
   size_t max_clients = 10'000;           // further connections are refused with an error
   size_t max_args = 1'048'576;           // arguments in one command (Redis: 1024*1024)
-  size_t max_bulk_bytes = 16u << 20;     // one argument ("$<n>"), bytes
+  // One argument ("$<n>"), bytes: config proto-max-bulk-len. Above a data
+  // chunk of BF.SCANDUMP (10 MiB + 44 bytes), and above Pollen's chunks
+  // before they were sized to the limit (16 MiB + 44), so those dumps load.
+  size_t max_bulk_bytes = 32u << 20;
   size_t max_inline_bytes = 64u << 10;   // one inline command line (Redis: 64 KiB)
   size_t max_query_bytes = 64u << 20;    // unparsed input held for one client
   size_t max_output_bytes = 64u << 20;   // replies queued for a client that does not read
@@ -50,8 +53,10 @@ struct ServerLimits {
   // would need more memory than this, and more than max_filters filters.
   uint64_t max_filter_bytes = uint64_t{1} << 30;
   size_t max_filters = 4096;
-  // BF.SCANDUMP's data chunks carry at most this many bytes of filter words.
-  uint64_t dump_chunk_bytes = 16u << 20;
+  // BF.SCANDUMP's data chunks carry at most this many bytes of filter words
+  // (RedisBloom 2.4's MAX_SCANDUMP_SIZE), fewer where max_bulk_bytes is
+  // smaller: a chunk always fits the bulk limit (DumpChunkWords).
+  uint64_t dump_chunk_bytes = 10u << 20;
   // A deferred reply (a routed add, WAIT, POLLEN.QEXISTS) comes within its
   // own bound (route timeouts; WAIT's 60 s at most). Past this, the client
   // gets an error and its next requests run; a late answer still finishes
