@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <map>
@@ -131,6 +132,48 @@ std::string Encode(const FilterParams& p, size_t sub_count, uint64_t total_words
 
 }  // namespace
 
+absl::Status StreamSnapshot(const FilterParams& params, std::span<const std::shared_ptr<const SubFilter>> subs,
+                            size_t piece_bytes, const SnapshotSink& sink) {
+  EnsureSodiumInitialized();
+  // Pieces are whole words; the sub-filter headers and the trailer are small
+  // pieces of their own.
+  const size_t piece_words = std::max<size_t>(piece_bytes, 4096) / 8;
+  crypto_generichash_state sum;
+  crypto_generichash_init(&sum, nullptr, 0, kChecksumBytes);
+  auto emit = [&](std::string_view bytes) {
+    crypto_generichash_update(&sum, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    return sink(bytes);
+  };
+  // The preamble and header: Encode's, with no sub-filters yet.
+  std::string head = Encode(params, subs.size(), 0, {}, [](std::string&) {});
+  head.resize(head.size() - kChecksumBytes);
+  if (absl::Status s = emit(head); !s.ok()) return s;
+  std::string piece;
+  for (const auto& sub : subs) {
+    std::string sub_header;
+    PutU64(sub_header, sub->epoch);
+    PutU32(sub_header, sub->layer);
+    if (absl::Status s = emit(sub_header); !s.ok()) return s;
+    const BlockedFilter& f = *sub->filter;
+    for (uint64_t first = 0; first < f.word_count(); first += piece_words) {
+      const uint64_t n = std::min<uint64_t>(piece_words, f.word_count() - first);
+      piece.resize(n * 8);
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t w = f.LoadWord(first + i);
+        if constexpr (std::endian::native == std::endian::little) {
+          std::memcpy(piece.data() + 8 * i, &w, 8);
+        } else {
+          for (int b = 0; b < 8; ++b) piece[8 * i + b] = static_cast<char>(w >> (8 * b));
+        }
+      }
+      if (absl::Status s = emit(piece); !s.ok()) return s;
+    }
+  }
+  std::string trailer(kChecksumBytes, '\0');
+  crypto_generichash_final(&sum, reinterpret_cast<uint8_t*>(trailer.data()), trailer.size());
+  return sink(trailer);
+}
+
 std::string EncodeSnapshot(const GenerationSet& set, std::string prefix) {
   std::vector<std::shared_ptr<const SubFilter>> subs;
   uint64_t total_words = 0;
@@ -140,13 +183,15 @@ std::string EncodeSnapshot(const GenerationSet& set, std::string prefix) {
       subs.push_back(std::move(sub));
     }
   }
-  return Encode(set.params(), subs.size(), total_words, std::move(prefix), [&](std::string& out) {
-    for (const auto& sub : subs) {
-      PutU64(out, sub->epoch);
-      PutU32(out, sub->layer);
-      for (uint64_t i = 0; i < sub->filter->word_count(); ++i) PutU64(out, sub->filter->LoadWord(i));
-    }
+  std::string out = std::move(prefix);
+  out.reserve(out.size() + 256 + set.params().name.size() + subs.size() * 12 + total_words * 8 + kChecksumBytes);
+  const absl::Status s = StreamSnapshot(set.params(), subs, size_t{1} << 20, [&](std::string_view piece) {
+    out.append(piece);
+    return absl::OkStatus();
   });
+  assert(s.ok());
+  (void)s;
+  return out;
 }
 
 std::string EncodeSnapshotWords(const FilterParams& p,
@@ -264,10 +309,20 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view b
 }
 
 absl::Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  return WriteFileAtomically(path, [&](const SnapshotSink& write) { return write(contents); });
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::function<absl::Status(const SnapshotSink&)>& fill,
+                                 uint64_t* bytes) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return absl::InternalError(absl::StrCat("open ", tmp, ": ", ErrnoText()));
-  absl::Status status = WriteAll(fd, contents, tmp);
+  uint64_t written = 0;
+  absl::Status status = fill([&](std::string_view piece) {
+    written += piece.size();
+    return WriteAll(fd, piece, tmp);
+  });
+  if (bytes != nullptr) *bytes = written;
   if (status.ok() && ::fsync(fd) != 0) status = absl::InternalError(absl::StrCat("fsync ", tmp, ": ", ErrnoText()));
   if (::close(fd) != 0 && status.ok()) status = absl::InternalError(absl::StrCat("close ", tmp, ": ", ErrnoText()));
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {

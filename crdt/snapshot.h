@@ -20,6 +20,7 @@
 // before building anything, so a bad file yields an error and no filter.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -39,6 +40,19 @@ inline constexpr uint32_t kSnapshotVersion = 2;
 // filter, 112 MiB resident): snapshot peaks of 300 MiB with a separate
 // concatenation, 208 MiB without.
 std::string EncodeSnapshot(const GenerationSet& set, std::string prefix = {});
+
+// The same bytes (without a prefix) handed to `sink` in pieces of at most
+// `piece_bytes` (at least 4 KiB), read from the live sub-filters as it goes:
+// the whole snapshot is never in memory, only one piece. Sub-filters must be
+// the set's live ones in ascending slot order (GenerationSet::Sub of each of
+// slots()); holding them keeps them alive if the set drops them meanwhile.
+// Adds that run concurrently may or may not be in the output: since a filter
+// only grows, what is written is at least the state when the call began
+// (Persistence relies on that, persistence.h). Stops at the first error the
+// sink returns, and returns it.
+using SnapshotSink = std::function<absl::Status(std::string_view)>;
+absl::Status StreamSnapshot(const FilterParams& params, std::span<const std::shared_ptr<const SubFilter>> subs,
+                            size_t piece_bytes, const SnapshotSink& sink);
 
 // The same bytes (after `prefix`) from raw contents: `subs` are (slot, words) in ascending
 // slot order, each with its layer's LayerShape(...).blocks * kWordsPerBlock
@@ -60,5 +74,11 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> ReadSnapshotFile(const std::strin
 // Atomic file replacement used by snapshots and other state files: writes
 // `contents` to path + ".tmp", fsyncs, renames, fsyncs the directory.
 absl::Status WriteFileAtomically(const std::string& path, std::string_view contents);
+// The same, with the contents produced piece by piece: `fill` calls its
+// argument for each piece (which writes it) and returns its first error; on
+// any error the temporary file is removed and `path` is untouched. Returns
+// the bytes written in *bytes if non-null.
+absl::Status WriteFileAtomically(const std::string& path, const std::function<absl::Status(const SnapshotSink&)>& fill,
+                                 uint64_t* bytes = nullptr);
 
 }  // namespace pollen::crdt

@@ -375,6 +375,23 @@ std::map<std::string, std::string> Node::ExportSnapshots() const {
   return out;
 }
 
+std::vector<Node::SnapshotSource> Node::SnapshotSources() const {
+  std::vector<SnapshotSource> out;
+  for (const auto& [name, state] : impl_->filters) {
+    wire::CatalogEntry entry;
+    ToWire(state->entry, state->set->epoch(), &entry);
+    SnapshotSource& source = out.emplace_back();
+    source.name = name;
+    source.prefix = SnapshotValue(entry.SerializeAsString(), {});
+    source.set = state->set;
+    for (uint64_t slot : state->set->slots()) {
+      if (auto sub = state->set->Sub(slot)) source.subs.push_back(std::move(sub));
+    }
+    source.version = FilterVersion{state->uid, state->set->epoch(), state->changes->load(std::memory_order_acquire)};
+  }
+  return out;
+}
+
 namespace {
 
 // A snapshot value's catalog entry: "PLNNODE1" | u32 LE length | entry. Sets

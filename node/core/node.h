@@ -30,6 +30,11 @@
 #include "node/core/peer_checks.h"
 #include "node/core/types.h"
 
+namespace pollen::crdt {
+class GenerationSet;
+struct SubFilter;
+}  // namespace pollen::crdt
+
 namespace pollen::node {
 
 class NamePool;  // node/core/name_pool.h
@@ -453,6 +458,17 @@ class Node {
   // then the entry gets a fresh stamp above the tombstone and this node as
   // its creator, so the restore is a new filter.
   std::map<std::string, std::string> ExportSnapshots() const;
+  // The same without a copy of any filter (driver thread; the daemon's
+  // snapshots): per filter, sorted by name, what crdt::StreamSnapshot needs to
+  // write its value from the live sub-filters on another thread.
+  struct SnapshotSource {
+    std::string name;
+    std::string prefix;  // "PLNNODE1" | u32 length | catalog entry: the value's start
+    std::shared_ptr<const crdt::GenerationSet> set;  // for its parameters
+    std::vector<std::shared_ptr<const crdt::SubFilter>> subs;  // kept alive by these
+    FilterVersion version;  // when taken: equal versions, equal contents
+  };
+  std::vector<SnapshotSource> SnapshotSources() const;
   absl::Status ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at = std::nullopt);
   // The filter name inside such a value (validated as ImportSnapshot would
   // parse its catalog entry); any thread.

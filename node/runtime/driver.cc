@@ -387,7 +387,9 @@ absl::StatusOr<std::string> Driver::SnapshotNow() {
   });
   if (!s.ok()) return s;
   auto done = persistence_->FinishSnapshot(*job);
-  if (done.ok()) {
+  if (done.ok() && job->unchanged) {
+    spdlog::debug("{}", *done);
+  } else if (done.ok()) {
     spdlog::info("{}", *done);
   } else {
     spdlog::error("snapshot failed: {}", done.status().message());

@@ -366,6 +366,11 @@ std::string RenderMetrics(const MetricsInput& in) {
     const Persistence& p = *in.persistence;
     w.One("pollen_snapshots_total", "counter", "Snapshots written.", p.snapshots_written());
     w.One("pollen_snapshot_failures_total", "counter", "Snapshots that failed.", p.snapshot_failures());
+    w.One("pollen_snapshot_bytes_written_total", "counter", "Bytes snapshots wrote (filter files and tombstones).",
+          p.snapshot_bytes_written());
+    w.One("pollen_snapshot_files_skipped_total", "counter",
+          "Filter files a snapshot did not rewrite: the filter had not changed since its file was written.",
+          p.snapshot_files_skipped());
     w.One("pollen_snapshot_last_success_timestamp_seconds", "gauge", "Unix time of the last snapshot (0: none yet).",
           p.last_snapshot_unix());
     w.One("pollen_addlog_records_total", "counter", "Add-log records appended since start.", p.log_records());

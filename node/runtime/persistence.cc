@@ -32,7 +32,10 @@ namespace {
 
 constexpr std::string_view kSnapPrefix = "snap-";
 constexpr std::string_view kSnapSuffix = ".pln";
-constexpr size_t kMaxSnapshotFileBytes = size_t{8} << 30;
+// A snapshot file is written in pieces of this many bytes (crdt::StreamSnapshot).
+constexpr size_t kSnapshotPieceBytes = size_t{1} << 20;
+// Far above any filter a node can hold (max-filter-bytes), to refuse absurd sizes only.
+constexpr size_t kMaxSnapshotFileBytes = size_t{256} << 30;
 
 uint64_t UnixNow() {
   return static_cast<uint64_t>(
@@ -386,32 +389,83 @@ absl::Status Persistence::QueueAdds(std::string_view filter, std::span<const std
 absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
   if (!log_) return absl::FailedPreconditionError("add log not open");
   SnapshotJob job;
+  job.tombstones = EncodeTombstones(node.Tombstones());
+  // Read before the rotation: a record appended after this read counts as
+  // new at the next snapshot even if this one's segments hold it (the safe
+  // side: one more snapshot).
+  const uint64_t records = log_->records_appended();
+  {
+    std::lock_guard lock(written_mu_);
+    if (written_.any && records == written_.records_at_rotation && job.tombstones == written_.tombstones) {
+      job.sources = node.SnapshotSources();
+      bool same = job.sources.size() == written_.files.size();
+      for (const auto& source : job.sources) {
+        auto it = written_.files.find(source.name);
+        same = same && it != written_.files.end() && it->second == source.version;
+      }
+      if (same) {
+        job.unchanged = true;
+        job.sources.clear();
+        return job;
+      }
+    }
+  }
   auto rotated = log_->Rotate();
   if (!rotated.ok()) return rotated.status();
   job.rotated_segment = *rotated;
-  job.files = node.ExportSnapshots();
+  // After the rotation: every add logged before it is in these filters.
+  job.sources = node.SnapshotSources();
   job.tombstones = EncodeTombstones(node.Tombstones());
+  std::lock_guard lock(written_mu_);
+  pending_records_at_rotation_ = records;
   return job;
 }
 
 absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) {
-  uint64_t bytes = 0;
-  std::map<std::string, bool> keep;
-  for (const auto& [name, data] : job.files) {
-    const std::string file = Cat(kSnapPrefix, EncodeFileName(name), kSnapSuffix);
+  if (job.unchanged) return Cat("snapshot: nothing changed since the last one in ", dir_);
+  uint64_t bytes = 0, skipped = 0;
+  std::set<std::string> keep;
+  for (const node::Node::SnapshotSource& source : job.sources) {
+    const std::string file = Cat(kSnapPrefix, EncodeFileName(source.name), kSnapSuffix);
     const std::string path = Cat(dir_, "/", file);
-    if (absl::Status s = crdt::WriteFileAtomically(path, data); !s.ok()) {
+    keep.insert(file);
+    {
+      std::lock_guard lock(written_mu_);
+      auto it = written_.files.find(source.name);
+      if (it != written_.files.end() && it->second == source.version) {
+        ++skipped;
+        continue;
+      }
+    }
+    uint64_t written = 0;
+    absl::Status s = crdt::WriteFileAtomically(
+        path,
+        [&](const crdt::SnapshotSink& write) {
+          if (absl::Status p = write(source.prefix); !p.ok()) return p;
+          return crdt::StreamSnapshot(source.set->params(), source.subs, kSnapshotPieceBytes, write);
+        },
+        &written);
+    if (!s.ok()) {
       snapshot_failures_.fetch_add(1);
       return absl::InternalError(Cat("snapshot ", path, ": ", s.message()));
     }
-    keep[file] = true;
-    bytes += data.size();
+    bytes += written;
+    std::lock_guard lock(written_mu_);
+    written_.files[source.name] = source.version;
   }
   // The tombstones before anything is deleted: the segments about to go may
   // hold the only delete records.
-  if (absl::Status s = crdt::WriteFileAtomically(Cat(dir_, "/", kTombstoneFileName), job.tombstones); !s.ok()) {
-    snapshot_failures_.fetch_add(1);
-    return absl::InternalError(Cat("snapshot ", dir_, "/", kTombstoneFileName, ": ", s.message()));
+  bool tombstones_written;
+  {
+    std::lock_guard lock(written_mu_);
+    tombstones_written = written_.any && written_.tombstones == job.tombstones;
+  }
+  if (!tombstones_written) {
+    if (absl::Status s = crdt::WriteFileAtomically(Cat(dir_, "/", kTombstoneFileName), job.tombstones); !s.ok()) {
+      snapshot_failures_.fetch_add(1);
+      return absl::InternalError(Cat("snapshot ", dir_, "/", kTombstoneFileName, ": ", s.message()));
+    }
+    bytes += job.tombstones.size();
   }
   // Files of filters that no longer exist (deleted, or replaced under
   // another file name): their memory is gone already, now their disk space.
@@ -421,9 +475,23 @@ absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) 
   for (uint64_t id : ListAddLogSegments(dir_)) {
     if (id <= job.rotated_segment) ::unlink(AddLogSegmentPath(dir_, id).c_str());
   }
+  {
+    std::lock_guard lock(written_mu_);
+    for (auto it = written_.files.begin(); it != written_.files.end();) {
+      const bool live = std::any_of(job.sources.begin(), job.sources.end(),
+                                    [&](const auto& source) { return source.name == it->first; });
+      it = live ? std::next(it) : written_.files.erase(it);
+    }
+    written_.tombstones = job.tombstones;
+    written_.records_at_rotation = pending_records_at_rotation_;
+    written_.any = true;
+  }
   snapshots_written_.fetch_add(1);
+  snapshot_bytes_.fetch_add(bytes);
+  snapshot_files_skipped_.fetch_add(skipped);
   last_snapshot_unix_.store(UnixNow());
-  return Cat("snapshot of ", job.files.size(), " filters (", bytes, " bytes) in ", dir_);
+  return Cat("snapshot of ", job.sources.size(), " filters (", job.sources.size() - skipped, " written, ", skipped,
+             " unchanged; ", bytes, " bytes) in ", dir_);
 }
 
 absl::Status Persistence::Flush() { return log_ ? log_->Flush() : absl::OkStatus(); }

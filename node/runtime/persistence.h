@@ -28,11 +28,29 @@
 // BF.RESERVE waits for WaitDurable, so under appendfsync always a reserve is
 // on disk before it is acknowledged.
 //
-// Snapshot (driver thread for the export; the file writes may run on any
-// thread): rotate the log, export, write each file atomically, delete the
-// segments older than the rotation and snapshot files of filters that no longer
-// exist. A key whose add returned before the rotation is in the export (the
-// node applies an add before logging it), so deleting those segments is safe.
+// Snapshot: BeginSnapshot (driver thread) rotates the log and takes, per
+// filter, its catalog entry, its live sub-filters (shared pointers, no copy)
+// and its version: no scan, so the node's thread never waits on the filter's
+// size or on disk. FinishSnapshot (the snapshot thread) then streams each
+// file from the live sub-filters in 1 MiB pieces to a temporary file, fsyncs
+// and renames it, writes the tombstones, and deletes the segments older than
+// the rotation and snapshot files of filters that no longer exist. Memory
+// beyond the filters: one piece per file being written.
+//
+// Why a file read from the live filter while adds go on is safe: a key whose
+// add returned before the rotation was applied to the filter before it was
+// logged, so its bits are set before the words are read; a filter only grows
+// (bitwise OR), so words read later hold every bit set earlier, plus perhaps
+// some of later adds. The file is thus at least the state at the rotation,
+// and every add after it is in a kept segment; replaying one twice changes
+// nothing. A generation that rotates out meanwhile stays alive (the shared
+// pointer) until its file is written.
+//
+// A filter whose version (Node::FilterVersion: incarnation, epoch and a count
+// of changes that set bits) equals the one its file was last written at is
+// not rewritten; when no filter changed, no record was logged and the
+// tombstones are the same, a snapshot writes nothing and keeps the segment
+// (an idle node does no disk writes).
 #pragma once
 
 #include <cstdint>
@@ -76,9 +94,10 @@ struct LogPosition {
 
 // What a snapshot needs after the driver-thread part.
 struct SnapshotJob {
-  std::map<std::string, std::string> files;  // filter -> snapshot bytes
-  std::string tombstones;                    // the tombstone file (tombstone_file.h)
-  uint64_t rotated_segment = 0;              // delete segments <= this after writing
+  std::vector<node::Node::SnapshotSource> sources;  // by filter name
+  std::string tombstones;                          // the tombstone file (tombstone_file.h)
+  uint64_t rotated_segment = 0;                    // delete segments <= this after writing
+  bool unchanged = false;  // nothing to write since the last snapshot (no rotation either)
 };
 
 class Persistence {
@@ -132,6 +151,9 @@ class Persistence {
   uint64_t log_fsyncs() const { return log_ ? log_->fsyncs() : 0; }
   uint64_t create_records() const { return create_records_.load(); }
   uint64_t delete_records() const { return delete_records_.load(); }
+  // Bytes the snapshots wrote (files and tombstones), and files skipped as unchanged.
+  uint64_t snapshot_bytes_written() const { return snapshot_bytes_.load(); }
+  uint64_t snapshot_files_skipped() const { return snapshot_files_skipped_.load(); }
 
  private:
   Persistence(std::string dir, AppendFsync mode) : dir_(std::move(dir)), mode_(mode) {}
@@ -160,6 +182,20 @@ class Persistence {
   mutable std::mutex covered_mu_;
   std::set<std::string, std::less<>> covered_;  // filters with a create record or snapshot
   std::map<std::string, uint64_t, std::less<>> logged_deletes_;  // highest delete record per name (covered_mu_)
+  std::atomic<uint64_t> snapshot_bytes_{0};
+  std::atomic<uint64_t> snapshot_files_skipped_{0};
+  // What the snapshot files hold: each file's filter version when written,
+  // the tombstones last written, and the log's record count at the rotation
+  // of the last snapshot that finished (BeginSnapshot and FinishSnapshot).
+  struct Written {
+    std::map<std::string, node::FilterVersion> files;
+    std::string tombstones;
+    uint64_t records_at_rotation = 0;
+    bool any = false;  // a snapshot finished in this process
+  };
+  mutable std::mutex written_mu_;
+  Written written_;
+  uint64_t pending_records_at_rotation_ = 0;  // the running snapshot's (written_mu_)
 };
 
 // "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back. A name

@@ -75,6 +75,68 @@ TEST(PersistenceTest, SnapshotPlusLogRoundTrip) {
   EXPECT_FALSE(Has(*node, "crawl:seen", "never"));
 }
 
+// A snapshot rewrites only the filters that changed since their files were
+// written, and when nothing changed (no filter, no log record, no tombstone)
+// it writes nothing at all: no rotation, no file touched.
+TEST(PersistenceTest, SnapshotsWriteOnlyWhatChanged) {
+  const std::string dir = FreshDir("unchanged");
+  auto node = MakeNode();
+  auto p = Persistence::Open(dir, AppendFsync::kAlways);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+  node::FilterConfig other;
+  other.name = "other";
+  other.capacity = 50'000;
+  ASSERT_TRUE(node->Reserve(other, node::Time(1)).ok());
+  AddAndLog(*node, **p, "crawl:seen", {"a"});
+  AddAndLog(*node, **p, "other", {"x"});
+  auto snapshot = [&] {
+    auto job = (*p)->BeginSnapshot(*node);
+    EXPECT_TRUE(job.ok()) << job.status();
+    auto done = (*p)->FinishSnapshot(*job);
+    EXPECT_TRUE(done.ok()) << done.status();
+    return job->unchanged;
+  };
+  auto mtime = [&](const std::string& file) {
+    struct stat st {};
+    EXPECT_EQ(::stat((dir + "/" + file).c_str(), &st), 0) << file;
+    return std::pair(st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  };
+  EXPECT_FALSE(snapshot());
+  const uint64_t first_bytes = (*p)->snapshot_bytes_written();
+  EXPECT_GT(first_bytes, 50'000u / 8);
+  const auto segments = ListAddLogSegments(dir);
+  const auto other_written = mtime("snap-other.pln");
+
+  EXPECT_TRUE(snapshot());  // idle: nothing written, the log not rotated
+  EXPECT_EQ((*p)->snapshot_bytes_written(), first_bytes);
+  EXPECT_EQ(ListAddLogSegments(dir), segments);
+
+  ::usleep(20'000);  // a later mtime for a rewritten file
+  AddAndLog(*node, **p, "crawl:seen", {"b"});
+  EXPECT_FALSE(snapshot());
+  EXPECT_EQ((*p)->snapshot_files_skipped(), 1u);  // "other" kept its file
+  EXPECT_EQ(mtime("snap-other.pln"), other_written);
+  EXPECT_LT((*p)->snapshot_bytes_written() - first_bytes, first_bytes);
+  EXPECT_NE(ListAddLogSegments(dir), segments);
+
+  // A key already present sets no bit: still nothing to write but the log record.
+  AddAndLog(*node, **p, "crawl:seen", {"b"});
+  EXPECT_FALSE(snapshot());  // the record alone makes a snapshot (it rotates the log)
+  EXPECT_EQ((*p)->snapshot_files_skipped(), 3u);
+  EXPECT_TRUE(snapshot());
+  ASSERT_TRUE((*p)->Close().ok());
+  p->reset();  // releases the directory's lock
+
+  auto again = MakeNode();
+  auto q = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE((*q)->Recover(again.get(), node::Time(0), node::FilterConfig{}).ok());
+  EXPECT_TRUE(Has(*again, "crawl:seen", "a"));
+  EXPECT_TRUE(Has(*again, "crawl:seen", "b"));
+  EXPECT_TRUE(Has(*again, "other", "x"));
+}
+
 TEST(PersistenceTest, SecondOpenOfTheSameDirectoryIsRefused) {
   const std::string dir = FreshDir("lock");
   auto a = Persistence::Open(dir, AppendFsync::kNone);
