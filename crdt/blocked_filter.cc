@@ -6,6 +6,8 @@
 #include <cassert>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "crdt/block_probe.h"
@@ -53,15 +55,69 @@ absl::StatusOr<std::unique_ptr<BlockedFilter>> BlockedFilter::Create(FilterShape
   }
   // Huge pages cut TLB misses on large filters; refusal is harmless.
   if (bytes >= kHugePage) madvise(mem, bytes, MADV_HUGEPAGE);
-  return std::unique_ptr<BlockedFilter>(new BlockedFilter(shape, static_cast<uint64_t*>(mem), bytes));
+  const size_t dirty_bytes = (shape.blocks + 63) / 64 * 8;
+  void* dirty = mmap(nullptr, dirty_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (dirty == MAP_FAILED) {
+    munmap(mem, bytes);
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", dirty_bytes,
+                                                     " bytes for a filter's dirty marks: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<BlockedFilter>(
+      new BlockedFilter(shape, static_cast<uint64_t*>(mem), bytes, static_cast<uint64_t*>(dirty), dirty_bytes));
 }
 
-BlockedFilter::BlockedFilter(FilterShape shape, uint64_t* words, size_t mapped_bytes)
-    : shape_(shape), words_(words), mapped_bytes_(mapped_bytes), vector_probe_(probe::VectorProbeAvailable()) {
+BlockedFilter::BlockedFilter(FilterShape shape, uint64_t* words, size_t mapped_bytes, uint64_t* dirty,
+                             size_t dirty_bytes)
+    : shape_(shape),
+      words_(words),
+      mapped_bytes_(mapped_bytes),
+      dirty_(dirty),
+      dirty_mapped_bytes_(dirty_bytes),
+      vector_probe_(probe::VectorProbeAvailable()) {
   assert(reinterpret_cast<uintptr_t>(words) % 64 == 0);
 }
 
-BlockedFilter::~BlockedFilter() { munmap(words_, mapped_bytes_); }
+BlockedFilter::~BlockedFilter() {
+  munmap(words_, mapped_bytes_);
+  munmap(dirty_, dirty_mapped_bytes_);
+}
+
+// Why a fence and a load, not a bare fetch_or: this is the store-buffering
+// pattern. A writer sets bits W, then (fence) loads the block's mark L; the
+// consumer clears marks X (TakeDirty's exchange), then (fence) reads words R.
+// With a seq_cst fence on both sides, L misses X only if R sees W. So a
+// writer that finds its mark still set (L before X) may skip the write: the
+// consumer's read of the block sees its bits. A writer that finds it clear
+// sets it, and the mark waits for the next TakeDirty. A bare relaxed load
+// would be wrong: it could see a mark the consumer had already cleared. The
+// load keeps the marks' cache lines shared while they are set: most adds of
+// a snapshot interval find their block's mark set already.
+void BlockedFilter::MarkDirty(std::span<const uint64_t> blocks) {
+  if (blocks.empty()) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (uint64_t block : blocks) {
+    assert(block < shape_.blocks);
+    std::atomic_ref<uint64_t> marks = Word(dirty_, block / 64);
+    const uint64_t bit = uint64_t{1} << (block % 64);
+    if ((marks.load(std::memory_order_relaxed) & bit) == 0) marks.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
+void BlockedFilter::TakeDirty(uint64_t first, std::span<uint64_t> out) {
+  assert(first <= dirty_word_count() && out.size() <= dirty_word_count() - first);
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::atomic_ref<uint64_t> marks = Word(dirty_, first + i);
+    out[i] = marks.load(std::memory_order_relaxed) == 0 ? 0 : marks.exchange(0, std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void BlockedFilter::ClearDirty() {
+  std::vector<uint64_t> sink(std::min<uint64_t>(dirty_word_count(), 4096));
+  for (uint64_t first = 0; first < dirty_word_count(); first += sink.size()) {
+    TakeDirty(first, std::span(sink).first(std::min<uint64_t>(sink.size(), dirty_word_count() - first)));
+  }
+}
 
 uint64_t BlockedFilter::LoadRelaxed(uint64_t index) const {
   return Word(words_, index).load(std::memory_order_relaxed);
@@ -83,6 +139,12 @@ std::array<uint64_t, kWordsPerBlock> BlockedFilter::MasksOf(uint64_t hash) const
 // 1, and a reader that learns of the add through any synchronizing channel
 // (the reply to a client, a mutex, a join) is ordered after the fetch_or.
 AddResult BlockedFilter::AddMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks) {
+  AddResult result = SetMasks(block, masks);
+  if (!result.was_present()) MarkDirty(std::span(&block, 1));
+  return result;
+}
+
+AddResult BlockedFilter::SetMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks) {
   AddResult result;
   result.block = block;
   const uint64_t base = block * kWordsPerBlock;
@@ -109,9 +171,10 @@ bool BlockedFilter::MightContainPortable(uint64_t hash) const {
 void BlockedFilter::AddMany(std::span<const uint64_t> hashes, std::span<AddResult> out) {
   assert(hashes.size() == out.size());
   for (size_t i = 0; i < hashes.size() && i < kPrefetchDistance; ++i) PrefetchBlock(BlockOf(hashes[i]));
+  AddBatch batch(*this);
   for (size_t i = 0; i < hashes.size(); ++i) {
     if (i + kPrefetchDistance < hashes.size()) PrefetchBlock(BlockOf(hashes[i + kPrefetchDistance]));
-    out[i] = Add(hashes[i]);
+    out[i] = batch.Add(hashes[i]);
   }
 }
 
@@ -129,6 +192,40 @@ void BlockedFilter::MightContainMany(std::span<const uint64_t> hashes, std::span
   }
 }
 
+BlockedFilter::AddBatch::AddBatch(BlockedFilter& f) : f_(f) {}
+
+BlockedFilter::AddBatch::~AddBatch() { f_.MarkDirty(std::span(blocks_).first(n_)); }
+
+AddResult BlockedFilter::AddBatch::Add(uint64_t hash) {
+  const AddResult result = f_.AddUnmarked(hash);
+  if (result.was_present()) return result;
+  blocks_[n_++] = result.block;
+  if (n_ == blocks_.size()) f_.MarkDirty(std::span(blocks_).first(std::exchange(n_, 0)));
+  return result;
+}
+
+namespace {
+
+// Blocks a merge changed, marked dirty 64 at a time and at the end (one
+// fence per batch; consecutive words of one block are marked once).
+class DirtyBatch {
+ public:
+  explicit DirtyBatch(std::function<void(std::span<const uint64_t>)> mark) : mark_(std::move(mark)) {}
+  ~DirtyBatch() { mark_(std::span(blocks_).first(n_)); }
+  void Add(uint64_t block) {
+    if (n_ > 0 && blocks_[n_ - 1] == block) return;
+    blocks_[n_++] = block;
+    if (n_ == blocks_.size()) mark_(std::span(blocks_).first(std::exchange(n_, 0)));
+  }
+
+ private:
+  std::function<void(std::span<const uint64_t>)> mark_;
+  std::array<uint64_t, 64> blocks_;
+  size_t n_ = 0;
+};
+
+}  // namespace
+
 absl::Status BlockedFilter::Merge(std::span<const WordBits> words, std::vector<WordBits>* changed) {
   const uint64_t limit = word_count();
   for (const WordBits& w : words) {  // validate everything before changing anything
@@ -136,24 +233,30 @@ absl::Status BlockedFilter::Merge(std::span<const WordBits> words, std::vector<W
       return absl::InvalidArgumentError(absl::StrCat("word index ", w.index, " outside filter of ", limit, " words"));
     }
   }
+  DirtyBatch dirty([this](std::span<const uint64_t> blocks) { MarkDirty(blocks); });
   for (const WordBits& w : words) {
     std::atomic_ref<uint64_t> word = Word(words_, w.index);
     if ((word.load(std::memory_order_relaxed) & w.bits) == w.bits) continue;
     const uint64_t fresh = w.bits & ~word.fetch_or(w.bits, std::memory_order_relaxed);
-    if (changed != nullptr && fresh != 0) changed->push_back({w.index, fresh});
+    if (fresh == 0) continue;
+    if (changed != nullptr) changed->push_back({w.index, fresh});
+    dirty.Add(w.index / kWordsPerBlock);
   }
   return absl::OkStatus();
 }
 
 absl::Status BlockedFilter::MergeFrom(const BlockedFilter& other, std::vector<WordBits>* changed) {
   if (other.shape_ != shape_) return absl::InvalidArgumentError("cannot merge filters of different shapes");
+  DirtyBatch dirty([this](std::span<const uint64_t> blocks) { MarkDirty(blocks); });
   for (uint64_t i = 0; i < word_count(); ++i) {
     const uint64_t bits = other.LoadRelaxed(i);
     if (bits == 0) continue;
     std::atomic_ref<uint64_t> word = Word(words_, i);
     if ((word.load(std::memory_order_relaxed) & bits) == bits) continue;
     const uint64_t fresh = bits & ~word.fetch_or(bits, std::memory_order_relaxed);
-    if (changed != nullptr && fresh != 0) changed->push_back({i, fresh});
+    if (fresh == 0) continue;
+    if (changed != nullptr) changed->push_back({i, fresh});
+    dirty.Add(i / kWordsPerBlock);
   }
   return absl::OkStatus();
 }

@@ -16,6 +16,13 @@
 //  - Merge ORs in a set of words and returns the bits that changed.
 //  - No false negatives: once Add(h) or a Merge containing h's bits returned,
 //    MightContain(h) is true in every thread that observes the return.
+//  - Dirty blocks: every Add, AddMany, Merge and MergeFrom that sets a bit in
+//    a block marks the block dirty (one bit per block, 1/512 of the filter)
+//    before it returns; TakeDirty hands the marks to one consumer (the
+//    incremental snapshot) and clears them. A consumer that reads a block's
+//    words after TakeDirty saw its mark cleared sees every bit of the adds
+//    whose marks it took, and an add whose bits it may have missed leaves its
+//    mark set for the next TakeDirty (see MarkDirty for why).
 #pragma once
 
 #include <array>
@@ -59,6 +66,25 @@ class BlockedFilter {
     if (MightContain(hash)) return AddResult{block, {}};
     return AddMasks(block, MasksOf(hash));
   }
+  // Adds whose dirty marks are set together, one fence per 64 changed blocks
+  // and at the end, instead of one per new key: for loops that add keys one
+  // by one (GenerationSet's pipelined adds). Results are final at once; the
+  // marks are all set when the batch is destroyed, so destroy it before
+  // anyone is told of the adds (before they are logged).
+  class AddBatch {
+   public:
+    explicit AddBatch(BlockedFilter& f);
+    ~AddBatch();
+    AddBatch(const AddBatch&) = delete;
+    AddBatch& operator=(const AddBatch&) = delete;
+    AddResult Add(uint64_t hash);
+
+   private:
+    BlockedFilter& f_;
+    std::array<uint64_t, 64> blocks_;
+    size_t n_ = 0;
+  };
+
   // Uses the AVX-512 probe where the CPU has it (probe::VectorProbeAvailable):
   // one 64-byte vector load of the block, which x86 performs as 8 single-copy-
   // atomic word loads; bits only go from 0 to 1, so it sees what a relaxed
@@ -113,12 +139,21 @@ class BlockedFilter {
   // Equal shapes and equal words (a racy snapshot if writers are active).
   bool SameContents(const BlockedFilter& other) const;
 
+  // Dirty marks: bit b of dirty word i is block 64 * i + b. TakeDirty clears
+  // dirty words [first, first + out.size()) and returns their marks in `out`;
+  // after it, loads of those blocks' words see what the promise above says.
+  // One consumer at a time. ClearDirty drops every mark (after a recovery
+  // whose files already hold the loaded bits).
+  uint64_t dirty_word_count() const { return (shape_.blocks + 63) / 64; }
+  void TakeDirty(uint64_t first, std::span<uint64_t> out);
+  void ClearDirty();
+
   // Block index and in-block bit masks for `hash`: exposed for tests/benches.
   uint64_t BlockOf(uint64_t hash) const { return probe::BlockOf(hash, shape_.blocks); }
   std::array<uint64_t, kWordsPerBlock> MasksOf(uint64_t hash) const;
 
  private:
-  BlockedFilter(FilterShape shape, uint64_t* words, size_t mapped_bytes);
+  BlockedFilter(FilterShape shape, uint64_t* words, size_t mapped_bytes, uint64_t* dirty, size_t dirty_bytes);
   // Words are plain uint64_t in zero-filled mmap'ed memory (so a 1 GiB filter
   // costs nothing until touched) and are only ever accessed through
   // std::atomic_ref, which makes every access atomic.
@@ -126,13 +161,24 @@ class BlockedFilter {
     return std::atomic_ref<uint64_t>(words[index]);
   }
   uint64_t LoadRelaxed(uint64_t index) const;
+  // Sets the masks' bits without marking the block dirty (callers mark).
+  AddResult SetMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks);
   AddResult AddMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks);
+  AddResult AddUnmarked(uint64_t hash) {
+    const uint64_t block = BlockOf(hash);
+    if (MightContain(hash)) return AddResult{block, {}};
+    return SetMasks(block, MasksOf(hash));
+  }
+  // Marks blocks dirty after their bits were set (see the .cc for the order).
+  void MarkDirty(std::span<const uint64_t> blocks);
   // Inline: as a call it was 8% of a 14-layer stack's batch test (perf).
   void PrefetchBlock(uint64_t block) const { __builtin_prefetch(words_ + block * kWordsPerBlock, 0, 3); }
 
   FilterShape shape_;
   uint64_t* words_;  // page-aligned (so 64-byte aligned) and zero-filled
   size_t mapped_bytes_;
+  uint64_t* dirty_;  // dirty_word_count() words, zero-filled mmap, via atomic_ref
+  size_t dirty_mapped_bytes_;
   bool vector_probe_;
 };
 

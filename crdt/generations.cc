@@ -316,8 +316,9 @@ void GenerationSet::AddMany(std::span<const std::string_view> keys, std::span<Ke
   const GracePeriod::Section section = grace_.Enter();
   const SubFilter& newest = *window(section).subs.back();
   uint64_t added = 0;
+  BlockedFilter::AddBatch batch(*newest.filter);
   Pipelined(newest.key, newest, keys, [&](size_t i, uint64_t hash) {
-    const AddResult bits = newest.filter->Add(hash);
+    const AddResult bits = batch.Add(hash);
     out[i] = KeyAdd{newest.slot(), !bits.was_present(), bits};
     added += out[i].was_new ? 1 : 0;
   });
@@ -360,11 +361,12 @@ void GenerationSet::AddManyScaling(std::span<const std::string_view> keys, std::
           });
         }
         uint64_t added = 0;
+        BlockedFilter::AddBatch batch(*newest.filter);
         Pipelined(newest.key, newest, run, [&](size_t i, uint64_t sip) {
           KeyAdd& r = out[done + i];
           r = KeyAdd{newest.slot(), false, {}};
           if (present[i]) return;
-          r.bits = newest.filter->Add(LayerHash(newest, sip));
+          r.bits = batch.Add(LayerHash(newest, sip));
           r.was_new = !r.bits.was_present();
           added += r.was_new ? 1 : 0;
         });

@@ -12,6 +12,8 @@
 // counters are atomics. Everything else is driver-thread only.
 #include "node/core/node_impl.h"
 
+#include "crdt/snapshot_delta.h"
+
 #include <algorithm>
 #include <mutex>
 
@@ -440,6 +442,36 @@ absl::StatusOr<std::string> Node::SnapshotFilterName(std::string_view bytes) {
   absl::StatusOr<CatalogEntry> entry = FromWire(*wentry);
   if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR snapshot: ", entry.status().message()));
   return entry->config.name;
+}
+
+absl::Status Node::ImportDelta(std::string_view bytes) {
+  Impl& impl = *impl_;
+  uint32_t len = 0;
+  absl::StatusOr<wire::CatalogEntry> wentry = SnapshotEntry(bytes, &len);
+  if (!wentry.ok()) return wentry.status();
+  absl::StatusOr<CatalogEntry> entry = FromWire(*wentry);
+  if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR delta: ", entry.status().message()));
+  if (entry->params.key_id != impl.key_id) return absl::InvalidArgumentError("ERR delta: other cluster secret");
+  if (impl.IsDeleted(*entry)) return absl::AbortedError("ERR delta: the filter was deleted after it was taken");
+  std::shared_ptr<const FilterState> local = impl.DriverLookup(entry->config.name);
+  if (local == nullptr) return absl::NotFoundError("ERR delta: no such filter");
+  // The parameters decide whether bits are compatible (the stamp may have
+  // changed to a winning entry of the same parameters, keeping the bits).
+  if (!(local->entry.params == entry->params)) {
+    return absl::FailedPreconditionError("ERR delta: the filter has other parameters");
+  }
+  absl::StatusOr<crdt::DeltaContents> delta = crdt::DecodeDelta(bytes.substr(12 + len), *local->set);
+  if (!delta.ok()) return delta.status();
+  for (const auto& [slot, words] : *delta) impl.MergeWords(*local, slot, words);
+  return absl::OkStatus();
+}
+
+void Node::ClearDirtyMarks() {
+  for (const auto& [name, state] : impl_->filters) {
+    for (uint64_t slot : state->set->slots()) {
+      if (auto sub = state->set->Sub(slot)) sub->filter->ClearDirty();
+    }
+  }
 }
 
 absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at) {

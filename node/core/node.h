@@ -469,6 +469,16 @@ class Node {
     FilterVersion version;  // when taken: equal versions, equal contents
   };
   std::vector<SnapshotSource> SnapshotSources() const;
+  // Persistence's incremental snapshots (driver thread, before Start()): a
+  // delta value is "PLNNODE1" | u32 length | catalog entry, as a snapshot
+  // value, then crdt::StreamDelta bytes. ImportDelta ORs one into the live
+  // filter of equal parameters, after validating all of it (crdt::DecodeDelta);
+  // NotFound if the filter is unknown, Aborted if a tombstone covers the
+  // entry, FailedPrecondition if the parameters differ, DataLoss if corrupt;
+  // each changes nothing. ClearDirtyMarks drops every filter's dirty marks
+  // (after loading files that hold those bits already).
+  absl::Status ImportDelta(std::string_view bytes);
+  void ClearDirtyMarks();
   absl::Status ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at = std::nullopt);
   // The filter name inside such a value (validated as ImportSnapshot would
   // parse its catalog entry); any thread.

@@ -368,6 +368,9 @@ std::string RenderMetrics(const MetricsInput& in) {
     w.One("pollen_snapshot_failures_total", "counter", "Snapshots that failed.", p.snapshot_failures());
     w.One("pollen_snapshot_bytes_written_total", "counter", "Bytes snapshots wrote (filter files and tombstones).",
           p.snapshot_bytes_written());
+    w.One("pollen_snapshot_deltas_total", "counter",
+          "Filter files a snapshot wrote as deltas: the blocks changed since the filter's previous file.",
+          p.snapshot_deltas_written());
     w.One("pollen_snapshot_files_skipped_total", "counter",
           "Filter files a snapshot did not rewrite: the filter had not changed since its file was written.",
           p.snapshot_files_skipped());

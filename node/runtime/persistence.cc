@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "crdt/snapshot.h"
+#include "crdt/snapshot_delta.h"
 #include "node/runtime/add_log_reader.h"
 #include "node/runtime/tombstone_file.h"
 #include "spdlog/spdlog.h"
@@ -40,6 +42,41 @@ constexpr size_t kMaxSnapshotFileBytes = size_t{256} << 30;
 uint64_t UnixNow() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// Delta files: "delta-" <20-digit seq> "-" <encoded filter name> ".pln".
+constexpr std::string_view kDeltaPrefix = "delta-";
+constexpr size_t kDeltaSeqDigits = 20;
+
+std::string DeltaFileName(uint64_t seq, std::string_view encoded_name) {
+  std::string digits = Cat(seq);
+  return Cat(kDeltaPrefix, std::string(kDeltaSeqDigits - digits.size(), '0'), digits, "-", encoded_name, kSnapSuffix);
+}
+
+// The encoded filter name of a delta file ListDeltaFiles returned.
+std::string_view DeltaFileFilter(std::string_view file) {
+  const size_t skip = kDeltaPrefix.size() + kDeltaSeqDigits + 1;
+  return file.substr(skip, file.size() - skip - kSnapSuffix.size());
+}
+
+// (seq, file name) of every delta file, by seq.
+std::vector<std::pair<uint64_t, std::string>> ListDeltaFiles(const std::string& dir) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    uint64_t seq = 0;
+    if (n.size() > kDeltaPrefix.size() + kDeltaSeqDigits + 1 + kSnapSuffix.size() &&
+        n.substr(0, kDeltaPrefix.size()) == kDeltaPrefix && n[kDeltaPrefix.size() + kDeltaSeqDigits] == '-' &&
+        n.substr(n.size() - kSnapSuffix.size()) == kSnapSuffix &&
+        absl::SimpleAtoi(AV(n.substr(kDeltaPrefix.size(), kDeltaSeqDigits)), &seq)) {
+      out.emplace_back(seq, std::string(n));
+    }
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::vector<std::string> ListSnapshotFiles(const std::string& dir) {
@@ -213,6 +250,41 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
   for (const std::string& name : pending) {
     MoveAside(Cat(dir_, "/", name), failures[name]);
     ++stats.files_moved_aside;
+  }
+  // Deltas, in the order written, over the bases just loaded.
+  std::map<std::string, uint64_t> delta_bytes;  // per filter name
+  for (const auto& [seq, file] : ListDeltaFiles(dir_)) {
+    next_delta_seq_ = std::max(next_delta_seq_, seq + 1);
+    const std::string path = Cat(dir_, "/", file);
+    auto bytes = ReadWholeFile(path);
+    absl::Status s = bytes.ok() ? node->ImportDelta(*bytes) : bytes.status();
+    if (s.ok()) {
+      ++stats.deltas_loaded;
+      absl::StatusOr<std::string> filter = node::Node::SnapshotFilterName(*bytes);
+      if (filter.ok()) delta_bytes[*filter] += bytes->size();
+    } else if (absl::IsAborted(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s)) {
+      ++stats.stale_deltas_skipped;
+      spdlog::info("persistence: skipped delta {}: {}", path, s.message());
+    } else {
+      MoveAside(path, SV(s.message()));
+      ++stats.files_moved_aside;
+    }
+  }
+  // The files hold what loading them marked dirty. What they describe: the
+  // next snapshot writes deltas against them (its version is unknown, so it
+  // writes at least once).
+  node->ClearDirtyMarks();
+  for (const node::Node::SnapshotSource& source : node->SnapshotSources()) {
+    const std::string base = Cat(dir_, "/", kSnapPrefix, EncodeFileName(source.name), kSnapSuffix);
+    struct stat st {};
+    if (::stat(base.c_str(), &st) != 0) continue;
+    FilterFiles files;
+    files.uid = source.version.incarnation;
+    for (const auto& sub : source.subs) files.slots.push_back(sub->slot());
+    files.base_bytes = static_cast<uint64_t>(st.st_size);
+    files.delta_bytes = delta_bytes[source.name];
+    std::lock_guard lock(written_mu_);
+    written_.files[source.name] = files;
   }
 
   // The log: create records first (a filter's entry must exist before its
@@ -401,7 +473,7 @@ absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
       bool same = job.sources.size() == written_.files.size();
       for (const auto& source : job.sources) {
         auto it = written_.files.find(source.name);
-        same = same && it != written_.files.end() && it->second == source.version;
+        same = same && it != written_.files.end() && it->second.version == source.version;
       }
       if (same) {
         job.unchanged = true;
@@ -423,35 +495,27 @@ absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
 
 absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) {
   if (job.unchanged) return Cat("snapshot: nothing changed since the last one in ", dir_);
-  uint64_t bytes = 0, skipped = 0;
+  uint64_t bytes = 0, skipped = 0, deltas = 0;
   std::set<std::string> keep;
   for (const node::Node::SnapshotSource& source : job.sources) {
-    const std::string file = Cat(kSnapPrefix, EncodeFileName(source.name), kSnapSuffix);
-    const std::string path = Cat(dir_, "/", file);
-    keep.insert(file);
+    const std::string encoded = EncodeFileName(source.name);
+    keep.insert(Cat(kSnapPrefix, encoded, kSnapSuffix));
     {
       std::lock_guard lock(written_mu_);
       auto it = written_.files.find(source.name);
-      if (it != written_.files.end() && it->second == source.version) {
+      if (it != written_.files.end() && it->second.version == source.version) {
         ++skipped;
         continue;
       }
     }
-    uint64_t written = 0;
-    absl::Status s = crdt::WriteFileAtomically(
-        path,
-        [&](const crdt::SnapshotSink& write) {
-          if (absl::Status p = write(source.prefix); !p.ok()) return p;
-          return crdt::StreamSnapshot(source.set->params(), source.subs, kSnapshotPieceBytes, write);
-        },
-        &written);
-    if (!s.ok()) {
+    bool delta = false;
+    absl::StatusOr<uint64_t> written = WriteFilter(source, &delta);
+    if (!written.ok()) {
       snapshot_failures_.fetch_add(1);
-      return absl::InternalError(Cat("snapshot ", path, ": ", s.message()));
+      return written.status();
     }
-    bytes += written;
-    std::lock_guard lock(written_mu_);
-    written_.files[source.name] = source.version;
+    bytes += *written;
+    deltas += delta ? 1 : 0;
   }
   // The tombstones before anything is deleted: the segments about to go may
   // hold the only delete records.
@@ -472,6 +536,9 @@ absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) 
   for (const std::string& file : ListSnapshotFiles(dir_)) {
     if (!keep.count(file)) ::unlink(Cat(dir_, "/", file).c_str());
   }
+  for (const auto& [seq, file] : ListDeltaFiles(dir_)) {
+    if (!keep.count(Cat(kSnapPrefix, DeltaFileFilter(file), kSnapSuffix))) ::unlink(Cat(dir_, "/", file).c_str());
+  }
   for (uint64_t id : ListAddLogSegments(dir_)) {
     if (id <= job.rotated_segment) ::unlink(AddLogSegmentPath(dir_, id).c_str());
   }
@@ -489,9 +556,57 @@ absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) 
   snapshots_written_.fetch_add(1);
   snapshot_bytes_.fetch_add(bytes);
   snapshot_files_skipped_.fetch_add(skipped);
+  snapshot_deltas_.fetch_add(deltas);
   last_snapshot_unix_.store(UnixNow());
-  return Cat("snapshot of ", job.sources.size(), " filters (", job.sources.size() - skipped, " written, ", skipped,
-             " unchanged; ", bytes, " bytes) in ", dir_);
+  return Cat("snapshot of ", job.sources.size(), " filters (", job.sources.size() - skipped - deltas, " whole, ",
+             deltas, " as deltas, ", skipped, " unchanged; ", bytes, " bytes) in ", dir_);
+}
+
+absl::StatusOr<uint64_t> Persistence::WriteFilter(const node::Node::SnapshotSource& source, bool* delta) {
+  std::vector<uint64_t> slots;
+  for (const auto& sub : source.subs) slots.push_back(sub->slot());
+  const std::string encoded = EncodeFileName(source.name);
+  FilterFiles files;
+  uint64_t seq = 0;
+  {
+    std::lock_guard lock(written_mu_);
+    auto it = written_.files.find(source.name);
+    if (it != written_.files.end()) files = it->second;
+    *delta = it != written_.files.end() && files.uid == source.version.incarnation && files.slots == slots &&
+             files.delta_bytes <= files.base_bytes / 4;
+    // Until this write succeeds the filter's files are unknown: a failure
+    // loses the marks it took, so the next write must be a base.
+    written_.files.erase(source.name);
+    if (*delta) seq = next_delta_seq_++;
+  }
+  const std::string path = *delta ? Cat(dir_, "/", DeltaFileName(seq, encoded))
+                                  : Cat(dir_, "/", kSnapPrefix, encoded, kSnapSuffix);
+  if (!*delta) {
+    for (const auto& sub : source.subs) sub->filter->ClearDirty();  // the base holds them
+  }
+  uint64_t bytes = 0;
+  absl::Status s = crdt::WriteFileAtomically(
+      path,
+      [&](const crdt::SnapshotSink& write) {
+        if (absl::Status p = write(source.prefix); !p.ok()) return p;
+        return *delta ? crdt::StreamDelta(source.subs, write)
+                      : crdt::StreamSnapshot(source.set->params(), source.subs, kSnapshotPieceBytes, write);
+      },
+      &bytes);
+  if (!s.ok()) return absl::InternalError(Cat("snapshot ", path, ": ", s.message()));
+  if (*delta) {
+    files.delta_bytes += bytes;
+  } else {
+    // The base is in place: the filter's older deltas are redundant.
+    for (const auto& [old_seq, file] : ListDeltaFiles(dir_)) {
+      if (DeltaFileFilter(file) == encoded) ::unlink(Cat(dir_, "/", file).c_str());
+    }
+    files = FilterFiles{{}, source.version.incarnation, slots, bytes, 0};
+  }
+  files.version = source.version;
+  std::lock_guard lock(written_mu_);
+  written_.files[source.name] = files;
+  return bytes;
 }
 
 absl::Status Persistence::Flush() { return log_ ? log_->Flush() : absl::OkStatus(); }

@@ -1,16 +1,21 @@
 // Persistence: snapshots plus the add log under one data directory.
 //
 // Layout of <dir>:
-//   snap-<filter>.pln          one crdt snapshot per Node::ExportSnapshots entry
-//                              (name percent-encoded), replaced atomically
+//   snap-<filter>.pln          one crdt snapshot per filter (name
+//                              percent-encoded), replaced atomically: its base
+//   delta-<seq>-<filter>.pln   the blocks that changed since the base or the
+//                              previous delta (crdt/snapshot_delta.h); seq is
+//                              20 digits, increasing across restarts
 //   adds-<id>.log              add-log segments (add_log.h), replayed in order
 //   tombstones.pln             deleted filter names (tombstone_file.h), replaced
 //                              atomically at every snapshot
 //   *.corrupt-<unix time>      files that failed to load, moved aside
 //
 // Recovery (driver thread, before Node::Start): load the tombstones (so no
-// file of a deleted filter brings it back), import every snapshot, then
-// replay the segments in two passes: first every create record (a filter's
+// file of a deleted filter brings it back), import every snapshot, then every
+// delta in order (one of a deleted filter or of other parameters is stale:
+// skipped, and removed by the next snapshot), then drop the dirty marks the
+// loading set (the files hold those bits), then replay the segments in two passes: first every create record (a filter's
 // catalog entry, applied under the catalog rule by Node::ImportCatalogEntry,
 // so a filter keeps its parameters, stamp and creator), then every add
 // (re-adding is idempotent). A file that fails is renamed aside and logged,
@@ -51,6 +56,17 @@
 // not rewritten; when no filter changed, no record was logged and the
 // tombstones are the same, a snapshot writes nothing and keeps the segment
 // (an idle node does no disk writes).
+//
+// Incremental: a filter that changed gets a delta file, the blocks marked
+// dirty since its last write (crdt::StreamDelta: the marks are taken, then
+// the blocks read, so the argument above holds block by block), as long as
+// its incarnation and sub-filters are those of its base and its deltas
+// together stay under a quarter of the base; otherwise (a rotation, a new
+// layer, a replaced incarnation, deltas grown large, or a failed write, whose
+// taken marks are lost) a new base is written (its marks taken first) and,
+// once it is renamed in place, the filter's deltas are deleted. Deltas are
+// ORed in on recovery in any order, so a crash between the two steps only
+// leaves older deltas over a newer base: harmless.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +88,8 @@ namespace pollen::runtime {
 
 struct RecoveryStats {
   uint64_t snapshots_loaded = 0;
+  uint64_t deltas_loaded = 0;
+  uint64_t stale_deltas_skipped = 0;  // of a deleted filter, or one with other parameters
   uint64_t segments_replayed = 0;
   uint64_t records_replayed = 0;
   uint64_t files_moved_aside = 0;
@@ -154,6 +172,7 @@ class Persistence {
   // Bytes the snapshots wrote (files and tombstones), and files skipped as unchanged.
   uint64_t snapshot_bytes_written() const { return snapshot_bytes_.load(); }
   uint64_t snapshot_files_skipped() const { return snapshot_files_skipped_.load(); }
+  uint64_t snapshot_deltas_written() const { return snapshot_deltas_.load(); }
 
  private:
   Persistence(std::string dir, AppendFsync mode) : dir_(std::move(dir)), mode_(mode) {}
@@ -184,11 +203,23 @@ class Persistence {
   std::map<std::string, uint64_t, std::less<>> logged_deletes_;  // highest delete record per name (covered_mu_)
   std::atomic<uint64_t> snapshot_bytes_{0};
   std::atomic<uint64_t> snapshot_files_skipped_{0};
-  // What the snapshot files hold: each file's filter version when written,
-  // the tombstones last written, and the log's record count at the rotation
-  // of the last snapshot that finished (BeginSnapshot and FinishSnapshot).
+  std::atomic<uint64_t> snapshot_deltas_{0};
+  // What one filter's files hold: a base snapshot (of incarnation `uid` with
+  // sub-filters `slots`) and the deltas written after it.
+  struct FilterFiles {
+    node::FilterVersion version;  // at the last write; a default one forces a write
+    uint64_t uid = 0;
+    std::vector<uint64_t> slots;
+    uint64_t base_bytes = 0;
+    uint64_t delta_bytes = 0;
+  };
+  // Writes `source`'s base snapshot or, when its files allow, a delta.
+  absl::StatusOr<uint64_t> WriteFilter(const node::Node::SnapshotSource& source, bool* delta);
+  // What the snapshot files hold: per filter (by name), the tombstones last
+  // written, and the log's record count at the rotation of the last snapshot
+  // that finished (BeginSnapshot and FinishSnapshot).
   struct Written {
-    std::map<std::string, node::FilterVersion> files;
+    std::map<std::string, FilterFiles> files;
     std::string tombstones;
     uint64_t records_at_rotation = 0;
     bool any = false;  // a snapshot finished in this process
@@ -196,6 +227,7 @@ class Persistence {
   mutable std::mutex written_mu_;
   Written written_;
   uint64_t pending_records_at_rotation_ = 0;  // the running snapshot's (written_mu_)
+  uint64_t next_delta_seq_ = 1;               // delta file numbers (written_mu_)
 };
 
 // "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back. A name

@@ -137,6 +137,119 @@ TEST(PersistenceTest, SnapshotsWriteOnlyWhatChanged) {
   EXPECT_TRUE(Has(*again, "other", "x"));
 }
 
+std::vector<std::string> DeltaFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const std::string& f : ListDir(dir)) {
+    if (f.rfind("delta-", 0) == 0 && f.find(".corrupt") == std::string::npos) out.push_back(f);
+  }
+  return out;
+}
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// Incremental snapshots: after a base, a changed filter gets a delta of its
+// changed blocks (a few KiB, not the filter); a restart loads base + deltas
+// (no log left) and writes deltas against them; deltas past a quarter of the
+// base, or a rotation, make a new base and the deltas go; a corrupt delta is
+// moved aside and the rest still loads.
+TEST(PersistenceTest, IncrementalSnapshotsRecoverBasePlusDeltas) {
+  const std::string dir = FreshDir("incremental");
+  const std::string base = dir + "/snap-crawl%3Aseen.pln";
+  auto snapshot = [](Persistence& p, node::Node& n) {
+    auto job = p.BeginSnapshot(n);
+    ASSERT_TRUE(job.ok()) << job.status();
+    auto done = p.FinishSnapshot(*job);
+    ASSERT_TRUE(done.ok()) << done.status();
+  };
+  std::vector<std::string> keys;
+  {
+    auto node = MakeNode();
+    auto p = Persistence::Open(dir, AppendFsync::kAlways);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+    AddAndLog(*node, **p, "crawl:seen", {"k0"});
+    keys.push_back("k0");
+    snapshot(**p, *node);  // the base
+    const uint64_t base_bytes = FileSize(base);
+    ASSERT_GT(base_bytes, 10'000u);
+    for (int round = 1; round <= 3; ++round) {
+      const uint64_t before = (*p)->snapshot_bytes_written();
+      const std::string k = "k" + std::to_string(round);
+      AddAndLog(*node, **p, "crawl:seen", {k});
+      keys.push_back(k);
+      snapshot(**p, *node);
+      EXPECT_LT((*p)->snapshot_bytes_written() - before, 1'000u) << "a delta, not the filter";
+      EXPECT_EQ(FileSize(base), base_bytes);
+    }
+    EXPECT_EQ((*p)->snapshot_deltas_written(), 3u);
+    EXPECT_EQ(DeltaFiles(dir).size(), 3u);
+    p->reset();  // a crash: nothing more is written
+  }
+  {
+    auto node = MakeNode();
+    auto p = Persistence::Open(dir, AppendFsync::kAlways);
+    ASSERT_TRUE(p.ok());
+    auto stats = (*p)->Recover(node.get(), node::Time(0), node::FilterConfig{});
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->snapshots_loaded, 1u);
+    EXPECT_EQ(stats->deltas_loaded, 3u);
+    EXPECT_EQ(stats->records_replayed, 0u);  // the snapshots dropped the segments
+    for (const auto& k : keys) EXPECT_TRUE(Has(*node, "crawl:seen", k)) << k;
+    // After the restart: a delta against the files on disk, not a new base.
+    AddAndLog(*node, **p, "crawl:seen", {"k4"});
+    keys.push_back("k4");
+    const uint64_t base_written = FileSize(base);
+    snapshot(**p, *node);
+    EXPECT_EQ((*p)->snapshot_deltas_written(), 1u);
+    EXPECT_EQ(DeltaFiles(dir).size(), 4u);
+    EXPECT_EQ(FileSize(base), base_written);
+    // Many more keys: the deltas outgrow a quarter of the base, a new base
+    // is written and every delta goes.
+    for (int round = 0; round < 4 && !DeltaFiles(dir).empty(); ++round) {
+      std::vector<std::string> many;
+      for (int i = 0; i < 2'000; ++i) many.push_back("m" + std::to_string(round) + "." + std::to_string(i));
+      AddAndLog(*node, **p, "crawl:seen", many);
+      snapshot(**p, *node);
+      keys.insert(keys.end(), many.begin(), many.end());
+    }
+    EXPECT_TRUE(DeltaFiles(dir).empty());
+    // A rotation opens a generation: a new base.
+    ASSERT_TRUE(node->Rotate("crawl:seen", node::Time(1'000'000)).ok());
+    AddAndLog(*node, **p, "crawl:seen", {"after-rotation"});
+    keys.push_back("after-rotation");
+    snapshot(**p, *node);
+    EXPECT_TRUE(DeltaFiles(dir).empty());
+    AddAndLog(*node, **p, "crawl:seen", {"k5"});
+    AddAndLog(*node, **p, "crawl:seen", {"k6"});
+    keys.push_back("k5");
+    keys.push_back("k6");
+    snapshot(**p, *node);
+    ASSERT_EQ(DeltaFiles(dir).size(), 1u);
+    // A corrupt delta (k7's) is moved aside on recovery; the rest loads.
+    AddAndLog(*node, **p, "crawl:seen", {"k7"});
+    snapshot(**p, *node);
+    ASSERT_EQ(DeltaFiles(dir).size(), 2u);
+    p->reset();
+  }
+  const std::string last = dir + "/" + DeltaFiles(dir).back();
+  {
+    std::fstream f(last, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(FileSize(last) / 2));
+    f.put('\x5a');
+  }
+  auto node = MakeNode();
+  auto p = Persistence::Open(dir, AppendFsync::kNone);
+  ASSERT_TRUE(p.ok());
+  auto stats = (*p)->Recover(node.get(), node::Time(0), node::FilterConfig{});
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->deltas_loaded, 1u);
+  EXPECT_EQ(stats->files_moved_aside, 1u);
+  for (const auto& k : keys) ASSERT_TRUE(Has(*node, "crawl:seen", k)) << k;
+}
+
 TEST(PersistenceTest, SecondOpenOfTheSameDirectoryIsRefused) {
   const std::string dir = FreshDir("lock");
   auto a = Persistence::Open(dir, AppendFsync::kNone);
