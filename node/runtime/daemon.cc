@@ -134,10 +134,11 @@ int RunDaemon(int argc, char** argv) {
     persistence = std::move(*p);
     auto stats = persistence->Recover(node.get(), MonotonicNow(), default_filter);
     if (!stats.ok()) return Fail(kExitRuntime, Cat("recovery failed: ", stats.status().message()));
-    spdlog::info("recovered from {}: {} snapshots, {} filter creations and {} adds from {} log segments, "
-                 "{} files moved aside, {} torn tails",
-                 config.data_dir, stats->snapshots_loaded, stats->creates_replayed, stats->records_replayed,
-                 stats->segments_replayed, stats->files_moved_aside, stats->torn_tails);
+    spdlog::info("recovered from {}: {} snapshots and {} deltas ({} stale skipped), {} filter creations and {} "
+                 "adds from {} log segments, {} files moved aside, {} torn tails",
+                 config.data_dir, stats->snapshots_loaded, stats->deltas_loaded, stats->stale_deltas_skipped,
+                 stats->creates_replayed, stats->records_replayed, stats->segments_replayed, stats->files_moved_aside,
+                 stats->torn_tails);
     if (stats->creates_refused > 0 || stats->default_creates > 0) {
       spdlog::warn("recovery: {} create records refused, {} filters re-created with default parameters",
                    stats->creates_refused, stats->default_creates);
