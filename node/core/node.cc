@@ -62,6 +62,11 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   for (const FilterConfig& fc : impl.config.filters) {
     absl::StatusOr<CatalogEntry> entry = MakeCatalogEntry(fc, impl.config.secret, 0, "");
     if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("filter '", fc.name, "': ", entry.status().message()));
+    if (absl::Status budget = impl.CheckBudget(*entry, nullptr); !budget.ok()) {
+      std::string why(budget.message());
+      if (why.rfind("ERR ", 0) == 0) why.erase(0, 4);
+      return absl::ResourceExhaustedError(absl::StrCat("filter '", fc.name, "': ", why));
+    }
     absl::StatusOr<std::shared_ptr<const FilterState>> state = impl.NewState(*entry, 0);
     if (!state.ok()) return state.status();
     impl.Install(*std::move(state), false);
@@ -159,6 +164,8 @@ absl::Status Node::Reserve(const FilterConfig& filter, Time now) {
   absl::StatusOr<CatalogEntry> entry = MakeCatalogEntry(filter, impl.config.secret, stamp, impl.config.name);
   if (!entry.ok()) return entry.status();
   if (impl.IsDeleted(*entry)) return absl::FailedPreconditionError("ERR filter name deleted for good (tombstone at the last stamp)");
+  if (absl::Status budget = impl.CheckBudget(*entry, nullptr); !budget.ok()) return budget;
+  impl.Unrefuse(filter.name);
   absl::StatusOr<std::shared_ptr<const FilterState>> state = impl.NewState(*entry, 0);
   if (!state.ok()) return state.status();
   impl.Install(*std::move(state), false);
@@ -251,7 +258,7 @@ std::vector<bool> Node::Impl::AddLocal(const FilterState& state, std::span<const
 // checkers call it for every acknowledged key on every node).
 absl::StatusOr<bool> Node::Exists(std::string_view filter, std::string_view key) const {
   std::shared_ptr<const FilterState> state = impl_->Lookup(filter);
-  if (state == nullptr) return absl::NotFoundError("ERR not found");
+  if (state == nullptr) return impl_->Missing(filter);
   const bool found = state->set->MightContain(key);
   impl_->queries.fetch_add(1, std::memory_order_relaxed);
   state->tallies->queries.fetch_add(1, std::memory_order_relaxed);
@@ -265,7 +272,7 @@ absl::StatusOr<bool> Node::Exists(std::string_view filter, std::string_view key)
 absl::StatusOr<std::vector<bool>> Node::ExistsMany(std::string_view filter, std::span<const std::string_view> keys) const {
   const Impl& impl = *impl_;
   std::shared_ptr<const FilterState> state = impl.Lookup(filter);
-  if (state == nullptr) return absl::NotFoundError("ERR not found");
+  if (state == nullptr) return impl.Missing(filter);
   std::unique_ptr<bool[]> found(new bool[keys.size()]);
   state->set->MightContainMany(keys, std::span<bool>(found.get(), keys.size()));
   std::vector<bool> out(found.get(), found.get() + keys.size());
@@ -376,6 +383,16 @@ std::map<std::string, std::string> Node::ExportSnapshots() const {
   }
   return out;
 }
+
+std::vector<Node::RefusedFilter> Node::RefusedFilters() const {
+  std::vector<RefusedFilter> out;
+  for (const auto& [name, refusal] : impl_->refused) {
+    if (!impl_->IsDeleted(refusal.entry) && impl_->DriverLookup(name) == nullptr) out.push_back(refusal.info);
+  }
+  return out;
+}
+
+uint64_t Node::HeldFilterBytes() const { return impl_->HeldBytes(nullptr); }
 
 std::vector<Node::SnapshotSource> Node::SnapshotSources() const {
   std::vector<SnapshotSource> out;
@@ -495,6 +512,12 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   std::shared_ptr<const FilterState> local = impl.DriverLookup(entry->config.name);
   if (local == nullptr || (!(local->entry.params == entry->params) && Precedes(*entry, local->entry))) {
     if (local == nullptr && impl.filters.size() >= kMaxFilters) return absl::ResourceExhaustedError("ERR too many filters");
+    // A restore (BF.LOADCHUNK) is held to the budget; recovery is not: its
+    // files were written by this node, and refusing them would lose them.
+    if (restamp_at.has_value()) {
+      if (absl::Status budget = impl.CheckBudget(*entry, local.get()); !budget.ok()) return budget;
+    }
+    impl.Unrefuse(entry->config.name);
     auto state = std::make_shared<FilterState>();
     state->uid = impl.next_uid++;
     state->entry = *entry;

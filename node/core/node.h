@@ -73,6 +73,18 @@ struct NodeConfig {
   // if the join were long done (pollen-sim's --warm-start); null: join
   // through the seeds.
   std::shared_ptr<const std::vector<std::pair<std::string, Address>>> warm_members;
+  // Memory budget (0: no limit). A filter whose generations would take more
+  // than max_filter_bytes, or whose creation would take the filters this
+  // node holds past max_memory_bytes, is refused: a config filter fails
+  // Create, Reserve and a restore answer ResourceExhausted naming the limit,
+  // and a peer's catalog entry is not held here (RefusedFilters, counted in
+  // NodeCounters::filters_refused, one kFilterRefused event per entry). The
+  // others hold and serve it; this node answers "not found" for it, and takes
+  // it as soon as a later announcement fits (after a DEL frees memory, say).
+  // Counted at creation: every generation's first layer. A scaling filter's
+  // later layers open regardless (each bounded by crdt::kMaxBlocks).
+  uint64_t max_filter_bytes = 0;
+  uint64_t max_memory_bytes = 0;
   Duration anti_entropy_interval = std::chrono::seconds(10);
   // kTree only: once three anti_entropy_intervals have passed with no sign of
   // trouble (member event, tree push given up by its sender or receiver,
@@ -294,6 +306,8 @@ struct NodeCounters {
   uint64_t epochs_advanced = 0;
   uint64_t layers_opened = 0;     // layers a scaling filter opened here (by an add, an estimate or a peer)
   uint64_t filters_replaced = 0;  // local state discarded for a winning catalog entry (FilterInfo::incarnation)
+  // Peers' catalog entries this node would not hold, by reason: "max_filter_bytes", "max_memory".
+  std::map<std::string, uint64_t> filters_refused;
   uint64_t filters_deleted = 0;   // live filters removed by a tombstone (DEL here or on a peer)
   uint64_t tombstones_dropped = 0;  // oldest tombstones forgotten at kMaxTombstones
   uint64_t delta_overflows = 0;  // dissemination buffers dropped (anti-entropy repairs)
@@ -469,6 +483,20 @@ class Node {
     FilterVersion version;  // when taken: equal versions, equal contents
   };
   std::vector<SnapshotSource> SnapshotSources() const;
+
+  // Filters in the cluster's catalog that this node does not hold because
+  // of its memory budget (NodeConfig::max_memory_bytes), sorted by name
+  // (driver thread). HeldFilterBytes: what the filters held here count
+  // against max_memory_bytes (each at least its full window of generations).
+  struct RefusedFilter {
+    std::string name;
+    std::string reason;  // "max_filter_bytes" or "max_memory"
+    std::string detail;  // the refusal, as logged
+    uint64_t bytes = 0;  // what holding it would take
+    std::string creator;
+  };
+  std::vector<RefusedFilter> RefusedFilters() const;
+  uint64_t HeldFilterBytes() const;
   // Persistence's incremental snapshots (driver thread, before Start()): a
   // delta value is "PLNNODE1" | u32 length | catalog entry, as a snapshot
   // value, then crdt::StreamDelta bytes. ImportDelta ORs one into the live

@@ -39,9 +39,68 @@ bool Node::Impl::LearnEpoch(const std::string& name, uint64_t epoch) {
   return true;
 }
 
+namespace {
+
+// What a filter's generations take when created: each generation's first layer.
+uint64_t EntryBytes(const CatalogEntry& e) {
+  return e.params.shape.bytes() * std::max<uint64_t>(e.params.generations, 1);
+}
+
+// What a held filter counts against the budget: what it takes now, or what
+// its full window of generations will take once it rotates, if more.
+uint64_t StateBytes(const FilterState& state) {
+  uint64_t bytes = 0;
+  for (uint64_t slot : state.set->slots()) {
+    if (auto sub = state.set->Sub(slot)) bytes += sub->filter->shape().bytes();
+  }
+  return std::max(bytes, EntryBytes(state.entry));
+}
+
+}  // namespace
+
+uint64_t Node::Impl::HeldBytes(const FilterState* except) const {
+  uint64_t held = 0;
+  for (const auto& [name, state] : filters) {
+    if (state.get() != except) held += StateBytes(*state);
+  }
+  return held;
+}
+
+absl::Status Node::Impl::CheckBudget(const CatalogEntry& e, const FilterState* replacing, std::string* reason) const {
+  const uint64_t need = EntryBytes(e);
+  if (config.max_filter_bytes > 0 && need > config.max_filter_bytes) {
+    if (reason != nullptr) *reason = "max_filter_bytes";
+    return absl::ResourceExhaustedError(absl::StrCat("ERR filter would need ", need, " bytes, over max-filter-bytes (",
+                                                     config.max_filter_bytes, ")"));
+  }
+  if (config.max_memory_bytes == 0) return absl::OkStatus();
+  const uint64_t held = HeldBytes(replacing);
+  if (held + need > config.max_memory_bytes) {
+    if (reason != nullptr) *reason = "max_memory";
+    return absl::ResourceExhaustedError(absl::StrCat("ERR filter would need ", need, " bytes; this node's filters hold ",
+                                                     held, " of max-memory (", config.max_memory_bytes, ")"));
+  }
+  return absl::OkStatus();
+}
+
+void Node::Impl::RefuseEntry(const CatalogEntry& e, const absl::Status& why, const std::string& reason) {
+  const std::string& name = e.config.name;
+  auto it = refused.find(name);
+  if (it != refused.end() && it->second.entry.stamp == e.stamp && it->second.entry.creator == e.creator) return;
+  Node::RefusedFilter info{name, reason, std::string(why.message()), EntryBytes(e), e.creator};
+  refused[name] = Refusal{e, info};
+  {
+    std::lock_guard lock(refused_names_mu);
+    refused_names.insert(name);
+  }
+  Stats([&](NodeCounters& s) { ++s.filters_refused[reason]; });
+  Emit(Event::Kind::kFilterRefused, name, std::string(why.message()));
+}
+
 void Node::Impl::ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch) {
   const std::string& name = e.config.name;
   if (IsDeleted(e)) {
+    Unrefuse(name);
     // A deleted filter's entry (from a node that has not heard of the
     // deletion yet): refuse it and spread the tombstone towards its sender.
     announce_tombstones.insert(name);
@@ -53,6 +112,12 @@ void Node::Impl::ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch) {
       Stats([](NodeCounters& s) { ++s.rejected_by_reason["catalog_full"]; });
       return;
     }
+    std::string reason;
+    if (absl::Status budget = CheckBudget(e, nullptr, &reason); !budget.ok()) {
+      RefuseEntry(e, budget, reason);
+      return;
+    }
+    Unrefuse(name);
     absl::StatusOr<std::shared_ptr<const FilterState>> state = NewState(e, epoch);
     if (!state.ok()) {
       RefuseMerge(name, std::string(state.status().message()));
@@ -72,6 +137,12 @@ void Node::Impl::ApplyCatalogEntry(const CatalogEntry& e, uint64_t epoch) {
       Publish(std::move(state));
       announce_catalog.insert(name);
     } else {
+      // The winner's parameters: a new state, if this node can hold it.
+      std::string reason;
+      if (absl::Status budget = CheckBudget(e, local.get(), &reason); !budget.ok()) {
+        RefuseEntry(e, budget, reason);
+        return;
+      }
       absl::StatusOr<std::shared_ptr<const FilterState>> state = NewState(e, epoch);
       if (!state.ok()) {
         RefuseMerge(name, std::string(state.status().message()));

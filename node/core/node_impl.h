@@ -544,6 +544,38 @@ struct Node::Impl {
     return out;
   }
   // Driver thread: `filters` is its own.
+  // The memory budget (NodeConfig::max_filter_bytes, max_memory_bytes):
+  // OK if this node can hold `e` once the filter it replaces (`replacing`,
+  // possibly null) is gone; else ResourceExhausted naming the limit, and
+  // *reason ("max_filter_bytes" or "max_memory") if non-null.
+  absl::Status CheckBudget(const CatalogEntry& e, const FilterState* replacing, std::string* reason = nullptr) const;
+  // What the filters held here count against max_memory_bytes, but `except`.
+  uint64_t HeldBytes(const FilterState* except) const;
+  // Remembers (and counts and reports once) a peer's entry refused by CheckBudget.
+  void RefuseEntry(const CatalogEntry& e, const absl::Status& why, const std::string& reason);
+  struct Refusal {
+    CatalogEntry entry;
+    Node::RefusedFilter info;
+  };
+  std::map<std::string, Refusal> refused;  // by name; driver only
+  // The names in `refused`, for client threads (Missing).
+  mutable std::mutex refused_names_mu;
+  std::set<std::string, std::less<>> refused_names;
+  void Unrefuse(const std::string& name) {
+    if (refused.erase(name) == 0) return;
+    std::lock_guard lock(refused_names_mu);
+    refused_names.erase(name);
+  }
+  // Any thread: the error for a read of a filter this node does not hold.
+  // NotFound, or for a filter refused by the memory budget, Unavailable
+  // saying so: a read must not answer "absent" for keys the cluster holds.
+  absl::Status Missing(std::string_view name) const {
+    std::lock_guard lock(refused_names_mu);
+    if (refused_names.find(name) == refused_names.end()) return absl::NotFoundError("ERR not found");
+    return absl::UnavailableError(
+        "ERR filter not held on this node (over its max-memory or max-filter-bytes): ask another node");
+  }
+
   std::shared_ptr<const FilterState> DriverLookup(const std::string& name) const {
     auto it = filters.find(name);
     return it == filters.end() ? nullptr : it->second;

@@ -55,6 +55,7 @@ bool Node::Impl::ApplyTombstone(const Tombstone& t) {
   if (local != nullptr && Covers(t, local->entry)) {
     RemoveFilter(t.name, t.deleted_through);
   }
+  if (auto r = refused.find(t.name); r != refused.end() && Covers(t, r->second.entry)) Unrefuse(t.name);
   return true;
 }
 

@@ -78,6 +78,7 @@ struct Event {
     kFilterGrew,           // a scaling filter opened a layer; count: the newest generation's layers
     kFilterSaturated,      // passed a saturation threshold (node_impl.h); detail: which and by how much
     kFilterRelieved,       // back under the thresholds (grew, rotated or replaced)
+    kFilterRefused,        // a peer's filter over this node's memory budget; detail: why
   };
   Kind kind;
   std::string subject;  // member or filter name

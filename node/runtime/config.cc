@@ -1,5 +1,7 @@
 #include "node/runtime/config.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -87,6 +89,14 @@ absl::Status SetBytes(uint64_t* out, std::string_view v, uint64_t lo, uint64_t h
   }
   *out = *x;
   return absl::OkStatus();
+}
+
+absl::Status SetBytesOrAuto(uint64_t* out, std::string_view v) {
+  if (absl::AsciiStrToLower(AV(v)) == "auto") {
+    *out = DaemonConfig::kAutoSize;
+    return absl::OkStatus();
+  }
+  return SetBytes(out, v, 0, uint64_t{1} << 50);
 }
 
 absl::Status SetBool(bool* out, std::string_view v) {
@@ -197,6 +207,15 @@ const std::vector<Option>& Options() {
        [](DaemonConfig& c, std::string_view v) { return SetDur(&c.resp_idle_timeout, v, Dur(0), hours(24 * 7)); }},
       {"http-bind", "127.0.0.1:9464", "HTTP address for the status page (/) and /metrics, /healthz, /readyz (empty = off)",
        Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetHostPort(&c.http_bind, v, true); }},
+      {"max-memory", "auto",
+       "Memory all filters of this node may take, as Redis' maxmemory: a filter that would pass it is refused "
+       "(BF.RESERVE gets an error; a peer's filter is not held here and the others serve it). auto: 75% of the "
+       "machine's memory or cgroup limit; 0: no limit",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBytesOrAuto(&c.max_memory, v); }},
+      {"max-filter-bytes", "auto",
+       "Memory one filter's generations may take (BF.RESERVE, a peer's filter, a restore). auto: max-memory; 0: no "
+       "limit",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBytesOrAuto(&c.max_filter_bytes, v); }},
       {"data-dir", "", "Directory for snapshots and the add log (empty = no persistence)", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) {
          c.data_dir = std::string(v);
@@ -393,6 +412,19 @@ absl::StatusOr<node::Duration> ParseDuration(std::string_view text) {
   return node::Duration(std::chrono::milliseconds(n * unit_ms));
 }
 
+uint64_t MachineMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  uint64_t bytes = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  // cgroup v2, then v1: "max" or a number far above RAM means no limit.
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    std::string text;
+    uint64_t limit = 0;
+    if (in >> text && absl::SimpleAtoi(text, &limit) && limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
+  }
+  return bytes;
+}
+
 absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
   text = Strip(text);
   size_t i = 0;
@@ -539,6 +571,13 @@ absl::Status ValidateConfig(const DaemonConfig& c) {
 
 namespace {
 
+// max-memory auto: 75% of the machine's memory, leaving the rest to the
+// process (RESP buffers, a restore being assembled) and the system.
+void ResolveAutoSizes(DaemonConfig* c) {
+  if (c->max_memory == DaemonConfig::kAutoSize) c->max_memory = MachineMemoryBytes() / 4 * 3;
+  if (c->max_filter_bytes == DaemonConfig::kAutoSize) c->max_filter_bytes = c->max_memory;
+}
+
 absl::Status ApplyDefaults(DaemonConfig* config) {
   for (const Option& o : Options()) {
     if (absl::Status s = o.set(*config, o.default_value); !s.ok()) return s;  // a bug: defaults are valid
@@ -643,6 +682,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv, 
   for (const auto& [n, v] : flags) {
     if (absl::Status s = ApplyOption(n, v, "--" + n, &cl.config); !s.ok()) return s;
   }
+  ResolveAutoSizes(&cl.config);
   if (absl::Status s = ValidateConfig(cl.config); !s.ok()) return s;
   return cl;
 }
@@ -693,6 +733,9 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "resp-latency-tracking = " << (c.resp_latency_tracking ? "true" : "false") << "\n"
       << "resp-max-clients = " << c.resp_max_clients << "\n"
       << "proto-max-bulk-len = " << FormatByteSize(c.proto_max_bulk_len) << "\n"
+      << "max-memory = " << (c.max_memory == DaemonConfig::kAutoSize ? "auto" : FormatByteSize(c.max_memory)) << "\n"
+      << "max-filter-bytes = "
+      << (c.max_filter_bytes == DaemonConfig::kAutoSize ? "auto" : FormatByteSize(c.max_filter_bytes)) << "\n"
       << "resp-idle-timeout = " << FormatDuration(c.resp_idle_timeout) << "\n"
       << "http-bind = " << c.http_bind << "\n"
       << "data-dir = " << c.data_dir << "\n"

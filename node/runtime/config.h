@@ -57,6 +57,14 @@ struct DaemonConfig {
 
   std::string http_bind;     // "" = HTTP disabled
 
+  // Memory budget (NodeConfig::max_memory_bytes, max_filter_bytes; 0 = no
+  // limit). "auto" (the default) resolves after every layer is applied:
+  // max-memory to 75% of the machine's memory (or of the cgroup's limit),
+  // max-filter-bytes to max-memory.
+  static constexpr uint64_t kAutoSize = ~uint64_t{0};
+  uint64_t max_memory = kAutoSize;
+  uint64_t max_filter_bytes = kAutoSize;
+
   std::string data_dir;      // "" = no persistence
   AppendFsync appendfsync = AppendFsync::kEverySec;
   node::Duration snapshot_interval{0};
@@ -121,6 +129,9 @@ std::string RenderConfig(const DaemonConfig& config);
 // Parses durations like "250ms", "10s", "5m", "1h", "0".
 absl::StatusOr<node::Duration> ParseDuration(std::string_view text);
 std::string FormatDuration(node::Duration d);
+
+// Physical memory, or the cgroup's memory limit when lower (0 if unknown).
+uint64_t MachineMemoryBytes();
 
 // Parses sizes as Redis' config does: a byte count, or an integer with k, m, g
 // (10^3, 10^6, 10^9) or kb, mb, gb (2^10, 2^20, 2^30), any case.

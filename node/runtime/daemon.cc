@@ -80,6 +80,8 @@ node::NodeConfig MakeNodeConfig(const DaemonConfig& c, const crdt::ClusterSecret
   nc.dead_reconnect_interval = c.dead_reconnect_interval;
   nc.max_datagram_bytes = c.max_datagram_bytes;
   nc.tcp_only = c.tcp_only;
+  nc.max_memory_bytes = c.max_memory;
+  nc.max_filter_bytes = c.max_filter_bytes;
   nc.filters = c.filters;
   return nc;
 }
@@ -214,6 +216,9 @@ int RunDaemon(int argc, char** argv) {
   ctx->password = config.resp_password;
   ctx->limits.max_clients = config.resp_max_clients;
   ctx->limits.max_bulk_bytes = config.proto_max_bulk_len;
+  // The node enforces both memory limits (Node::Reserve); this early check
+  // spares a BF.RESERVE the driver call, and bounds a restore's staging.
+  ctx->limits.max_filter_bytes = config.max_filter_bytes == 0 ? ~uint64_t{0} : config.max_filter_bytes;
   // A client's unparsed input must hold one whole argument and its command.
   ctx->limits.max_query_bytes = std::max<size_t>(ctx->limits.max_query_bytes, config.proto_max_bulk_len + (1u << 20));
   ctx->latency_tracking = config.resp_latency_tracking;

@@ -238,6 +238,9 @@ void Driver::LogEvent(const node::Event& e, node::Time now) {
       spdlog::warn("filter {} is saturated: {}", subject, e.detail);
       break;
     case K::kFilterRelieved: spdlog::info("filter {} is no longer saturated", subject); break;
+    case K::kFilterRefused:
+      spdlog::warn("filter {} not held on this node (its other members hold it): {}", subject, e.detail);
+      break;
     case K::kMergeRefused: spdlog::error("merge refused (parameter mismatch): {} {}", subject, e.detail); break;
     case K::kAntiEntropyRepaired:
       spdlog::info("anti-entropy with {}: {} ranges repaired {}", subject, e.count, e.detail);

@@ -231,6 +231,12 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_filters_replaced_total", "counter",
         "Filters whose local state was discarded for a winning catalog entry with other parameters.",
         c.filters_replaced);
+  w.Family("pollen_filters_refused_total", "counter",
+           "Peers' filters this node would not hold, by reason: over max-filter-bytes or max-memory.");
+  for (const char* reason : {"max_filter_bytes", "max_memory"}) {
+    auto it = c.filters_refused.find(reason);
+    w.Sample("pollen_filters_refused_total", L("reason", reason), it == c.filters_refused.end() ? 0 : it->second);
+  }
   w.One("pollen_filters_deleted_total", "counter",
         "Live filters removed by a tombstone (DEL on this node or on a peer).", c.filters_deleted);
   w.One("pollen_tombstones_dropped_total", "counter",

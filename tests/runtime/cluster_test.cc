@@ -1,11 +1,13 @@
 // Multi-process: a 3-node cluster replicates adds to every node; a node that
-// joins late converges; the TCP-only mode replicates too.
+// joins late converges; the TCP-only mode replicates too; a node with less
+// memory refuses a peer's filter over its max-memory and serves the rest.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/runtime/cluster_fixture.h"
+#include "tests/runtime/dir_util.h"
 
 namespace pollen::testing {
 namespace {
@@ -96,6 +98,52 @@ TEST_F(ClusterTest, AFilterFilledAsSoonAsCreatedReachesEveryNodeWithoutAntiEntro
           << n->log_path() << " " << filter;
     }
   }
+}
+
+// A node started with --max-memory 64mb (and no per-filter limit): a peer's
+// 144 MB filter (two generations of a scaling filter's 72 MB first layer) is
+// not held there (POLLEN.FILTERS shows it with held 0, the refusal is counted
+// and logged once), its own BF.RESERVE over the budget gets an error naming
+// max-memory, and the filters it holds still replicate.
+TEST_F(ClusterTest, ANodeRefusesAPeersFilterOverItsMaxMemoryAndServesTheRest) {
+  Pollend& n1 = AddNode(-1);
+  StartAndWaitReady(n1);
+  Pollend& n2 = AddNode(0, {"--max-memory", "64mb", "--max-filter-bytes", "0"});
+  StartAndWaitReady(n2);
+  RespClient c1 = n1.Client();
+  RespClient c2 = n2.Client();
+  ASSERT_EQ(c1.Command({"BF.RESERVE", "big", "0.01", "40000000"}).str, "OK");
+  ASSERT_EQ(c1.Command({"BF.RESERVE", "small", "0.01", "10000"}).str, "OK");
+  ASSERT_EQ(c1.Command({"BF.ADD", "small", "x"}).integer, 1);
+  ASSERT_TRUE(WaitFor([&] { return AllPresent(n2, "small", {"x"}); }, kConvergeTimeout));
+  ASSERT_TRUE(WaitFor([&] { return n2.Metrics().find("pollen_filters_refused_total{reason=\"max_memory\"} 1") !=
+                                   std::string::npos; },
+                      kConvergeTimeout))
+      << n2.Metrics();
+  // Not "absent" (0): the cluster holds the filter, this node does not.
+  const RespReply read = c2.Command({"BF.EXISTS", "big", "x"});
+  EXPECT_EQ(read.type, RespReply::kError);
+  EXPECT_NE(read.str.find("not held on this node"), std::string::npos) << read.str;
+  const RespReply filters = c2.Command({"POLLEN.FILTERS"});
+  bool listed = false;
+  for (const RespReply& f : filters.elements) {
+    if (f.elements.size() >= 4 && f.elements[1].str == "big") {
+      listed = f.elements[2].str == "held" && f.elements[3].integer == 0;
+    }
+  }
+  EXPECT_TRUE(listed) << "POLLEN.FILTERS on n2 lists big as not held";
+  const RespReply own = c2.Command({"BF.RESERVE", "big2", "0.01", "40000000"});
+  EXPECT_EQ(own.type, RespReply::kError);
+  EXPECT_NE(own.str.find("max-memory"), std::string::npos) << own.str;
+  ASSERT_EQ(c1.Command({"BF.ADD", "small", "y"}).integer, 1);
+  EXPECT_TRUE(WaitFor([&] { return AllPresent(n2, "small", {"y"}); }, kConvergeTimeout));
+  EXPECT_EQ(c1.Command({"BF.EXISTS", "big", "x"}).integer, 0);  // n1 holds and serves it
+  const std::string log = ReadFile(n2.log_path());
+  size_t lines = 0;
+  for (size_t at = log.find("not held on this node"); at != std::string::npos; at = log.find("not held on this node", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << TailFile(n2.log_path());
 }
 
 TEST_F(ClusterTest, TcpOnlyModeReplicates) {

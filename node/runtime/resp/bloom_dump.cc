@@ -181,7 +181,9 @@ absl::StatusOr<std::unique_ptr<PendingRestore>> PendingRestore::Begin(std::strin
   }
   uint64_t words = 0;
   for (uint64_t w : h->words) words += w;
-  if (words > max_bytes / 8) return Bad(absl::StrCat("the filter would need more than ", max_bytes, " bytes"));
+  if (words > max_bytes / 8) {
+    return Bad(absl::StrCat("the filter would need ", words * 8, " bytes, over max-filter-bytes (", max_bytes, ")"));
+  }
   std::unique_ptr<PendingRestore> p(new PendingRestore(*std::move(h)));
   for (uint64_t w : p->header_.words) p->contents_.emplace_back(w, 0);
   return p;

@@ -204,6 +204,7 @@ absl::StatusOr<NodeView> CollectNodeView(ServerContext& ctx) {
   NodeView view;
   absl::Status s = RunOnDriver(ctx, [&ctx, &view](node::Time) {
     view.filters = ctx.node->Filters();
+    view.refused = ctx.node->RefusedFilters();
     view.members = ctx.node->Members();
     view.counters = ctx.node->Counters();
     return absl::OkStatus();

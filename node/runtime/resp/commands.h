@@ -105,6 +105,7 @@ absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Ti
 // through the driver hook too.
 struct NodeView {
   std::vector<node::FilterInfo> filters;
+  std::vector<node::Node::RefusedFilter> refused;  // in the catalog, over this node's memory budget
   std::vector<node::MemberInfo> members;
   node::NodeCounters counters;
 };

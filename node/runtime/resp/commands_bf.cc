@@ -96,8 +96,8 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
   if (!shape.ok()) return absl::InvalidArgumentError(Cat("filter too large: ", ToStd(shape.status().message())));
   const uint64_t gens = std::max<uint32_t>(config.generations, 1);
   if (shape->bytes() > ctx.limits.max_filter_bytes / gens) {
-    return absl::ResourceExhaustedError(Cat("filter would need ", shape->bytes() * gens,
-                                                     " bytes, over the limit of ", ctx.limits.max_filter_bytes));
+    return absl::ResourceExhaustedError(Cat("filter would need ", shape->bytes() * gens, " bytes, over max-filter-bytes (",
+                                            ctx.limits.max_filter_bytes, ")"));
   }
   if (ctx.node->Info(config.name).ok()) return absl::AlreadyExistsError("item exists");
   return RunOnDriver(ctx, [&ctx, &config](node::Time now) {

@@ -118,8 +118,19 @@ void CmdPollenFilters(CommandCall& call) {
   absl::StatusOr<NodeView> view = CollectNodeView(call.ctx);
   if (!view.ok()) return ReplyStatus(call.out, view.status());
   const std::vector<node::FilterInfo>& filters = view->filters;
-  AppendArrayHeader(call.out, filters.size());
+  AppendArrayHeader(call.out, filters.size() + view->refused.size());
   for (const node::FilterInfo& f : filters) AppendFilter(call.out, f);
+  // Filters of the catalog this node does not hold (its memory budget): a
+  // shorter entry, told apart by held 0.
+  for (const node::Node::RefusedFilter& r : view->refused) {
+    AppendArrayHeader(call.out, 12);
+    AppendBulk(call.out, "name"), AppendBulk(call.out, r.name);
+    AppendBulk(call.out, "held"), AppendInteger(call.out, 0);
+    AppendBulk(call.out, "refused_reason"), AppendBulk(call.out, r.reason);
+    AppendBulk(call.out, "memory_bytes_needed"), AppendInteger(call.out, Clamp(r.bytes));
+    AppendBulk(call.out, "creator"), AppendBulk(call.out, r.creator);
+    AppendBulk(call.out, "detail"), AppendBulk(call.out, r.detail);
+  }
 }
 
 // POLLEN.FALSEPOSITIVE filter [count]: the client's exact store found `count`
