@@ -285,6 +285,13 @@ uint64_t BlockedFilter::RangeCount(uint64_t blocks_per_range) const {
 // A sum of per-word mixes of (index, word) over the non-zero words: order-free,
 // cheap on sparse ranges, and any change to one word changes the sum unless two
 // 64-bit mixes collide.
+uint64_t BlockedFilter::EmptyRangeSummary(uint64_t range, uint64_t blocks_per_range) const {
+  assert(blocks_per_range > 0 && range < RangeCount(blocks_per_range));
+  const uint64_t begin = range * blocks_per_range * kWordsPerBlock;
+  const uint64_t end = std::min(shape_.blocks, (range + 1) * blocks_per_range) * kWordsPerBlock;
+  return Fmix64(0 ^ (end - begin));  // RangeSummary's with no word to add
+}
+
 uint64_t BlockedFilter::RangeSummary(uint64_t range, uint64_t blocks_per_range) const {
   assert(blocks_per_range > 0 && range < RangeCount(blocks_per_range));
   const uint64_t begin = range * blocks_per_range * kWordsPerBlock;

@@ -132,6 +132,8 @@ class BlockedFilter {
   uint64_t RangeCount(uint64_t blocks_per_range) const;
   uint64_t RangeSummary(uint64_t range, uint64_t blocks_per_range) const;
   std::vector<uint64_t> RangeSummaries(uint64_t blocks_per_range) const;
+  // The summary RangeSummary gives `range` when it has no bit set (no scan).
+  uint64_t EmptyRangeSummary(uint64_t range, uint64_t blocks_per_range) const;
 
   uint64_t CountSetBits() const;  // scans the filter: O(size)
   double FillRatio() const;       // CountSetBits() / bits

@@ -540,9 +540,7 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   for (uint64_t e : (*set)->epochs()) impl.LearnLayers(*local, e, (*set)->layers(e));
   for (uint64_t slot : (*set)->slots()) {
     std::shared_ptr<const crdt::SubFilter> sub = (*set)->Sub(slot);
-    if (sub == nullptr || local->set->Sub(slot) == nullptr) continue;
-    std::vector<crdt::WordBits> words = sub->filter->ExportBlocks(0, sub->filter->shape().blocks);
-    impl.MergeWords(*local, slot, words);
+    if (sub != nullptr) impl.MergeWhole(*local, slot, *sub->filter);
   }
   return absl::OkStatus();
 }

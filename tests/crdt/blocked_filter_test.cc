@@ -312,3 +312,20 @@ TEST(BlockedFilter, VectorRemixIsMix64) {
 
 }  // namespace
 }  // namespace pollen::crdt
+
+namespace pollen::crdt {
+namespace {
+
+// Anti-entropy tells an empty range by its summary, without a scan.
+TEST(BlockedFilterRanges, EmptyRangeSummaryIsAnEmptyRangesSummary) {
+  auto f = *BlockedFilter::Create(FilterShape{1000, 7});
+  for (uint64_t bpr : {uint64_t{1}, uint64_t{7}, uint64_t{64}, uint64_t{1000}}) {
+    for (uint64_t r = 0; r < f->RangeCount(bpr); ++r) EXPECT_EQ(f->RangeSummary(r, bpr), f->EmptyRangeSummary(r, bpr));
+  }
+  const AddResult a = f->Add(0x123456789abcdefULL);
+  EXPECT_NE(f->RangeSummary(a.block / 64, 64), f->EmptyRangeSummary(a.block / 64, 64));
+  EXPECT_NE(f->RangeSummary(a.block, 1), f->EmptyRangeSummary(a.block, 1));
+}
+
+}  // namespace
+}  // namespace pollen::crdt

@@ -380,6 +380,11 @@ void ContinuesWhileTheBudgetRunsOut(uint64_t capacity, uint64_t seed) {
   Cluster c(o);
   c.StartAll();
   ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  // Keys both nodes hold, in every range: a range empty on one side goes
+  // whole, without block hashes (the next test), and this one is about
+  // hashes cut by the budget.
+  for (int i = 0; i < 10'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", "shared" + std::to_string(i)).ok());
+  ASSERT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 20s));
   c.RunFor(5s);
   dissemination = false;
   for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
@@ -398,6 +403,32 @@ void ContinuesWhileTheBudgetRunsOut(uint64_t capacity, uint64_t seed) {
 TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOut) { ContinuesWhileTheBudgetRunsOut(200'000, 10); }
 
 TEST(Replication, AntiEntropyContinuesWhileTheBudgetRunsOutBlockByBlock) { ContinuesWhileTheBudgetRunsOut(1'000'000, 10); }
+
+// A replica whose ranges are empty (a new or wiped node) takes them whole:
+// no block hashes either way, whose 4 bytes a block cost more than the bits
+// of a sparse filter (docs/web-scale.md).
+TEST(Replication, AnEmptyReplicaTakesWholeRangesWithoutBlockHashes) {
+  ClusterOptions o = Options(2, 11);
+  o.filters = {SharedFilter("crawl", 1'000'000)};  // 1024 ranges of 19 blocks: hashed when both sides have bits
+  bool dissemination = true;
+  uint64_t hash_legs = 0;
+  o.drop = [&](size_t, const Outgoing&, const wire::Envelope& env) {
+    if (env.has_sync_request()) {
+      for (const auto& f : env.sync_request().filters()) {
+        for (const auto& g : f.generations()) hash_legs += g.blocks() ? 1 : 0;
+      }
+    }
+    return !dissemination && (env.has_tree() || env.has_gossip());
+  };
+  Cluster c(o);
+  c.StartAll();
+  ASSERT_TRUE(c.RunUntil([&] { return c.AllMembersLive(); }, 90s));
+  dissemination = false;
+  for (int i = 0; i < 5'000; ++i) ASSERT_TRUE(c.node(0).Add("crawl", Key(i)).ok());
+  EXPECT_TRUE(c.RunUntil([&] { return c.Converged("crawl"); }, 60s));
+  EXPECT_TRUE(AllPresent(c, "crawl", 0, 5'000));
+  EXPECT_EQ(hash_legs, 0u);
+}
 
 // A content leg cut by the budget goes on where it stopped, from the block
 // hashes its sender kept, at the receiver's request (SyncRequest.resume):
