@@ -203,13 +203,13 @@ absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Ti
 absl::StatusOr<NodeView> CollectNodeView(ServerContext& ctx) {
   NodeView view;
   absl::Status s = RunOnDriver(ctx, [&ctx, &view](node::Time) {
-    view.filters = ctx.node->Filters();
     view.refused = ctx.node->RefusedFilters();
     view.members = ctx.node->Members();
     view.counters = ctx.node->Counters();
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
+  view.filters = ctx.node->Filters();  // scans: on this thread, not the driver's (Driver::Collect)
   return view;
 }
 

@@ -101,7 +101,7 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
   }
   if (ctx.node->Info(config.name).ok()) return absl::AlreadyExistsError("item exists");
   return RunOnDriver(ctx, [&ctx, &config](node::Time now) {
-    if (ctx.node->Filters().size() >= ctx.limits.max_filters) {
+    if (ctx.node->FilterNames().size() >= ctx.limits.max_filters) {  // no scan on the driver
       return absl::ResourceExhaustedError("max number of filters reached");
     }
     return ctx.node->Reserve(config, now);
