@@ -210,8 +210,8 @@ std::string EncodeSnapshotWords(const FilterParams& p,
   });
 }
 
-absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes, const ClusterSecret& secret,
-                                                              const FilterParams* expected) {
+absl::StatusOr<ParsedSnapshot> ParseSnapshot(std::string_view bytes, const ClusterSecret& secret,
+                                             const FilterParams* expected) {
   EnsureSodiumInitialized();
   if (bytes.size() < kPreambleBytes + kChecksumBytes) return Corrupt("file too short");
   if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) return Corrupt("bad magic: not a Pollen snapshot");
@@ -288,7 +288,25 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view b
   if (r.remaining() != 0) return Corrupt("size does not match its parameters");
   const uint64_t newest = layers.rbegin()->first;
   if (newest - layers.begin()->first >= p.generations) return Corrupt("generations span more than the window");
+  return ParsedSnapshot{std::move(p), std::move(slots), std::move(payloads), std::move(layers), newest};
+}
 
+  
+absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes, const ClusterSecret& secret,
+                                                              const FilterParams* expected) {
+  absl::StatusOr<ParsedSnapshot> parsed = ParseSnapshot(bytes, secret, expected);
+  if (!parsed.ok()) return parsed.status();
+  return BuildSnapshot(*parsed, secret);
+}
+
+absl::StatusOr<std::unique_ptr<GenerationSet>> BuildSnapshot(const ParsedSnapshot& parsed,
+                                                             const ClusterSecret& secret) {
+  const FilterParams& p = parsed.params;
+  const std::vector<uint64_t>& slots = parsed.slots;
+  const std::vector<std::string_view>& payloads = parsed.payloads;
+  const uint32_t sub_count = static_cast<uint32_t>(slots.size());
+  const uint64_t newest = parsed.newest;
+  const std::map<uint64_t, uint32_t>& layers = parsed.layers;
   absl::StatusOr<std::unique_ptr<GenerationSet>> set = GenerationSet::Create(p, secret, newest);
   if (!set.ok()) return set.status();
   for (const auto& [epoch, count] : layers) {
@@ -306,6 +324,32 @@ absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view b
     (*set)->RaiseItems(slots[i], ItemsFromEstimate(items));
   }
   return set;
+}
+
+absl::Status OrSnapshotInto(const ParsedSnapshot& parsed, GenerationSet& into) {
+  if (!(parsed.params == into.params())) return absl::FailedPreconditionError("snapshot: other parameters");
+  // Chunks of nonzero words: memory stays bounded whatever the filter's size.
+  constexpr size_t kChunkWords = size_t{1} << 16;
+  std::vector<WordBits> words;
+  words.reserve(kChunkWords);
+  for (size_t i = 0; i < parsed.slots.size(); ++i) {
+    std::shared_ptr<const SubFilter> sub = into.Sub(parsed.slots[i]);
+    if (sub == nullptr) continue;  // a generation the window has left
+    Reader r(parsed.payloads[i]);
+    const uint64_t count = parsed.payloads[i].size() / 8;
+    for (uint64_t first = 0; first < count; first += kChunkWords) {
+      words.clear();
+      for (uint64_t w = first; w < std::min<uint64_t>(count, first + kChunkWords); ++w) {
+        uint64_t bits = 0;
+        r.U64(bits);
+        if (bits != 0) words.push_back({w, bits});
+      }
+      if (absl::Status s = sub->filter->Merge(words, nullptr); !s.ok()) return s;
+    }
+    const double items = EstimateCardinality(sub->filter->shape(), sub->filter->CountSetBits());
+    into.RaiseItems(parsed.slots[i], ItemsFromEstimate(items));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WriteFileAtomically(const std::string& path, std::string_view contents) {

@@ -21,10 +21,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "crdt/generations.h"
@@ -65,6 +67,26 @@ std::string EncodeSnapshotWords(const FilterParams& params,
 absl::StatusOr<std::unique_ptr<GenerationSet>> DecodeSnapshot(std::string_view bytes,
                                                               const ClusterSecret& secret,
                                                               const FilterParams* expected);
+
+// A validated snapshot (magic, checksum, version, parameters, every
+// sub-filter's place and size), its payloads views into the bytes parsed.
+struct ParsedSnapshot {
+  FilterParams params;
+  std::vector<uint64_t> slots;             // ascending
+  std::vector<std::string_view> payloads;  // per slot: its words, little-endian
+  std::map<uint64_t, uint32_t> layers;     // epoch -> layer count
+  uint64_t newest = 0;                     // the newest epoch
+};
+absl::StatusOr<ParsedSnapshot> ParseSnapshot(std::string_view bytes, const ClusterSecret& secret,
+                                             const FilterParams* expected);
+// A new set holding a parsed snapshot (DecodeSnapshot is Parse + Build).
+absl::StatusOr<std::unique_ptr<GenerationSet>> BuildSnapshot(const ParsedSnapshot& parsed,
+                                                             const ClusterSecret& secret);
+// ORs a parsed snapshot into a live set of the same parameters, word by
+// word in bounded chunks (no second copy of the filter, as DecodeSnapshot
+// makes); sub-filters not live in `into` are skipped. The caller opens the
+// snapshot's epochs and layers first (GenerationSet::Advance and Grow).
+absl::Status OrSnapshotInto(const ParsedSnapshot& parsed, GenerationSet& into);
 
 absl::Status WriteSnapshotFile(const GenerationSet& set, const std::string& path);
 absl::StatusOr<std::unique_ptr<GenerationSet>> ReadSnapshotFile(const std::string& path,

@@ -189,14 +189,6 @@ uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t slot, std::sp
   return n;
 }
 
-void Node::Impl::MergeWhole(const FilterState& state, uint64_t slot, const crdt::BlockedFilter& from) {
-  std::shared_ptr<const crdt::SubFilter> mine = state.set->Sub(slot);
-  if (mine == nullptr || !mine->filter->MergeFrom(from, nullptr).ok()) return;
-  state.changes->fetch_add(1, std::memory_order_release);
-  summary_cache.Forget(state.uid);
-  clocks[state.entry.config.name].set_bits[slot] = mine->filter->CountSetBits();
-}
-
 bool Node::Impl::LearnLayers(const FilterState& state, uint64_t epoch, uint32_t count) {
   if (count <= 1) return false;
   absl::StatusOr<bool> grew = state.set->Grow(epoch, count);

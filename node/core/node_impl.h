@@ -753,14 +753,6 @@ struct Node::Impl {
   uint64_t MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words,
                       std::vector<crdt::WordBits>* changed = nullptr);
 
-  // ORs all of `from` (the same shape) into (state, slot) word by word, with
-  // no vector of words: for a snapshot loaded into an existing filter at
-  // start, as big as the filter (at 1 GiB, ExportBlocks' vector and
-  // MergeWords' one of the changed words took restart to a 5.1 GiB peak).
-  // Its bits are not buffered for dissemination: peers get them by
-  // anti-entropy, as everything a restarted node holds.
-  void MergeWhole(const FilterState& state, uint64_t slot, const crdt::BlockedFilter& from);
-
   void Buffer(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words) {
     if (!(capture != nullptr ? capture : &deltas)->Add(state.entry.config.name, state.uid, slot, words)) {
       Stats([](NodeCounters& s) { ++s.delta_overflows; });
