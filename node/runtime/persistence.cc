@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -94,6 +95,40 @@ std::vector<std::string> ListSnapshotFiles(const std::string& dir) {
   std::sort(names.begin(), names.end());
   return names;
 }
+
+// A file mapped read-only, for the snapshots and deltas recovery loads: they
+// are as big as the filters, and a copy on the heap doubled a restart's
+// memory (a 1 GiB filter restarted at a 2.1 GiB peak). The mapping's pages
+// are the page cache's, dropped when it goes.
+class MappedFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::NotFoundError(Cat("open ", path, ": ", std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_size < 0 || static_cast<uint64_t>(st.st_size) > kMaxSnapshotFileBytes) {
+      ::close(fd);
+      return absl::InvalidArgumentError(Cat(path, ": size out of range"));
+    }
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* data = size == 0 ? nullptr : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (data == MAP_FAILED) return absl::InternalError(Cat("mmap ", path, ": ", std::strerror(errno)));
+    if (data != nullptr) ::madvise(data, size, MADV_SEQUENTIAL);
+    return std::unique_ptr<MappedFile>(new MappedFile(data, size));
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view bytes() const { return std::string_view(static_cast<const char*>(data_), size_); }
+
+ private:
+  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
+  void* data_;
+  size_t size_;
+};
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -223,8 +258,8 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
     std::vector<std::string> retry;
     for (const std::string& name : pending) {
       const std::string path = Cat(dir_, "/", name);
-      auto bytes = ReadWholeFile(path);
-      absl::Status s = bytes.ok() ? node->ImportSnapshot(*bytes) : bytes.status();
+      auto file = MappedFile::Open(path);
+      absl::Status s = file.ok() ? node->ImportSnapshot((*file)->bytes()) : file.status();
       if (absl::IsAborted(s)) {
         // The filter was deleted after this snapshot (its tombstone is newer):
         // the next snapshot removes the file.
@@ -238,7 +273,7 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
         const std::string_view encoded =
             std::string_view(name).substr(kSnapPrefix.size(), name.size() - kSnapPrefix.size() - kSnapSuffix.size());
         absl::StatusOr<std::string> filter = DecodeFileName(encoded);
-        if (!filter.ok()) filter = node::Node::SnapshotFilterName(*bytes);
+        if (!filter.ok()) filter = node::Node::SnapshotFilterName((*file)->bytes());
         if (filter.ok()) MarkCovered(*filter);
       } else {
         failures[name] = std::string(s.message());
