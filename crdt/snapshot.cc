@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "crdt/little_endian.h"
 
 namespace pollen::crdt {
 namespace {
@@ -23,15 +24,6 @@ constexpr char kMagic[8] = {'P', 'L', 'N', 'S', 'N', 'A', 'P', '\0'};
 constexpr size_t kChecksumBytes = 32;  // BLAKE2b-256
 constexpr size_t kPreambleBytes = sizeof kMagic + 4 + 4;
 
-void PutU16(std::string& out, uint16_t v) {
-  for (int i = 0; i < 2; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
 
 // Bounds-checked little-endian reader over a byte string.
 class Reader {

@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
+#include "crdt/little_endian.h"
 #include "crdt/keyed_hash.h"
 
 namespace pollen::crdt {
@@ -18,15 +19,6 @@ constexpr uint8_t kFormEnd = 0xFE;
 // Dirty words taken per piece: 4096 blocks scanned, at most ~270 KiB written.
 constexpr uint64_t kDirtyWordsPerPiece = 64;
 
-void PutU16(std::string& out, uint16_t v) {
-  for (int i = 0; i < 2; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
 void PutVarint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
     out.push_back(static_cast<char>(v | 0x80));

@@ -4,11 +4,11 @@
 // re-encoding differ, by listing them). Because the
 // checksum stops nearly every mutated input early, the first byte picks a mode
 // that re-seals the mutated body with a valid checksum, reaching the parser.
-#include <sodium.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include "fuzz/crdt/reseal.h"
 
 #include "crdt/snapshot.h"
 
@@ -39,15 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       set->Add("x");
       return EncodeSnapshot(*set);
     }();
-    std::string body = base.substr(0, base.size() - 32);
-    for (size_t i = 1; i < input.size() && i < body.size() * 2; i += 2) {
-      body[static_cast<uint8_t>(input[i]) % body.size()] = i + 1 < input.size() ? input[i + 1] : 0;
-    }
-    if (input.size() > 2 && (input[0] & 2)) body.resize(static_cast<uint8_t>(input[2]) % (body.size() + 1));
-    std::string sum(32, '\0');
-    crypto_generichash(reinterpret_cast<uint8_t*>(sum.data()), 32, reinterpret_cast<const uint8_t*>(body.data()),
-                       body.size(), nullptr, 0);
-    input = body + sum;
+    input = pollen::fuzz::OverlayAndReseal(input, base);
   }
   auto set = DecodeSnapshot(input, secret, nullptr);
   if (!set.ok()) return 0;

@@ -4,11 +4,11 @@
 // snapshot_decode.cc, an odd first byte overlays the input on a valid delta
 // and re-seals it, so mutations reach the parser past the checksum. Each
 // input gets a fresh set: a crash replays from the input alone.
-#include <sodium.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include "fuzz/crdt/reseal.h"
 
 #include "crdt/snapshot_delta.h"
 
@@ -63,15 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int i = 0; i < 40; ++i) s->Add(std::to_string(i));
       return DeltaOf(*s);
     }();
-    std::string body = base.substr(0, base.size() - 32);
-    for (size_t i = 1; i < input.size() && i < body.size() * 2; i += 2) {
-      body[static_cast<uint8_t>(input[i]) % body.size()] = i + 1 < input.size() ? input[i + 1] : 0;
-    }
-    if (input.size() > 2 && (input[0] & 2)) body.resize(static_cast<uint8_t>(input[2]) % (body.size() + 1));
-    std::string sum(32, '\0');
-    crypto_generichash(reinterpret_cast<uint8_t*>(sum.data()), 32, reinterpret_cast<const uint8_t*>(body.data()),
-                       body.size(), nullptr, 0);
-    input = body + sum;
+    input = pollen::fuzz::OverlayAndReseal(input, base);
   }
   auto delta = DecodeDelta(input, *set);
   if (!delta.ok()) return 0;

@@ -429,6 +429,21 @@ absl::StatusOr<wire::CatalogEntry> SnapshotEntry(std::string_view bytes, uint32_
   return wentry;
 }
 
+// A snapshot or delta value's catalog entry, checked as far as it goes
+// without the node's state: it parses, and it is under this cluster's secret.
+// `what` names the kind of value in errors.
+absl::StatusOr<CatalogEntry> ValueEntry(std::string_view bytes, uint64_t key_id, const char* what,
+                                        uint32_t* len) {
+  absl::StatusOr<wire::CatalogEntry> wentry = SnapshotEntry(bytes, len);
+  if (!wentry.ok()) return wentry.status();
+  absl::StatusOr<CatalogEntry> entry = FromWire(*wentry);
+  if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR ", what, ": ", entry.status().message()));
+  if (entry->params.key_id != key_id) {
+    return absl::InvalidArgumentError(absl::StrCat("ERR ", what, ": other cluster secret"));
+  }
+  return entry;
+}
+
 }  // namespace
 
 std::string Node::SnapshotValue(std::string_view catalog_entry, std::string_view crdt_snapshot) {
@@ -464,11 +479,8 @@ absl::StatusOr<std::string> Node::SnapshotFilterName(std::string_view bytes) {
 absl::Status Node::ImportDelta(std::string_view bytes) {
   Impl& impl = *impl_;
   uint32_t len = 0;
-  absl::StatusOr<wire::CatalogEntry> wentry = SnapshotEntry(bytes, &len);
-  if (!wentry.ok()) return wentry.status();
-  absl::StatusOr<CatalogEntry> entry = FromWire(*wentry);
-  if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR delta: ", entry.status().message()));
-  if (entry->params.key_id != impl.key_id) return absl::InvalidArgumentError("ERR delta: other cluster secret");
+  absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "delta", &len);
+  if (!entry.ok()) return entry.status();
   if (impl.IsDeleted(*entry)) return absl::AbortedError("ERR delta: the filter was deleted after it was taken");
   std::shared_ptr<const FilterState> local = impl.DriverLookup(entry->config.name);
   if (local == nullptr) return absl::NotFoundError("ERR delta: no such filter");
@@ -494,11 +506,8 @@ void Node::ClearDirtyMarks() {
 absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at) {
   Impl& impl = *impl_;
   uint32_t len = 0;
-  absl::StatusOr<wire::CatalogEntry> wentry = SnapshotEntry(bytes, &len);
-  if (!wentry.ok()) return wentry.status();
-  absl::StatusOr<CatalogEntry> entry = FromWire(*wentry);
-  if (!entry.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR snapshot: ", entry.status().message()));
-  if (entry->params.key_id != impl.key_id) return absl::InvalidArgumentError("ERR snapshot: other cluster secret");
+  absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "snapshot", &len);
+  if (!entry.ok()) return entry.status();
   // Validated whole (checksum, structure, parameters) before anything changes.
   absl::StatusOr<crdt::ParsedSnapshot> parsed =
       crdt::ParseSnapshot(bytes.substr(12 + len), impl.config.secret, &entry->params);
