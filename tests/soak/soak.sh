@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Soak: one pollend under pipelined mixed load for a while, its resident set
-# sampled every second. Memory must stay flat after warm-up: neither the floor
-# (lowest RSS) nor the peak (highest; a snapshot briefly holds a copy of each
-# filter) of the last quarter after WARMUP may exceed those of the first
-# quarter by more than MAX_GROWTH_PCT percent (default 5), or the run fails.
+# sampled every second. Memory must stay flat after warm-up: the floor (lowest
+# RSS) of the last quarter after WARMUP may not exceed the first quarter's by
+# more than MAX_GROWTH_PCT percent (default 5), and no peak (highest, snapshots
+# included) after warm-up may exceed that floor by more than SNAPSHOT_MIB
+# (64: issue 53's bound; a snapshot streams from the live filter and holds no
+# copy of it), or the run fails.
 #
 #   bash tests/soak/soak.sh [SECONDS] [POLLEND]     # default 600 s, build/node/runtime/pollend
 #
@@ -14,7 +16,7 @@
 # SNAPSHOT_INTERVAL (30s) and a /metrics scrape at every printed line.
 # Environment: WARMUP (seconds, default SECONDS/10, at least 20), PRINT
 # (seconds per printed line: lowest and highest RSS in it, commands served;
-# default 10), MAX_GROWTH_PCT (5).
+# default 10), MAX_GROWTH_PCT (5), SNAPSHOT_MIB (64).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -24,6 +26,7 @@ PRINT=${PRINT:-10}
 SNAPSHOT_INTERVAL=${SNAPSHOT_INTERVAL:-30s}
 WARMUP=${WARMUP:-$(( DURATION / 10 > 20 ? DURATION / 10 : 20 ))}
 MAX_GROWTH_PCT=${MAX_GROWTH_PCT:-5}
+SNAPSHOT_MIB=${SNAPSHOT_MIB:-64}
 [[ "$DURATION" =~ ^[0-9]+$ ]] && [ "$DURATION" -gt "$WARMUP" ] ||
   { echo "usage: soak.sh [SECONDS > WARMUP ($WARMUP)] [POLLEND]" >&2; exit 2; }
 snapshot_s=${SNAPSHOT_INTERVAL%s}
@@ -101,21 +104,27 @@ while true; do
   [ "$elapsed" -ge "$DURATION" ] && break
 done
 
-# Flat: neither the floor (RSS between snapshots) nor the peaks (a snapshot
-# holds a copy of each filter while it writes) of the last quarter after
-# warm-up exceed those of the first quarter by more than MAX_GROWTH_PCT.
-verdict=$(printf '%s\n' "${after[@]}" | awk -v g="$MAX_GROWTH_PCT" '
+# Flat: the floor (RSS between snapshots) of the last quarter after warm-up
+# does not exceed the first quarter's by more than MAX_GROWTH_PCT (a leak
+# raises it), and no peak exceeds that floor by more than SNAPSHOT_MIB. The
+# peaks were compared quarter to quarter too while a snapshot held a copy of
+# the filter (peaks of 204-211 MiB over a 109-117 MiB floor); without the copy
+# a peak is the floor plus the load's own transients (2-9 MiB, rising and
+# falling over ~100 s: 114.9 -> 121.0 MiB between two quarters of one CI run),
+# which 5% of a ~115 MiB peak does not cover.
+verdict=$(printf '%s\n' "${after[@]}" | awk -v g="$MAX_GROWTH_PCT" -v room="$SNAPSHOT_MIB" '
   { v[NR] = $1; p[NR] = $2; c[NR] = $3; s[NR] = $4 }
   END {
     q = int(NR / 4); if (q < 1) q = 1
     for (i = 1; i <= q; i++) { if (i == 1 || v[i] < fmin) fmin = v[i]; if (p[i] > fmax) fmax = p[i] }
     for (i = NR - q + 1; i <= NR; i++) { if (i == NR - q + 1 || v[i] < lmin) lmin = v[i]; if (p[i] > lmax) lmax = p[i] }
-    floor = (lmin - fmin) * 100 / fmin; peak = (lmax - fmax) * 100 / fmax
+    for (i = 1; i <= NR; i++) if (p[i] > pmax) pmax = p[i]
+    floor = (lmin - fmin) * 100 / fmin; over = (pmax - fmin) / 1024
     # The comparison means something only under load with snapshots in both quarters.
     if (c[NR] <= c[NR - q + 1]) { print "no commands served in the last quarter"; exit 1 }
     if (s[q] <= s[1] || s[NR] <= s[NR - q + 1]) { print "no snapshot in the first or the last quarter"; exit 1 }
-    printf "floor %.1f -> %.1f MiB (%+.2f%%), peak %.1f -> %.1f MiB (%+.2f%%) from the first to the last quarter after warm-up (limit %s%%)\n", fmin / 1024, lmin / 1024, floor, fmax / 1024, lmax / 1024, peak, g
-    exit (floor > g || peak > g)
+    printf "floor %.1f -> %.1f MiB (%+.2f%%, limit %s%%) from the first to the last quarter after warm-up; highest peak %.1f MiB, %.1f MiB over the first floor (limit %s MiB; quarters peaked at %.1f and %.1f MiB)\n", fmin / 1024, lmin / 1024, floor, g, pmax / 1024, over, room, fmax / 1024, lmax / 1024
+    exit (floor > g || over > room)
   }') && ok=1 || ok=0
 echo "soak: $verdict"
 if [ "$ok" -ne 1 ]; then
