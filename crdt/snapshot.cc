@@ -25,33 +25,7 @@ constexpr size_t kChecksumBytes = 32;  // BLAKE2b-256
 constexpr size_t kPreambleBytes = sizeof kMagic + 4 + 4;
 
 
-// Bounds-checked little-endian reader over a byte string.
-class Reader {
- public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-  bool U16(uint16_t& v) { return Uint(v, 2); }
-  bool U32(uint32_t& v) { return Uint(v, 4); }
-  bool U64(uint64_t& v) { return Uint(v, 8); }
-  bool Bytes(size_t n, std::string_view& v) {
-    if (bytes_.size() - pos_ < n) return false;
-    v = bytes_.substr(pos_, n);
-    pos_ += n;
-    return true;
-  }
-  size_t remaining() const { return bytes_.size() - pos_; }
-
- private:
-  template <typename T>
-  bool Uint(T& v, size_t n) {
-    if (bytes_.size() - pos_ < n) return false;
-    v = 0;
-    for (size_t i = 0; i < n; ++i) v |= static_cast<T>(static_cast<uint8_t>(bytes_[pos_ + i])) << (8 * i);
-    pos_ += n;
-    return true;
-  }
-  std::string_view bytes_;
-  size_t pos_ = 0;
-};
+using Reader = LittleEndianReader;
 
 std::string Checksum(std::string_view bytes) {
   std::string out(kChecksumBytes, '\0');

@@ -19,13 +19,6 @@ constexpr uint8_t kFormEnd = 0xFE;
 // Dirty words taken per piece: 4096 blocks scanned, at most ~270 KiB written.
 constexpr uint64_t kDirtyWordsPerPiece = 64;
 
-void PutVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
 
 // One block's entry: positions when it has few bits, else its words.
 void PutBlock(std::string& out, uint64_t gap, const std::array<uint64_t, kWordsPerBlock>& words) {
@@ -49,31 +42,6 @@ void PutBlock(std::string& out, uint64_t gap, const std::array<uint64_t, kWordsP
 absl::Status Corrupt(std::string_view what) {
   return absl::DataLossError(absl::StrCat("snapshot delta: ", std::string(what)));
 }
-
-// Bounds-checked little-endian reads from a shrinking view.
-struct Reader {
-  std::string_view in;
-  template <typename T>
-  bool Uint(T& v) {
-    if (in.size() < sizeof(T)) return false;
-    v = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<uint8_t>(in[i])) << (8 * i);
-    in.remove_prefix(sizeof(T));
-    return true;
-  }
-  bool Varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (in.empty()) return false;
-      const uint8_t b = static_cast<uint8_t>(in[0]);
-      in.remove_prefix(1);
-      if (shift == 63 && b > 1) return false;  // past 64 bits
-      v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) return true;
-    }
-    return false;
-  }
-};
 
 }  // namespace
 
@@ -134,14 +102,14 @@ absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const Generati
   if (std::string_view(reinterpret_cast<const char*>(want.data()), want.size()) != bytes.substr(body.size())) {
     return Corrupt("checksum mismatch");
   }
-  Reader r{body.substr(kMagic.size())};
+  LittleEndianReader r(body.substr(kMagic.size()));
   uint32_t sub_count = 0;
-  if (!r.Uint(sub_count) || sub_count > set.slots().size()) return Corrupt("sub-filter count out of range");
+  if (!r.U32(sub_count) || sub_count > set.slots().size()) return Corrupt("sub-filter count out of range");
   DeltaContents out;
   for (uint32_t s = 0; s < sub_count; ++s) {
     uint64_t epoch = 0;
     uint32_t layer = 0;
-    if (!r.Uint(epoch) || !r.Uint(layer) || layer >= kMaxLayers || epoch > (~uint64_t{0} >> kLayerBits)) {
+    if (!r.U64(epoch) || !r.U32(layer) || layer >= kMaxLayers || epoch > (~uint64_t{0} >> kLayerBits)) {
       return Corrupt("truncated sub-filter header");
     }
     const uint64_t slot = SlotOf(epoch, layer);
@@ -153,7 +121,7 @@ absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const Generati
     uint64_t next = 0;
     for (;;) {
       uint8_t form = 0;
-      if (!r.Uint(form)) return Corrupt("truncated block list");
+      if (!r.U8(form)) return Corrupt("truncated block list");
       if (form == kFormEnd) break;
       if (form > kMaxDeltaPositions && form != kFormWords) return Corrupt("unknown block form");
       uint64_t gap = 0;
@@ -166,13 +134,13 @@ absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const Generati
       std::array<uint64_t, kWordsPerBlock> block_words{};
       if (form == kFormWords) {
         for (uint64_t& w : block_words) {
-          if (!r.Uint(w)) return Corrupt("truncated block");
+          if (!r.U64(w)) return Corrupt("truncated block");
         }
       } else {
         int previous = -1;
         for (uint8_t i = 0; i < form; ++i) {
           uint16_t pos = 0;
-          if (!r.Uint(pos)) return Corrupt("truncated block");
+          if (!r.U16(pos)) return Corrupt("truncated block");
           if (pos >= kWordsPerBlock * 64 || static_cast<int>(pos) <= previous) return Corrupt("bad bit position");
           previous = pos;
           block_words[pos / 64] |= uint64_t{1} << (pos % 64);
@@ -183,7 +151,7 @@ absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const Generati
       }
     }
   }
-  if (!r.in.empty()) return Corrupt("trailing bytes");
+  if (r.remaining() != 0) return Corrupt("trailing bytes");
   return out;
 }
 

@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -96,8 +95,8 @@ std::vector<std::string> ListSnapshotFiles(const std::string& dir) {
   return names;
 }
 
-// A file mapped read-only, for the snapshots and deltas recovery loads: they
-// are as big as the filters, and a copy on the heap doubled a restart's
+// A file mapped read-only, for everything recovery loads (snapshots, deltas,
+// tombstones): snapshots are as big as the filters, and a copy on the heap doubled a restart's
 // memory (a 1 GiB filter restarted at a 2.1 GiB peak). The mapping's pages
 // are the page cache's, dropped when it goes.
 class MappedFile {
@@ -129,19 +128,6 @@ class MappedFile {
   void* data_;
   size_t size_;
 };
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return absl::NotFoundError(Cat("open ", path));
-  const std::streamoff size = in.tellg();
-  if (size < 0 || static_cast<uint64_t>(size) > kMaxSnapshotFileBytes) {
-    return absl::InvalidArgumentError(Cat(path, ": size out of range"));
-  }
-  std::string data(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  if (!in.read(data.data(), size)) return absl::InternalError(Cat("read ", path));
-  return data;
-}
 
 }  // namespace
 
@@ -237,8 +223,9 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
   // is still on disk must not bring it back.
   const std::string tomb_path = Cat(dir_, "/", kTombstoneFileName);
   if (::access(tomb_path.c_str(), F_OK) == 0) {
-    auto bytes = ReadWholeFile(tomb_path);
-    auto tombs = bytes.ok() ? DecodeTombstones(*bytes) : absl::StatusOr<std::map<std::string, uint64_t>>(bytes.status());
+    auto file = MappedFile::Open(tomb_path);
+    auto tombs = file.ok() ? DecodeTombstones((*file)->bytes())
+                           : absl::StatusOr<std::map<std::string, uint64_t>>(file.status());
     if (tombs.ok()) {
       for (const auto& [name, through] : *tombs) {
         if (node->ImportTombstone(name, through, now).ok()) ++stats.tombstones_loaded;
@@ -291,12 +278,12 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
   for (const auto& [seq, file] : ListDeltaFiles(dir_)) {
     next_delta_seq_ = std::max(next_delta_seq_, seq + 1);
     const std::string path = Cat(dir_, "/", file);
-    auto bytes = ReadWholeFile(path);
-    absl::Status s = bytes.ok() ? node->ImportDelta(*bytes) : bytes.status();
+    auto mapped = MappedFile::Open(path);
+    absl::Status s = mapped.ok() ? node->ImportDelta((*mapped)->bytes()) : mapped.status();
     if (s.ok()) {
       ++stats.deltas_loaded;
-      absl::StatusOr<std::string> filter = node::Node::SnapshotFilterName(*bytes);
-      if (filter.ok()) delta_bytes[*filter] += bytes->size();
+      absl::StatusOr<std::string> filter = node::Node::SnapshotFilterName((*mapped)->bytes());
+      if (filter.ok()) delta_bytes[*filter] += (*mapped)->bytes().size();
     } else if (absl::IsAborted(s) || absl::IsNotFound(s) || absl::IsFailedPrecondition(s)) {
       ++stats.stale_deltas_skipped;
       spdlog::info("persistence: skipped delta {}: {}", path, s.message());
@@ -520,9 +507,9 @@ absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
   auto rotated = log_->Rotate();
   if (!rotated.ok()) return rotated.status();
   job.rotated_segment = *rotated;
-  // After the rotation: every add logged before it is in these filters.
+  // After the rotation: every add logged before it is in these filters. (The
+  // tombstones above cannot have changed: they change on this thread only.)
   job.sources = node.SnapshotSources();
-  job.tombstones = EncodeTombstones(node.Tombstones());
   std::lock_guard lock(written_mu_);
   pending_records_at_rotation_ = records;
   return job;
@@ -531,10 +518,10 @@ absl::StatusOr<SnapshotJob> Persistence::BeginSnapshot(const node::Node& node) {
 absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) {
   if (job.unchanged) return Cat("snapshot: nothing changed since the last one in ", dir_);
   uint64_t bytes = 0, skipped = 0, deltas = 0;
-  std::set<std::string> keep;
+  std::set<std::string> keep, live;  // file names of live filters, and their names
   for (const node::Node::SnapshotSource& source : job.sources) {
-    const std::string encoded = EncodeFileName(source.name);
-    keep.insert(Cat(kSnapPrefix, encoded, kSnapSuffix));
+    keep.insert(Cat(kSnapPrefix, EncodeFileName(source.name), kSnapSuffix));
+    live.insert(source.name);
     {
       std::lock_guard lock(written_mu_);
       auto it = written_.files.find(source.name);
@@ -580,9 +567,7 @@ absl::StatusOr<std::string> Persistence::FinishSnapshot(const SnapshotJob& job) 
   {
     std::lock_guard lock(written_mu_);
     for (auto it = written_.files.begin(); it != written_.files.end();) {
-      const bool live = std::any_of(job.sources.begin(), job.sources.end(),
-                                    [&](const auto& source) { return source.name == it->first; });
-      it = live ? std::next(it) : written_.files.erase(it);
+      it = live.count(it->first) ? std::next(it) : written_.files.erase(it);
     }
     written_.tombstones = job.tombstones;
     written_.records_at_rotation = pending_records_at_rotation_;
