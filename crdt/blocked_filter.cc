@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cerrno>
@@ -29,7 +30,12 @@ uint64_t Fmix64(uint64_t x) {
 
 constexpr size_t kPrefetchDistance = BlockedFilter::kDefaultPrefetchDistance;
 
+std::atomic<HugePages> huge_pages{HugePages::kAdvise};
+
 }  // namespace
+
+void SetHugePages(HugePages policy) { huge_pages.store(policy, std::memory_order_relaxed); }
+HugePages GetHugePages() { return huge_pages.load(std::memory_order_relaxed); }
 
 bool AddResult::was_present() const {
   for (uint64_t w : new_bits) {
@@ -54,7 +60,7 @@ absl::StatusOr<std::unique_ptr<BlockedFilter>> BlockedFilter::Create(FilterShape
         absl::StrCat("cannot allocate ", bytes, " bytes for a filter: ", std::strerror(errno)));
   }
   // Huge pages cut TLB misses on large filters; refusal is harmless.
-  if (bytes >= kHugePage) madvise(mem, bytes, MADV_HUGEPAGE);
+  if (bytes >= kHugePage && GetHugePages() == HugePages::kAdvise) madvise(mem, bytes, MADV_HUGEPAGE);
   const size_t dirty_bytes = (shape.blocks + 63) / 64 * 8;
   void* dirty = mmap(nullptr, dirty_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (dirty == MAP_FAILED) {

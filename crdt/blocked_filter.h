@@ -48,6 +48,16 @@ struct AddResult {
   void AppendTo(std::vector<WordBits>& out) const;
 };
 
+// Whether filters of 2 MiB and more ask the kernel for transparent huge pages
+// (MADV_HUGEPAGE; honoured where /sys/kernel/mm/transparent_hugepage/enabled is
+// `madvise` or `always`). Process-wide: the daemon sets it once at start, from
+// its `huge-pages` setting, before any filter exists; filters made earlier keep
+// the policy they were made with. Default kAdvise. docs/web-scale.md has the
+// measurements both ways.
+enum class HugePages { kAdvise, kNone };
+void SetHugePages(HugePages policy);
+HugePages GetHugePages();
+
 class BlockedFilter {
  public:
   // Errors: shape outside ValidateShape, or memory could not be allocated.

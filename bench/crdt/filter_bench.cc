@@ -102,7 +102,8 @@ uint64_t BytesFor(int64_t size_arg) {
   switch (size_arg) {
     case 0: return 64 << 10;
     case 1: return 8 << 20;
-    default: return uint64_t{1} << 30;
+    case 2: return uint64_t{1} << 30;
+    default: return uint64_t{4} << 30;  // 3: huge pages, 4: 4 KiB pages (PageArgs)
   }
 }
 
@@ -117,7 +118,10 @@ BlockedFilter& Blocked(int64_t size_arg, size_t key_len) {
   static std::map<std::pair<int64_t, size_t>, std::unique_ptr<BlockedFilter>> filters;
   auto& f = filters[{size_arg, key_len}];
   if (!f) {
+    const HugePages policy = GetHugePages();
+    if (size_arg == 4) SetHugePages(HugePages::kNone);
     f = *BlockedFilter::Create({BytesFor(size_arg) / 64, kK});
+    SetHugePages(policy);
     KeyMaker keys(key_len);
     for (uint64_t i = 0; i < Members(size_arg); ++i) f->Add(SipHash24(Key(), keys.Make(2 * i)));
   }
@@ -141,6 +145,12 @@ void SizeArgs(benchmark::internal::Benchmark* b) {
     for (int64_t len : {16, 64}) b->Args({size, len});
   }
   b->Threads(1)->Threads(2)->UseRealTime();
+}
+
+// Args for huge pages against 4 KiB pages (the `huge-pages` setting): one
+// 4 GiB filter each, {3 = huge pages, 4 = 4 KiB pages, key length 16}.
+void PageArgs(benchmark::internal::Benchmark* b) {
+  b->Args({3, 16})->Args({4, 16})->Threads(1)->UseRealTime();
 }
 
 // Each thread walks the pool from its own offset with a large odd stride, so
@@ -336,6 +346,10 @@ void BM_AddManyPresent(benchmark::State& state) {
            [](BlockedFilter& filter, uint64_t h) { return filter.Add(h).was_present(); });
 }
 BENCHMARK(BM_AddManyPresent)->Apply(SizeArgs);
+
+BENCHMARK(BM_TestManyMember)->Apply(PageArgs);
+BENCHMARK(BM_TestManyNonMember)->Apply(PageArgs);
+BENCHMARK(BM_AddManyPresent)->Apply(PageArgs);
 
 // The floor under any 1 GiB batch figure: random cache lines of a 1 GiB
 // huge-page region, each prefetched 16 loads ahead, with no hashing and no

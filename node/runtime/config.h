@@ -64,6 +64,7 @@ struct DaemonConfig {
   static constexpr uint64_t kAutoSize = ~uint64_t{0};
   uint64_t max_memory = kAutoSize;
   uint64_t max_filter_bytes = kAutoSize;
+  bool huge_pages = true;  // crdt::SetHugePages, before any filter is made
 
   std::string data_dir;      // "" = no persistence
   AppendFsync appendfsync = AppendFsync::kEverySec;

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "crdt/blocked_filter.h"
 #include "node/core/node.h"
 #include "node/runtime/config.h"
 #include "node/runtime/driver.h"
@@ -118,6 +119,7 @@ int RunDaemon(int argc, char** argv) {
   if (!secret.ok()) return Fail(kExitConfig, secret.status().message());
   if (!warning.empty()) spdlog::warn("{}", warning);
 
+  crdt::SetHugePages(config.huge_pages ? crdt::HugePages::kAdvise : crdt::HugePages::kNone);
   auto node_or = node::Node::Create(MakeNodeConfig(config, *secret));
   sodium_memzero(secret->bytes.data(), secret->bytes.size());
   if (!node_or.ok()) return Fail(kExitConfig, Cat("invalid node configuration: ", node_or.status().message()));

@@ -102,6 +102,21 @@ TEST_F(ConfigTest, RespLatencyTrackingDefaultsOnAndTurnsOff) {
   EXPECT_FALSE(Parse({"--resp-latency-tracking", "sometimes"}).ok());
 }
 
+TEST_F(ConfigTest, HugePagesDefaultOnTurnsOffAndRendersBack) {
+  auto on = Parse({});
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->config.huge_pages);
+  auto off = Parse({"--huge-pages", "false"});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->config.huge_pages);
+  DaemonConfig again = on->config;
+  ASSERT_TRUE(ApplyConfigText(RenderConfig(off->config), "rendered", &again).ok());
+  EXPECT_FALSE(again.huge_pages);
+  auto bad = Parse({"--huge-pages", "2mb"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("huge-pages"));
+}
+
 TEST_F(ConfigTest, TcpOnlyFlagWithoutValue) {
   auto cl = Parse({"--tcp-only"});
   ASSERT_TRUE(cl.ok()) << cl.status();
