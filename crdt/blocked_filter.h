@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -129,6 +130,25 @@ class BlockedFilter {
 
   // ORs in all of `other` (same shape required). Appends changed bits if non-null.
   absl::Status MergeFrom(const BlockedFilter& other, std::vector<WordBits>* changed);
+
+  // ORs little-endian words (a snapshot's payload: bytes.size() a multiple of
+  // 8) into words [first, first + bytes.size() / 8), which must lie inside the
+  // filter (asserted: the caller validated the snapshot), marks the blocks it
+  // changed dirty, and returns the number of bits set in that range after.
+  // Recovery's one pass over a snapshot: docs/web-scale.md, "Restart".
+  uint64_t OrLittleEndianWords(uint64_t first, std::string_view bytes);
+
+  // Has the kernel back words [first, first + count) with zeroed pages now
+  // (MADV_POPULATE_WRITE), for a caller about to write all of them: the words
+  // keep their values, so it may run on any thread, alongside everything.
+  // Recovery runs it on a helper thread while the driver verifies and ORs the
+  // snapshot (Persistence::Recover). Does nothing where the kernel lacks it.
+  void Populate(uint64_t first, uint64_t count) const;
+
+  // Zeroes every word and dirty mark. Breaks the grow-only promise, so only
+  // for a filter no other thread uses: recovery undoing a snapshot whose
+  // checksum failed after its words were ORed in (OrSnapshotIntoEmpty).
+  void ClearAll();
 
   // Word-level access for snapshots, range transfer and tests.
   uint64_t LoadWord(uint64_t index) const;

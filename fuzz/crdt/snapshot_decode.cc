@@ -39,7 +39,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       set->Add("x");
       return EncodeSnapshot(*set);
     }();
-    input = pollen::fuzz::OverlayAndReseal(input, base);
+    // The body keeps the base's version (3, a CRC-32C trailer) unless the
+    // overlay changed it: SealSnapshot seals by the version it finds, and
+    // too short a body stays unsealed (the parser must refuse it anyway).
+    input = pollen::fuzz::OverlayAndReseal(input, base, 4, [](std::string body) {
+      return body.size() >= 16 ? SealSnapshot(std::move(body)) : body;
+    });
   }
   auto set = DecodeSnapshot(input, secret, nullptr);
   if (!set.ok()) return 0;

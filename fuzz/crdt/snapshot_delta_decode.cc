@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int i = 0; i < 40; ++i) s->Add(std::to_string(i));
       return DeltaOf(*s);
     }();
-    input = pollen::fuzz::OverlayAndReseal(input, base);
+    input = pollen::fuzz::OverlayAndReseal(input, base, 32, pollen::fuzz::SealBlake2b);
   }
   auto delta = DecodeDelta(input, *set);
   if (!delta.ok()) return 0;

@@ -508,10 +508,18 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   uint32_t len = 0;
   absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "snapshot", &len);
   if (!entry.ok()) return entry.status();
-  // Validated whole (checksum, structure, parameters) before anything changes.
+  // Validated whole (checksum, structure, parameters) before anything
+  // changes, except on recovery's fast path below, which checks the checksum
+  // as it loads and undoes the load if it fails.
+  const std::string_view snapshot = bytes.substr(12 + len);
+  uint32_t version = 0;
   absl::StatusOr<crdt::ParsedSnapshot> parsed =
-      crdt::ParseSnapshot(bytes.substr(12 + len), impl.config.secret, &entry->params);
+      crdt::ParseSnapshotUnverified(snapshot, impl.config.secret, &entry->params, &version);
   if (!parsed.ok()) return parsed.status();
+  const bool into_empty = !restamp_at.has_value() && version >= 3 && impl.EmptyConfigTarget(*entry, *parsed);
+  if (!into_empty) {
+    if (absl::Status s = crdt::VerifySnapshotChecksum(snapshot); !s.ok()) return s;
+  }
   if (impl.IsDeleted(*entry)) {
     if (!restamp_at.has_value()) return absl::AbortedError("ERR snapshot: the filter was deleted after it was taken");
     impl.now = *restamp_at;
@@ -553,13 +561,16 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   // anti-entropy, as everything a restarted node holds.
   impl.LearnEpoch(entry->config.name, parsed->newest);
   for (const auto& [epoch, count] : parsed->layers) impl.LearnLayers(*local, epoch, count);
-  if (absl::Status s = crdt::OrSnapshotInto(*parsed, *local->set); !s.ok()) return s;
+  std::map<uint64_t, uint64_t> set_bits;
+  if (absl::Status s = into_empty ? crdt::OrSnapshotIntoEmpty(snapshot, *parsed, *local->set, &set_bits)
+                                  : crdt::OrSnapshotInto(*parsed, *local->set, &set_bits);
+      !s.ok()) {
+    return s;
+  }
   local->changes->fetch_add(1, std::memory_order_release);
   impl.summary_cache.Forget(local->uid);
   FilterClock& clock = impl.clocks[entry->config.name];
-  for (uint64_t slot : parsed->slots) {
-    if (auto sub = local->set->Sub(slot)) clock.set_bits[slot] = sub->filter->CountSetBits();
-  }
+  for (const auto& [slot, bits] : set_bits) clock.set_bits[slot] = bits;
   return absl::OkStatus();
 }
 

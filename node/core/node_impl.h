@@ -580,6 +580,30 @@ struct Node::Impl {
     auto it = filters.find(name);
     return it == filters.end() ? nullptr : it->second;
   }
+  // Whether a snapshot of `entry` would be ORed into sub-filters of the
+  // filter held here that have never held a bit: the same parameters, the
+  // same newest epoch, every slot of `parsed` already live, and none of them
+  // ever added to, merged into, or counted. Recovery's fast path
+  // (crdt::OrSnapshotIntoEmpty) needs exactly that.
+  bool EmptyConfigTarget(const CatalogEntry& entry, const crdt::ParsedSnapshot& parsed) const {
+    std::shared_ptr<const FilterState> local = DriverLookup(entry.config.name);
+    if (local == nullptr || !(local->entry.params == entry.params) || local->set->epoch() != parsed.newest) {
+      return false;
+    }
+    const auto clock = clocks.find(entry.config.name);
+    for (uint64_t slot : parsed.slots) {
+      std::shared_ptr<const crdt::SubFilter> sub = local->set->Sub(slot);
+      if (sub == nullptr || sub->items.load(std::memory_order_relaxed) != 0 ||
+          sub->merged.load(std::memory_order_relaxed)) {
+        return false;
+      }
+      if (clock != clocks.end()) {
+        const auto bits = clock->second.set_bits.find(slot);
+        if (bits != clock->second.set_bits.end() && bits->second != 0) return false;
+      }
+    }
+    return true;
+  }
   // Driver thread. Filters are created or replaced rarely (at most kMaxFilters
   // entries), so each change publishes a whole new copy of the map and frees
   // the old one once no client lookup can still be reading it.

@@ -1,12 +1,10 @@
-// CRC-32C (Castagnoli), table-driven, for add-log record checksums.
+// The add log and the tombstone file use the snapshot files' CRC-32C.
 #pragma once
 
-#include <cstdint>
-#include <string_view>
+#include "crdt/crc32c.h"
 
 namespace pollen::runtime {
 
-// CRC-32C of `data`, continuing from `crc` (0 to start).
-uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
+using crdt::Crc32c;
 
 }  // namespace pollen::runtime

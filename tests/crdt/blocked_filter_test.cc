@@ -2,6 +2,7 @@
 #include "crdt/mix64.h"
 
 #include <bit>
+#include <map>
 #include <random>
 #include <set>
 
@@ -140,6 +141,55 @@ TEST(BlockedFilter, MergingAddDeltasEqualsMergingWholeFilters) {
   EXPECT_TRUE(via_deltas->SameContents(*source));
   EXPECT_TRUE(via_whole->SameContents(*source));
   EXPECT_EQ(CountBits(deltas), source->CountSetBits());  // each bit reported new exactly once
+}
+
+// Recovery's path: little-endian words ORed in by ranges give what Merge of
+// the same words gives, the count of the range after, and dirty marks on
+// exactly the blocks that changed; an all-zero range changes nothing.
+TEST(BlockedFilter, OrLittleEndianWordsEqualsMergeAndCountsTheRange) {
+  std::mt19937_64 rng(21);
+  auto source = Make(300, 7);
+  for (int i = 0; i < 2000; ++i) source->Add(rng());
+  auto base = Make(300, 7);
+  for (int i = 0; i < 500; ++i) base->Add(rng());
+  auto via_merge = Make(300, 7);
+  ASSERT_TRUE(via_merge->MergeFrom(*base, nullptr).ok());
+  ASSERT_TRUE(via_merge->MergeFrom(*source, nullptr).ok());
+
+  std::string bytes;
+  for (uint64_t i = 0; i < source->word_count(); ++i) {
+    const uint64_t w = source->LoadWord(i);
+    for (int b = 0; b < 8; ++b) bytes.push_back(static_cast<char>(w >> (8 * b)));
+  }
+  std::vector<uint64_t> marks(base->dirty_word_count());
+  base->TakeDirty(0, marks);  // clear the adds' marks
+  const auto before = AllWords(*base);
+  uint64_t total = 0;
+  for (uint64_t first = 0; first < source->word_count(); first += 120) {  // ranges across block edges
+    const uint64_t n = std::min<uint64_t>(120, source->word_count() - first);
+    total += base->OrLittleEndianWords(first, std::string_view(bytes).substr(first * 8, n * 8));
+  }
+  EXPECT_TRUE(base->SameContents(*via_merge));
+  EXPECT_EQ(total, via_merge->CountSetBits());
+  base->TakeDirty(0, marks);
+  std::set<uint64_t> changed_blocks;
+  {
+    std::map<uint64_t, uint64_t> old;
+    for (const WordBits& w : before) old[w.index] = w.bits;
+    for (const WordBits& w : AllWords(*base)) {
+      if (old[w.index] != w.bits) changed_blocks.insert(w.index / kWordsPerBlock);
+    }
+  }
+  for (uint64_t block = 0; block < 300; ++block) {
+    EXPECT_EQ((marks[block / 64] >> (block % 64)) & 1, changed_blocks.count(block)) << block;
+  }
+  const std::string zeros(8 * 64, '\0');
+  EXPECT_EQ(base->OrLittleEndianWords(64, zeros), [&] {
+    uint64_t bits = 0;
+    for (uint64_t i = 64; i < 128; ++i) bits += std::popcount(base->LoadWord(i));
+    return bits;
+  }());
+  EXPECT_TRUE(base->SameContents(*via_merge));
 }
 
 TEST(BlockedFilter, MergeIsCommutativeAssociativeAndIdempotent) {
