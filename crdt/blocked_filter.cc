@@ -55,10 +55,21 @@ absl::StatusOr<std::unique_ptr<BlockedFilter>> BlockedFilter::Create(FilterShape
   if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
   size_t bytes = shape.bytes();
   if (bytes >= kHugePage) bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Filters of 2 MiB and more start on a 2 MiB boundary, so that every one
+  // of their 2 MiB pieces can be a huge page: map 2 MiB more, then unmap the
+  // unaligned head and the tail (address space only: nothing was touched).
+  const size_t slack = bytes >= kHugePage ? kHugePage : 0;
+  void* mem = mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", bytes, " bytes for a filter: ", std::strerror(errno)));
+  }
+  if (slack > 0) {
+    const uintptr_t start = reinterpret_cast<uintptr_t>(mem);
+    const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
+    if (aligned > start) munmap(mem, aligned - start);
+    if (const size_t tail = start + slack - aligned; tail > 0) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+    mem = reinterpret_cast<void*>(aligned);
   }
   // Huge pages cut TLB misses on large filters; refusal is harmless.
   if (bytes >= kHugePage && GetHugePages() == HugePages::kAdvise) madvise(mem, bytes, MADV_HUGEPAGE);
@@ -380,6 +391,25 @@ void PopulateForWriting(uint64_t* words, uint64_t first, uint64_t count) {
 }
 
 }  // namespace
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // Linux 6.1; older kernels answer EINVAL
+#endif
+
+void BlockedFilter::AdviseHugePages(bool on) const {
+  if (mapped_bytes_ < kHugePage || GetHugePages() != HugePages::kAdvise) return;
+  (void)madvise(words_, mapped_bytes_, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
+void BlockedFilter::CollapseHugePages(uint64_t first, uint64_t count) const {
+  assert(first <= word_count() && count <= word_count() - first);
+  if (mapped_bytes_ < kHugePage || GetHugePages() != HugePages::kAdvise) return;
+  // Whole 2 MiB pages inside the range (words_ is 2 MiB aligned or not:
+  // the kernel collapses what is aligned and answers EINVAL for the rest).
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(words_ + first) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(words_ + first + count) & ~(kHugePage - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_COLLAPSE);
+}
 
 void BlockedFilter::ClearAll() {
   // Anonymous private memory reads back as zeros after MADV_DONTNEED (and

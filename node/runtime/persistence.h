@@ -77,6 +77,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -228,6 +229,10 @@ class Persistence {
   Written written_;
   uint64_t pending_records_at_rotation_ = 0;  // the running snapshot's (written_mu_)
   uint64_t next_delta_seq_ = 1;               // delta file numbers (written_mu_)
+  // After a recovery that filled big filters in 4 KiB pages: rebuilds their
+  // huge pages in the background (persistence.cc, Prefaulter). Last, so it
+  // stops and joins before anything else here goes.
+  std::jthread huge_pages_restorer_;
 };
 
 // "crawl:seen" -> "crawl%3Aseen" (keeps [A-Za-z0-9._-]); and back. A name

@@ -370,6 +370,57 @@ TEST(PersistenceTest, CorruptSnapshotFoundAfterItsWordsLeavesTheFilterEmpty) {
   EXPECT_EQ(SetBits(*node, "crawl:seen"), SetBits(*fresh, "crawl:seen"));
 }
 
+// A filter of 64 MiB and more recovers with its memory faulted in by a
+// helper thread (in 4 KiB pages) and its huge pages rebuilt by another after
+// (persistence.cc, Prefaulter and RestoreHugePages): the same bits come
+// back, and Close stops the rebuilding wherever it is.
+TEST(PersistenceTest, BigFilterRecoversAlongsideItsPrefaultAndHugePageThreads) {
+  const std::string dir = FreshDir("big");
+  auto make = [] {
+    node::NodeConfig c;
+    c.name = "p1";
+    c.advertise = "127.0.0.1:1";
+    c.secret.bytes.fill(7);
+    node::FilterConfig f;
+    f.name = "big";
+    f.capacity = 60'000'000;  // ~72 MB at 1%
+    f.generations = 1;
+    c.filters.push_back(f);
+    auto n = node::Node::Create(c);
+    EXPECT_TRUE(n.ok()) << n.status();
+    return std::move(*n);
+  };
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) keys.push_back("k" + std::to_string(i));
+  uint64_t bits = 0;
+  {
+    auto node = make();
+    auto p = Persistence::Open(dir, AppendFsync::kNone);
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
+    AddAndLog(*node, **p, "big", keys);
+    bits = SetBits(*node, "big");
+    auto job = (*p)->BeginSnapshot(*node);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());
+    ASSERT_TRUE((*p)->Close().ok());
+  }
+  for (int round = 0; round < 2; ++round) {
+    auto node = make();
+    auto p = Persistence::Open(dir, AppendFsync::kNone);
+    ASSERT_TRUE(p.ok());
+    auto stats = (*p)->Recover(node.get(), node::Time(0), node::FilterConfig{});
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    EXPECT_EQ(stats->snapshots_loaded, 1u);
+    EXPECT_EQ(SetBits(*node, "big"), bits);
+    for (const std::string& key : keys) ASSERT_TRUE(Has(*node, "big", key)) << key;
+    // Adds while the huge pages are rebuilt land and stay.
+    ASSERT_TRUE(node->Add("big", "during-" + std::to_string(round)).ok());
+    EXPECT_TRUE(Has(*node, "big", "during-" + std::to_string(round)));
+    ASSERT_TRUE((*p)->Close().ok());
+  }
+}
+
 TEST(PersistenceTest, LogOnlyFilterIsRecreatedOnReplay) {
   const std::string dir = FreshDir("runtime_filter");
   {
