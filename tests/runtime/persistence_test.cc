@@ -30,14 +30,17 @@ std::string FreshDir(const std::string& name) { return ::pollen::testing::FreshD
 
 using ::pollen::testing::ListDir;
 
-std::unique_ptr<node::Node> MakeNode() {
+// One config filter; `generations` 0 keeps the default.
+std::unique_ptr<node::Node> MakeNode(const std::string& filter = "crawl:seen", uint64_t capacity = 10000,
+                                     uint32_t generations = 0) {
   node::NodeConfig c;
   c.name = "p1";
   c.advertise = "127.0.0.1:1";
   c.secret.bytes.fill(7);
   node::FilterConfig f;
-  f.name = "crawl:seen";
-  f.capacity = 10000;
+  f.name = filter;
+  f.capacity = capacity;
+  if (generations != 0) f.generations = generations;
   c.filters.push_back(f);
   auto n = node::Node::Create(c);
   EXPECT_TRUE(n.ok()) << n.status();
@@ -309,6 +312,24 @@ uint64_t SetBits(const node::Node& n, const std::string& filter) {
   return bits;
 }
 
+// A node's life in a fresh `dir`: recover (nothing), add `keys` to `filter`
+// (logged), snapshot, then add `after` (logged only), close. Returns the
+// filter's set bits at the snapshot.
+uint64_t SnapshotLife(node::Node& node, const std::string& dir, const std::string& filter,
+                      const std::vector<std::string>& keys, const std::vector<std::string>& after) {
+  auto p = Persistence::Open(dir, AppendFsync::kAlways);
+  EXPECT_TRUE(p.ok());
+  EXPECT_TRUE((*p)->Recover(&node, node::Time(0), node::FilterConfig{}).ok());
+  AddAndLog(node, **p, filter, keys);
+  const uint64_t bits = SetBits(node, filter);
+  auto job = (*p)->BeginSnapshot(node);
+  EXPECT_TRUE(job.ok());
+  EXPECT_TRUE((*p)->FinishSnapshot(*job).ok());
+  if (!after.empty()) AddAndLog(node, **p, filter, after);
+  EXPECT_TRUE((*p)->Close().ok());
+  return bits;
+}
+
 // A config filter's snapshot loads into its empty memory in one pass that
 // checks the checksum as it goes (crdt::OrSnapshotIntoEmpty). Damage deep in
 // the words, found only at the end, must leave nothing of the file behind:
@@ -318,20 +339,7 @@ TEST(PersistenceTest, CorruptSnapshotFoundAfterItsWordsLeavesTheFilterEmpty) {
   const std::string dir = FreshDir("corrupt_words");
   std::vector<std::string> snapshotted;
   for (int i = 0; i < 300; ++i) snapshotted.push_back("s" + std::to_string(i));
-  uint64_t bits_snapshotted = 0;
-  {
-    auto node = MakeNode();
-    auto p = Persistence::Open(dir, AppendFsync::kAlways);
-    ASSERT_TRUE(p.ok());
-    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
-    AddAndLog(*node, **p, "crawl:seen", snapshotted);
-    bits_snapshotted = SetBits(*node, "crawl:seen");
-    auto job = (*p)->BeginSnapshot(*node);
-    ASSERT_TRUE(job.ok());
-    ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());
-    AddAndLog(*node, **p, "crawl:seen", {"logged"});
-    ASSERT_TRUE((*p)->Close().ok());
-  }
+  const uint64_t bits_snapshotted = SnapshotLife(*MakeNode(), dir, "crawl:seen", snapshotted, {"logged"});
   const std::string snap = dir + "/snap-crawl%3Aseen.pln";
   std::string intact;
   {
@@ -376,35 +384,10 @@ TEST(PersistenceTest, CorruptSnapshotFoundAfterItsWordsLeavesTheFilterEmpty) {
 // back, and Close stops the rebuilding wherever it is.
 TEST(PersistenceTest, BigFilterRecoversAlongsideItsPrefaultAndHugePageThreads) {
   const std::string dir = FreshDir("big");
-  auto make = [] {
-    node::NodeConfig c;
-    c.name = "p1";
-    c.advertise = "127.0.0.1:1";
-    c.secret.bytes.fill(7);
-    node::FilterConfig f;
-    f.name = "big";
-    f.capacity = 60'000'000;  // ~72 MB at 1%
-    f.generations = 1;
-    c.filters.push_back(f);
-    auto n = node::Node::Create(c);
-    EXPECT_TRUE(n.ok()) << n.status();
-    return std::move(*n);
-  };
+  auto make = [] { return MakeNode("big", 60'000'000, 1); };  // ~72 MB at 1%
   std::vector<std::string> keys;
   for (int i = 0; i < 2000; ++i) keys.push_back("k" + std::to_string(i));
-  uint64_t bits = 0;
-  {
-    auto node = make();
-    auto p = Persistence::Open(dir, AppendFsync::kNone);
-    ASSERT_TRUE(p.ok());
-    ASSERT_TRUE((*p)->Recover(node.get(), node::Time(0), node::FilterConfig{}).ok());
-    AddAndLog(*node, **p, "big", keys);
-    bits = SetBits(*node, "big");
-    auto job = (*p)->BeginSnapshot(*node);
-    ASSERT_TRUE(job.ok());
-    ASSERT_TRUE((*p)->FinishSnapshot(*job).ok());
-    ASSERT_TRUE((*p)->Close().ok());
-  }
+  const uint64_t bits = SnapshotLife(*make(), dir, "big", keys, {});
   for (int round = 0; round < 2; ++round) {
     auto node = make();
     auto p = Persistence::Open(dir, AppendFsync::kNone);
