@@ -285,14 +285,18 @@ uint64_t BlockedFilter::LoadWord(uint64_t index) const {
 }
 
 std::vector<WordBits> BlockedFilter::ExportBlocks(uint64_t first_block, uint64_t block_count) const {
+  std::vector<WordBits> out;
+  ExportBlocksInto(first_block, block_count, &out);
+  return out;
+}
+
+void BlockedFilter::ExportBlocksInto(uint64_t first_block, uint64_t block_count, std::vector<WordBits>* out) const {
   assert(first_block <= shape_.blocks);
   const uint64_t end = std::min(shape_.blocks, first_block + block_count) * kWordsPerBlock;
-  std::vector<WordBits> out;
   for (uint64_t i = first_block * kWordsPerBlock; i < end; ++i) {
     const uint64_t bits = LoadRelaxed(i);
-    if (bits != 0) out.push_back({i, bits});
+    if (bits != 0) out->push_back({i, bits});
   }
-  return out;
 }
 
 uint64_t BlockedFilter::RangeCount(uint64_t blocks_per_range) const {

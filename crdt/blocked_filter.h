@@ -165,6 +165,8 @@ class BlockedFilter {
   uint64_t LoadWord(uint64_t index) const;
   // Non-zero words of blocks [first_block, first_block + block_count).
   std::vector<WordBits> ExportBlocks(uint64_t first_block, uint64_t block_count) const;
+  // The same, appended to *out (a caller's buffer, kept between calls).
+  void ExportBlocksInto(uint64_t first_block, uint64_t block_count, std::vector<WordBits>* out) const;
 
   // Per-range summaries: a range is `blocks_per_range` consecutive blocks (the
   // last range may be shorter). A summary is a 64-bit mix of the range's words

@@ -30,17 +30,21 @@ uint64_t CountBits(std::span<const WordBits> words) {
 
 std::vector<uint64_t> ToBitPositions(std::span<const WordBits> words, uint64_t base_bit) {
   std::vector<uint64_t> positions;
-  positions.reserve(CountBits(words));
+  AppendBitPositions(words, base_bit, &positions);
+  return positions;
+}
+
+void AppendBitPositions(std::span<const WordBits> words, uint64_t base_bit, std::vector<uint64_t>* out) {
+  out->reserve(out->size() + CountBits(words));
   for (const WordBits& w : words) {
     uint64_t bits = w.bits;
     while (bits != 0) {
       const uint64_t pos = w.index * 64 + static_cast<uint64_t>(std::countr_zero(bits));
       assert(pos >= base_bit);
-      positions.push_back(pos - base_bit);
+      out->push_back(pos - base_bit);
       bits &= bits - 1;
     }
   }
-  return positions;
 }
 
 std::vector<WordBits> FromBitPositions(std::span<const uint64_t> positions, uint64_t base_bit) {

@@ -24,6 +24,8 @@ uint64_t CountBits(std::span<const WordBits> words);
 // Bit positions (index * 64 + bit - base_bit) of a canonical list, ascending.
 // Every set bit must lie at or above base_bit.
 std::vector<uint64_t> ToBitPositions(std::span<const WordBits> words, uint64_t base_bit = 0);
+// The same, appended to *out.
+void AppendBitPositions(std::span<const WordBits> words, uint64_t base_bit, std::vector<uint64_t>* out);
 
 // The inverse of ToBitPositions; positions must be ascending and distinct.
 std::vector<WordBits> FromBitPositions(std::span<const uint64_t> positions, uint64_t base_bit = 0);

@@ -413,8 +413,15 @@ std::string EncodeBitPositions(uint64_t universe_bits, std::span<const uint64_t>
   }
   const int width = EscapeWidth(universe_bits);
 
-  // Mode 1: Rice-coded gaps.
-  std::vector<uint64_t> gaps(b);
+  // Mode 1: Rice-coded gaps. Their buffer is kept from call to call, up to
+  // 2^20 gaps (8 MiB), as EncodeWords keeps its positions.
+  thread_local std::vector<uint64_t> gaps;
+  struct Shrink {
+    ~Shrink() {
+      if (gaps.capacity() > (size_t{1} << 20)) std::vector<uint64_t>().swap(gaps);
+    }
+  } shrink;
+  gaps.resize(b);
   for (size_t i = 0; i < b; ++i) gaps[i] = positions[i] - (i == 0 ? 0 : positions[i - 1] + 1);
   uint64_t rice_bits = 0;
   const int rice_k = ChooseRiceK(gaps, width, &rice_bits);
@@ -576,17 +583,13 @@ absl::StatusOr<bool> DecodeRiceToWords(uint64_t universe_bits, std::string_view 
   if (static_cast<uint8_t>(bytes[0]) != kRice) return false;
   bytes.remove_prefix(1);
   uint64_t n = 0;
+  const size_t start = words->size();
   absl::Status s = ForEachRicePosition(
-      universe_bits, bytes, max_positions,
-      [&](uint64_t positions) {
-        n = positions;
-        words->clear();
-        words->reserve(std::min<uint64_t>(n, 1024));  // n is bounded by the input (ReadRiceHeader); most sets are small
-      },
+      universe_bits, bytes, max_positions, [&](uint64_t positions) { n = positions; },
       [&](uint64_t position) {  // folded into its word as it goes
         const uint64_t bit = base_bit + position;
         const uint64_t mask = uint64_t{1} << (bit % 64);
-        if (!words->empty() && words->back().index == bit / 64) {
+        if (words->size() > start && words->back().index == bit / 64) {
           words->back().bits |= mask;
         } else {
           words->push_back({bit / 64, mask});

@@ -145,5 +145,8 @@ uint64_t EncodeRange(const crdt::BlockedFilter& filter, uint64_t range, wire::Ra
                      std::span<const crdt::WordBits> known = {}, std::string_view blocks = {});
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeRange(const wire::RangeData& data, crdt::FilterShape shape,
                                                         uint64_t* bits = nullptr);
+// The same, appended to *out (DecodeWordsInto).
+absl::Status DecodeRangeInto(const wire::RangeData& data, crdt::FilterShape shape, std::vector<crdt::WordBits>* out,
+                             uint64_t* bits = nullptr);
 
 }  // namespace pollen::node

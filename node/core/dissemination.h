@@ -98,6 +98,11 @@ std::string EncodeWords(std::span<const crdt::WordBits> words, uint64_t base_bit
 absl::StatusOr<std::vector<crdt::WordBits>> DecodeWords(std::string_view bytes, uint64_t base_bit,
                                                         uint64_t universe_bits, size_t max_positions,
                                                         uint64_t* bits = nullptr);
+// The same, appended to *out (what it held stays, never folded into; on an
+// error what was appended is unspecified). A joining node decodes a whole
+// frame's ranges into one buffer it keeps from frame to frame.
+absl::Status DecodeWordsInto(std::string_view bytes, uint64_t base_bit, uint64_t universe_bits, size_t max_positions,
+                             std::vector<crdt::WordBits>* out, uint64_t* bits = nullptr);
 
 // Merges the canonical word set `batch` (crdt::Canonicalize: ascending
 // indices, no repeats, no zero words) into the canonical set `into`, which

@@ -120,6 +120,7 @@ void Node::Tick(Time now) {
   if (now >= impl.next_gossip) {
     impl.CheckGrowth();  // once a round: an estimate per changed filter
     impl.CheckAntiEntropyWait();
+    if (impl.BulkQuiet()) impl.ReleaseSyncScratch();
     impl.GossipRound();
     impl.next_gossip = now + impl.config.gossip_interval;
   }
@@ -128,6 +129,7 @@ void Node::Tick(Time now) {
     impl.next_anti_entropy = impl.ae_busy_until;  // in an exchange already: this run waits for its end
   } else if (now >= impl.next_anti_entropy) {
     std::vector<Address> peers = impl.PickPeers(1);
+    impl.bulk_requested_early.clear();
     if (!peers.empty() && !impl.membership->left()) impl.StartAntiEntropy(peers[0]);
     impl.next_anti_entropy = now + impl.NextAntiEntropyWait();
   }

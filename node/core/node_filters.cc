@@ -174,18 +174,20 @@ std::shared_ptr<const FilterState> Node::Impl::MatchFilter(const crdt::FilterPar
 
 uint64_t Node::Impl::MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words,
                                 std::vector<crdt::WordBits>* changed_out) {
-  std::vector<crdt::WordBits> changed;
-  if (!state.set->Merge(slot, words, &changed).ok()) return 0;  // epoch left the window meanwhile
-  const uint64_t n = crdt::CountBits(changed);
+  std::vector<crdt::WordBits> local;
+  std::vector<crdt::WordBits>& changed = changed_out != nullptr ? *changed_out : local;
+  const size_t before = changed.size();
+  if (!state.set->Merge(slot, words, &changed).ok()) {  // epoch left the window meanwhile
+    changed.resize(before);
+    return 0;
+  }
+  const std::span<const crdt::WordBits> fresh = std::span(changed).subspan(before);
+  const uint64_t n = crdt::CountBits(fresh);
   if (n == 0) return 0;
   state.changes->fetch_add(1, std::memory_order_release);
-  summary_cache.MarkWords(state.uid, slot, changed);
+  summary_cache.MarkWords(state.uid, slot, fresh);
   clocks[state.entry.config.name].set_bits[slot] += n;
-  if (changed_out != nullptr) {
-    *changed_out = std::move(changed);
-  } else {
-    Buffer(state, slot, changed);
-  }
+  if (changed_out == nullptr) Buffer(state, slot, fresh);
   return n;
 }
 

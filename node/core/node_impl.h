@@ -464,6 +464,11 @@ struct Node::Impl {
   Address bulk_clocked;           // empty: none
   Time bulk_clocked_seen{0};      // its last bulk frame
   std::deque<Address> bulk_waiting;  // at most kMaxCutLegs, each once
+  // The clocked peer whose current content leg this node asked to follow at
+  // its first frame (HandleSyncRanges, pipelined); its last frame clears it.
+  // Cleared by a timed run too, so a leg whose last frame never came does not
+  // leave the next one unanswered.
+  Address bulk_requested_early;
   // Until then this node is in an exchange (it started one, or an exchange's
   // frames reached it lately): the runs it would start from ae_queue or its
   // timer wait, so that a healed partition is repaired by one exchange per
@@ -772,8 +777,8 @@ struct Node::Impl {
   std::shared_ptr<const FilterState> MatchFilter(const crdt::FilterParams& params);
 
   // Merges words into (filter, sub-filter slot) and buffers the bits that
-  // were new here (or, given `changed`, puts them there). Returns the number
-  // of new bits.
+  // were new here (or, given `changed`, appends them there). Returns the
+  // number of new bits.
   uint64_t MergeWords(const FilterState& state, uint64_t slot, std::span<const crdt::WordBits> words,
                       std::vector<crdt::WordBits>* changed = nullptr);
 
@@ -1106,9 +1111,23 @@ struct Node::Impl {
     crdt::FilterParams params;
     uint64_t epoch = 0;
     const wire::FilterRanges* wire = nullptr;
-    // Per generation, per data entry: the decoded words.
-    std::vector<std::vector<std::vector<crdt::WordBits>>> words;
+    // Per generation, per data entry: its decoded words, as [begin, end)
+    // in sync_words.
+    std::vector<std::vector<std::pair<size_t, size_t>>> words;
   };
+  // Working space of HandleSyncRanges, kept from frame to frame while a bulk
+  // repair goes on (a joining node's frames: fresh vectors per range, grown
+  // by doubling and faulted in each time, were a third of its CPU at 512 MiB,
+  // most of it in the kernel) and freed once it has gone quiet
+  // (ReleaseSyncScratch). Each holds at most a frame's kMaxFramePositions
+  // words.
+  std::vector<crdt::WordBits> sync_words;    // a frame's decoded ranges
+  std::vector<crdt::WordBits> sync_changed;  // the bits they brought that were new here
+  void ReleaseSyncScratch() {
+    if (sync_words.capacity() + sync_changed.capacity() <= (size_t{1} << 16)) return;  // 1 MiB: kept
+    std::vector<crdt::WordBits>().swap(sync_words);
+    std::vector<crdt::WordBits>().swap(sync_changed);
+  }
 
   void HandleSyncRanges(const Address& from, const wire::SyncRanges& msg);
 

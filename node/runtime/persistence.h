@@ -229,8 +229,10 @@ class Persistence {
   Written written_;
   uint64_t pending_records_at_rotation_ = 0;  // the running snapshot's (written_mu_)
   uint64_t next_delta_seq_ = 1;               // delta file numbers (written_mu_)
-  // After a recovery that filled big filters in 4 KiB pages: rebuilds their
-  // huge pages in the background (persistence.cc, Prefaulter). Last, so it
+  // After a recovery: faults in the big filters that had no base file (a
+  // new or wiped data dir, about to catch up from peers), then rebuilds the
+  // huge pages of every big filter filled in 4 KiB pages, in the background
+  // (persistence.cc, Prefaulter). Last, so it
   // stops and joins before anything else here goes.
   std::jthread huge_pages_restorer_;
 };
