@@ -55,10 +55,9 @@
 #  7. "member suspect"/"member dead" lines in all logs over the run, except
 #     those about node 3 after it was killed on purpose.
 #
-# /metrics is scraped sparingly: a scrape computes the set-bit count and the
-# digest of every filter changed since the last one on the node's driver thread
-# (Driver::Collect -> Node::Filters(kAll)), two scans of SIZE bytes (0.33 s at
-# 1 GiB), long enough at 4 GiB to miss membership probes. So snapshot
+# /metrics is scraped sparingly: a scrape counts the set bits of every filter
+# changed since the last one (Driver::Collect, on the HTTP thread), a scan of
+# SIZE bytes that takes a core from the nodes. So snapshot
 # completions are read from node 1's log line, and convergence polls the key
 # sample (BF.MEXISTS) before the counts.
 #
