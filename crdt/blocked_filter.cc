@@ -424,7 +424,27 @@ void BlockedFilter::ClearAll() {
 
 void BlockedFilter::Populate(uint64_t first, uint64_t count) const {
   assert(first <= word_count() && count <= word_count() - first);
-  if (count > 0) PopulateForWriting(words_, first, count);
+  if (count == 0) return;
+  PopulateForWriting(words_, first, count);
+  static const uint64_t page_words = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 8;
+  uint64_t sum = 0;
+  for (uint64_t i = first; i < first + count; i += page_words) sum += LoadRelaxed(i);  // count / page_words loads
+  [[maybe_unused]] volatile uint64_t keep = sum;  // the loads are the point
+}
+
+uint64_t BlockedFilter::StoreLittleEndianWordsIntoEmpty(uint64_t first, std::string_view bytes) {
+  assert(bytes.size() % 8 == 0);
+  const uint64_t count = bytes.size() / 8;
+  assert(first <= word_count() && count <= word_count() - first);
+  PopulateForWriting(words_, first, count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t bits = LoadLittleEndian64(bytes.data() + 8 * i);
+    if (bits == 0) continue;
+    std::atomic_ref<uint64_t> word = Word(words_, first + i);
+    assert(word.load(std::memory_order_relaxed) == 0);
+    word.store(word.load(std::memory_order_relaxed) | bits, std::memory_order_relaxed);
+  }
+  return SumBits(words_ + first, count);
 }
 
 uint64_t BlockedFilter::OrLittleEndianWords(uint64_t first, std::string_view bytes) {

@@ -138,21 +138,33 @@ class BlockedFilter {
   // Recovery's one pass over a snapshot: docs/web-scale.md, "Restart".
   uint64_t OrLittleEndianWords(uint64_t first, std::string_view bytes);
 
+  // The same for words that hold no bit yet and that no other thread writes
+  // (recovery, before the node serves: crdt::OrSnapshotIntoEmpty): plain
+  // stores, no locked read-modify-write, and no dirty marks (the file being
+  // loaded holds these words). At 4 GiB and 17% fill nearly every word is
+  // non-zero, and a locked OR per word cost seconds of a restart.
+  uint64_t StoreLittleEndianWordsIntoEmpty(uint64_t first, std::string_view bytes);
+
   // Has the kernel back words [first, first + count) with zeroed pages now
-  // (MADV_POPULATE_WRITE), for a caller about to write all of them: the words
-  // keep their values, so it may run on any thread, alongside everything.
+  // (MADV_POPULATE_WRITE), for a caller about to write all of them, and reads
+  // one word per page so that this process's mapping of each page is made
+  // here too: on this VM (a paravirtualized guest) the first access to a
+  // populated 4 KiB page still cost ~4.7 us, 1.2 s/GiB, paid by whichever
+  // thread touches it first, once for the whole process (C test, 2026-12-05).
+  // The words keep their values, so it may run on any thread, alongside
+  // everything.
   // Recovery runs it on a helper thread while the driver verifies and ORs the
   // snapshot (Persistence::Recover). Does nothing where the kernel lacks it.
   void Populate(uint64_t first, uint64_t count) const;
 
-  // Huge pages around a restart (docs/web-scale.md, "Restart"). On this VM
-  // the first write to fresh memory cost 2.5 s/GiB in huge pages against
-  // 0.35-0.66 s/GiB in 4 KiB ones, so recovery fills a filter in small pages
-  // (AdviseHugePages(false)), then asks for huge pages again and has the
-  // kernel rebuild them in the background (AdviseHugePages(true), then
-  // CollapseHugePages piece by piece, MADV_COLLAPSE: 2.1 s/GiB cold, words
-  // readable and writable throughout). No-ops under huge-pages = false, for
-  // filters under 2 MiB, and where the kernel lacks them.
+  // Huge pages around a restart (docs/web-scale.md, "Restart"). Recovery
+  // keeps them on while it faults a filter in; where the kernel had to use
+  // 4 KiB pages, RestoreHugePages asks again (AdviseHugePages(true)) and has
+  // the kernel rebuild them in the background (CollapseHugePages piece by
+  // piece, MADV_COLLAPSE: 2.1 s/GiB of 4 KiB pages, words readable and
+  // writable throughout). AdviseHugePages(false) turns them off for a
+  // mapping. No-ops under huge-pages = false, for filters under 2 MiB, and
+  // where the kernel lacks them.
   void AdviseHugePages(bool on) const;
   void CollapseHugePages(uint64_t first, uint64_t count) const;
 

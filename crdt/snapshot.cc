@@ -390,7 +390,7 @@ absl::Status OrSnapshotIntoEmpty(std::string_view bytes, const ParsedSnapshot& p
     for (size_t offset = 0; offset < payload.size(); offset += kOrPieceBytes) {
       const std::string_view piece = payload.substr(offset, kOrPieceBytes);
       crc = Crc32c(piece, crc);
-      bits += subs[i]->filter->OrLittleEndianWords(offset / 8, piece);
+      bits += subs[i]->filter->StoreLittleEndianWordsIntoEmpty(offset / 8, piece);
     }
     done = start + payload.size();
     counts[parsed.slots[i]] = bits;

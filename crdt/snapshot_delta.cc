@@ -90,22 +90,19 @@ absl::Status StreamDelta(std::span<const std::shared_ptr<const SubFilter>> subs,
   return sink(trailer);
 }
 
-absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const GenerationSet& set) {
-  EnsureSodiumInitialized();
-  if (bytes.size() < kMagic.size() + 4 + kChecksumBytes || bytes.substr(0, kMagic.size()) != kMagic) {
-    return Corrupt("bad magic or truncated");
-  }
-  const std::string_view body = bytes.substr(0, bytes.size() - kChecksumBytes);
-  std::array<uint8_t, kChecksumBytes> want;
-  crypto_generichash(want.data(), want.size(), reinterpret_cast<const uint8_t*>(body.data()), body.size(), nullptr,
-                     0);
-  if (std::string_view(reinterpret_cast<const char*>(want.data()), want.size()) != bytes.substr(body.size())) {
-    return Corrupt("checksum mismatch");
-  }
+namespace {
+
+// Checks the structure of a delta whose checksum passed and, given a sink,
+// hands it the words in batches of at most kDeltaBatchWords (each batch of
+// one slot). Changes nothing itself.
+absl::Status WalkDelta(std::string_view body, const GenerationSet& set, const DeltaBatchSink* sink) {
   LittleEndianReader r(body.substr(kMagic.size()));
   uint32_t sub_count = 0;
   if (!r.U32(sub_count) || sub_count > set.slots().size()) return Corrupt("sub-filter count out of range");
-  DeltaContents out;
+  std::vector<WordBits> batch;
+  if (sink != nullptr) batch.reserve(kDeltaBatchWords);
+  bool any = false;
+  uint64_t last_slot = 0;
   for (uint32_t s = 0; s < sub_count; ++s) {
     uint64_t epoch = 0;
     uint32_t layer = 0;
@@ -113,13 +110,14 @@ absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const Generati
       return Corrupt("truncated sub-filter header");
     }
     const uint64_t slot = SlotOf(epoch, layer);
-    if (!out.empty() && slot <= out.back().first) return Corrupt("sub-filters out of order");
+    if (any && slot <= last_slot) return Corrupt("sub-filters out of order");
+    any = true;
+    last_slot = slot;
     std::shared_ptr<const SubFilter> sub = set.Sub(slot);
     if (sub == nullptr) return Corrupt(absl::StrCat("epoch ", epoch, " layer ", layer, " is not live"));
     const uint64_t block_count = sub->filter->shape().blocks;
-    std::vector<WordBits>& words = out.emplace_back(slot, std::vector<WordBits>()).second;
     uint64_t next = 0;
-    for (;;) {
+    for (;;) {  // one entry per block: at most block_count entries, then the end mark
       uint8_t form = 0;
       if (!r.U8(form)) return Corrupt("truncated block list");
       if (form == kFormEnd) break;
@@ -146,12 +144,55 @@ absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const Generati
           block_words[pos / 64] |= uint64_t{1} << (pos % 64);
         }
       }
+      if (sink == nullptr) continue;
       for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
-        if (block_words[w] != 0) words.push_back({block * kWordsPerBlock + w, block_words[w]});
+        if (block_words[w] != 0) batch.push_back({block * kWordsPerBlock + w, block_words[w]});
       }
+      if (batch.size() + kWordsPerBlock > kDeltaBatchWords) {
+        (*sink)(slot, batch);
+        batch.clear();
+      }
+    }
+    if (sink != nullptr && !batch.empty()) {
+      (*sink)(slot, batch);
+      batch.clear();
     }
   }
   if (r.remaining() != 0) return Corrupt("trailing bytes");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string_view> VerifiedBody(std::string_view bytes) {
+  EnsureSodiumInitialized();
+  if (bytes.size() < kMagic.size() + 4 + kChecksumBytes || bytes.substr(0, kMagic.size()) != kMagic) {
+    return Corrupt("bad magic or truncated");
+  }
+  const std::string_view body = bytes.substr(0, bytes.size() - kChecksumBytes);
+  std::array<uint8_t, kChecksumBytes> want;
+  crypto_generichash(want.data(), want.size(), reinterpret_cast<const uint8_t*>(body.data()), body.size(), nullptr,
+                     0);
+  if (std::string_view(reinterpret_cast<const char*>(want.data()), want.size()) != bytes.substr(body.size())) {
+    return Corrupt("checksum mismatch");
+  }
+  return body;
+}
+
+}  // namespace
+
+absl::Status VisitDelta(std::string_view bytes, const GenerationSet& set, const DeltaBatchSink& sink) {
+  absl::StatusOr<std::string_view> body = VerifiedBody(bytes);
+  if (!body.ok()) return body.status();
+  if (absl::Status s = WalkDelta(*body, set, nullptr); !s.ok()) return s;
+  return WalkDelta(*body, set, &sink);
+}
+
+absl::StatusOr<DeltaContents> DecodeDelta(std::string_view bytes, const GenerationSet& set) {
+  DeltaContents out;
+  absl::Status s = VisitDelta(bytes, set, [&](uint64_t slot, std::span<const WordBits> words) {
+    if (out.empty() || out.back().first != slot) out.emplace_back(slot, std::vector<WordBits>());
+    out.back().second.insert(out.back().second.end(), words.begin(), words.end());
+  });
+  if (!s.ok()) return s;
   return out;
 }
 

@@ -491,10 +491,14 @@ absl::Status Node::ImportDelta(std::string_view bytes) {
   if (!(local->entry.params == entry->params)) {
     return absl::FailedPreconditionError("ERR delta: the filter has other parameters");
   }
-  absl::StatusOr<crdt::DeltaContents> delta = crdt::DecodeDelta(bytes.substr(12 + len), *local->set);
-  if (!delta.ok()) return delta.status();
-  for (const auto& [slot, words] : *delta) impl.MergeWords(*local, slot, words);
-  return absl::OkStatus();
+  // Merged batch by batch once all of it is validated. The new bits are not
+  // buffered for dissemination (as a snapshot's): peers get what a
+  // restarted node holds by anti-entropy.
+  std::vector<crdt::WordBits> changed;
+  return crdt::VisitDelta(bytes.substr(12 + len), *local->set, [&](uint64_t slot, std::span<const crdt::WordBits> words) {
+    impl.MergeWords(*local, slot, words, &changed);
+    changed.clear();
+  });
 }
 
 void Node::ClearDirtyMarks() {

@@ -500,7 +500,7 @@ class Node {
   // Persistence's incremental snapshots (driver thread, before Start()): a
   // delta value is "PLNNODE1" | u32 length | catalog entry, as a snapshot
   // value, then crdt::StreamDelta bytes. ImportDelta ORs one into the live
-  // filter of equal parameters, after validating all of it (crdt::DecodeDelta);
+  // filter of equal parameters, after validating all of it (crdt::VisitDelta);
   // NotFound if the filter is unknown, Aborted if a tombstone covers the
   // entry, FailedPrecondition if the parameters differ, DataLoss if corrupt;
   // each changes nothing. ClearDirtyMarks drops every filter's dirty marks

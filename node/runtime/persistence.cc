@@ -259,9 +259,10 @@ class Prefaulter {
   std::jthread thread_;  // its destructor asks it to stop and joins it
 };
 
-// Huge pages back for the filters recovery filled in 4 KiB pages (that
-// first touch is the cheap one on this VM: BlockedFilter::AdviseHugePages),
-// 2 MiB at a time while the node serves: 4 GiB took ~8 s of one core.
+// Huge pages for whatever part of the recovered filters the kernel filled in
+// 4 KiB pages (when it had no free 2 MiB pages, or huge pages were off then),
+// 2 MiB at a time while the node serves: 4 GiB of 4 KiB pages took ~8 s of
+// one core; 1 GiB already in huge pages takes ~20 ms.
 void RestoreHugePages(const std::stop_token& stop, const std::vector<std::weak_ptr<const crdt::SubFilter>>& subs) {
   constexpr uint64_t kPieceWords = uint64_t{2} << 17;  // 2 MiB
   uint64_t collapsed = 0;
@@ -311,8 +312,8 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
   // too, in the background once Recover returns (huge_pages_restorer_): such
   // a node is about to take the filter from its peers (catch-up), and the
   // first touch of each page on the thread that merges cost a joining node
-  // 28% of its CPU at 512 MiB (clear_page; perf, 2026-12-05), up to 2.5
-  // s/GiB in huge pages on this VM. A node that takes no catch-up pays no
+  // 28% of its CPU at 512 MiB (clear_page; perf, 2026-12-05), 1.8-2.3
+  // s/GiB on this VM when the memory comes back from the host. A node that takes no catch-up pays no
   // more memory for it than soon after: keys hash uniformly over the filter,
   // and 10^6 keys at k = 7 touch most 4 KiB pages of a 4 GiB filter.
   std::unique_ptr<Prefaulter> prefaulter;
@@ -336,13 +337,10 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
       restore_huge_pages = subs;
       prefaulter = std::make_unique<Prefaulter>(std::move(subs));
     }
-    for (const auto& weak : restore_huge_pages) {
-      if (auto sub = weak.lock()) sub->filter->AdviseHugePages(false);
-    }
-    for (const auto& weak : fresh) {
-      if (auto sub = weak.lock()) sub->filter->AdviseHugePages(false);
-      restore_huge_pages.push_back(weak);
-    }
+    // Huge pages stay on while the memory is faulted in: both threads then
+    // fault 2 MiB at a time (see BlockedFilter::AdviseHugePages). Whatever
+    // the kernel had to fill in 4 KiB pages is collapsed afterwards.
+    for (const auto& weak : fresh) restore_huge_pages.push_back(weak);
   }
   // Snapshots: two passes, so an import that depends on another file (the
   // catalog, say) gets a second chance before the file is called corrupt.

@@ -192,6 +192,35 @@ TEST(BlockedFilter, OrLittleEndianWordsEqualsMergeAndCountsTheRange) {
   EXPECT_TRUE(base->SameContents(*via_merge));
 }
 
+// Recovery's fast path into an empty filter: the same words as the source,
+// the range's count, and no dirty marks (the file being loaded holds them).
+// Populate first, as the prefault thread does: it changes no word.
+TEST(BlockedFilter, StoreIntoEmptyCopiesTheWordsAndMarksNothing) {
+  std::mt19937_64 rng(22);
+  auto source = Make(300, 7);
+  for (int i = 0; i < 3000; ++i) source->Add(rng());
+  std::string bytes;
+  for (uint64_t i = 0; i < source->word_count(); ++i) {
+    const uint64_t w = source->LoadWord(i);
+    for (int b = 0; b < 8; ++b) bytes.push_back(static_cast<char>(w >> (8 * b)));
+  }
+  auto empty = Make(300, 7);
+  empty->Populate(0, empty->word_count());
+  EXPECT_EQ(empty->CountSetBits(), 0u);
+  uint64_t total = 0;
+  for (uint64_t first = 0; first < source->word_count(); first += 100) {  // ranges across block edges
+    const uint64_t n = std::min<uint64_t>(100, source->word_count() - first);
+    total += empty->StoreLittleEndianWordsIntoEmpty(first, std::string_view(bytes).substr(first * 8, n * 8));
+  }
+  EXPECT_TRUE(empty->SameContents(*source));
+  EXPECT_EQ(total, source->CountSetBits());
+  std::vector<uint64_t> marks(empty->dirty_word_count());
+  empty->TakeDirty(0, marks);
+  for (uint64_t m : marks) EXPECT_EQ(m, 0u);
+  std::mt19937_64 replay(22);
+  for (int i = 0; i < 3000; ++i) EXPECT_TRUE(empty->MightContain(replay())) << i;
+}
+
 TEST(BlockedFilter, MergeIsCommutativeAssociativeAndIdempotent) {
   std::mt19937_64 rng(21);
   auto random_filter = [&] {
