@@ -27,6 +27,7 @@
 #include "node/runtime/recent_rates.h"
 #include "node/runtime/status_page.h"
 #include "node/runtime/net_address.h"
+#include "node/runtime/memory_trim.h"
 #include "node/runtime/persistence.h"
 #include "node/runtime/resp/io_pool.h"
 #include "node/runtime/resp/resp_server.h"
@@ -325,6 +326,8 @@ int RunDaemon(int argc, char** argv) {
     signal_io.stop();
   };
   signals.async_wait(on_signal);
+  MemoryTrimmer trimmer(signal_io);  // on this thread, which serves no client
+  trimmer.Start();
   signal_io.run();
 
   // Graceful shutdown.
