@@ -143,6 +143,16 @@ TEST(BlockedFilter, MergingAddDeltasEqualsMergingWholeFilters) {
   EXPECT_EQ(CountBits(deltas), source->CountSetBits());  // each bit reported new exactly once
 }
 
+// A filter's words as a snapshot stores them: little-endian, in order.
+std::string LittleEndianWords(const BlockedFilter& f) {
+  std::string bytes;
+  for (uint64_t i = 0; i < f.word_count(); ++i) {
+    const uint64_t w = f.LoadWord(i);
+    for (int b = 0; b < 8; ++b) bytes.push_back(static_cast<char>(w >> (8 * b)));
+  }
+  return bytes;
+}
+
 // Recovery's path: little-endian words ORed in by ranges give what Merge of
 // the same words gives, the count of the range after, and dirty marks on
 // exactly the blocks that changed; an all-zero range changes nothing.
@@ -156,11 +166,7 @@ TEST(BlockedFilter, OrLittleEndianWordsEqualsMergeAndCountsTheRange) {
   ASSERT_TRUE(via_merge->MergeFrom(*base, nullptr).ok());
   ASSERT_TRUE(via_merge->MergeFrom(*source, nullptr).ok());
 
-  std::string bytes;
-  for (uint64_t i = 0; i < source->word_count(); ++i) {
-    const uint64_t w = source->LoadWord(i);
-    for (int b = 0; b < 8; ++b) bytes.push_back(static_cast<char>(w >> (8 * b)));
-  }
+  const std::string bytes = LittleEndianWords(*source);
   std::vector<uint64_t> marks(base->dirty_word_count());
   base->TakeDirty(0, marks);  // clear the adds' marks
   const auto before = AllWords(*base);
@@ -199,11 +205,7 @@ TEST(BlockedFilter, StoreIntoEmptyCopiesTheWordsAndMarksNothing) {
   std::mt19937_64 rng(22);
   auto source = Make(300, 7);
   for (int i = 0; i < 3000; ++i) source->Add(rng());
-  std::string bytes;
-  for (uint64_t i = 0; i < source->word_count(); ++i) {
-    const uint64_t w = source->LoadWord(i);
-    for (int b = 0; b < 8; ++b) bytes.push_back(static_cast<char>(w >> (8 * b)));
-  }
+  const std::string bytes = LittleEndianWords(*source);
   auto empty = Make(300, 7);
   empty->Populate(0, empty->word_count());
   EXPECT_EQ(empty->CountSetBits(), 0u);
