@@ -101,7 +101,6 @@ absl::Status WalkDelta(std::string_view body, const GenerationSet& set, const De
   if (!r.U32(sub_count) || sub_count > set.slots().size()) return Corrupt("sub-filter count out of range");
   std::vector<WordBits> batch;
   if (sink != nullptr) batch.reserve(kDeltaBatchWords);
-  bool any = false;
   uint64_t last_slot = 0;
   for (uint32_t s = 0; s < sub_count; ++s) {
     uint64_t epoch = 0;
@@ -110,8 +109,7 @@ absl::Status WalkDelta(std::string_view body, const GenerationSet& set, const De
       return Corrupt("truncated sub-filter header");
     }
     const uint64_t slot = SlotOf(epoch, layer);
-    if (any && slot <= last_slot) return Corrupt("sub-filters out of order");
-    any = true;
+    if (s > 0 && slot <= last_slot) return Corrupt("sub-filters out of order");
     last_slot = slot;
     std::shared_ptr<const SubFilter> sub = set.Sub(slot);
     if (sub == nullptr) return Corrupt(absl::StrCat("epoch ", epoch, " layer ", layer, " is not live"));

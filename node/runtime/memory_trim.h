@@ -21,8 +21,9 @@ uint64_t AllocatorFreeBytes();
 void TrimAllocator();
 
 // Checks every kPeriod on `io`'s thread and trims when more than
-// kThresholdBytes are free and that figure moved since the last trim. malloc_trim locks each arena while it walks it
-// (milliseconds at these sizes), so it runs on a thread that serves no client.
+// kThresholdBytes are free and that figure moved since the last trim.
+// malloc_trim locks each arena while it walks it (milliseconds at these
+// sizes), so it runs on a thread that serves no client.
 class MemoryTrimmer {
  public:
   static constexpr std::chrono::seconds kPeriod{10};

@@ -313,9 +313,10 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
   // a node is about to take the filter from its peers (catch-up), and the
   // first touch of each page on the thread that merges cost a joining node
   // 28% of its CPU at 512 MiB (clear_page; perf, 2026-12-05), 1.8-2.3
-  // s/GiB on this VM when the memory comes back from the host. A node that takes no catch-up pays no
-  // more memory for it than soon after: keys hash uniformly over the filter,
-  // and 10^6 keys at k = 7 touch most 4 KiB pages of a 4 GiB filter.
+  // s/GiB on this VM when the memory comes back from the host. A node that
+  // takes no catch-up pays no more memory for it than soon after: keys hash
+  // uniformly over the filter, and 10^6 keys at k = 7 touch most 4 KiB pages
+  // of a 4 GiB filter.
   std::unique_ptr<Prefaulter> prefaulter;
   std::vector<std::weak_ptr<const crdt::SubFilter>> restore_huge_pages;
   std::vector<std::weak_ptr<const crdt::SubFilter>> fresh;

@@ -153,6 +153,20 @@ std::string LittleEndianWords(const BlockedFilter& f) {
   return bytes;
 }
 
+// Hands `bytes` (LittleEndianWords) to `load` in ranges of `step` words,
+// which cross block edges unless step is a multiple of kWordsPerBlock; the
+// sum of what each call returns.
+uint64_t LoadInRanges(BlockedFilter& into, std::string_view bytes, uint64_t step,
+                      uint64_t (BlockedFilter::*load)(uint64_t, std::string_view)) {
+  const uint64_t words = bytes.size() / 8;
+  uint64_t total = 0;
+  for (uint64_t first = 0; first < words; first += step) {  // words / step calls
+    const uint64_t n = std::min<uint64_t>(step, words - first);
+    total += (into.*load)(first, bytes.substr(first * 8, n * 8));
+  }
+  return total;
+}
+
 // Recovery's path: little-endian words ORed in by ranges give what Merge of
 // the same words gives, the count of the range after, and dirty marks on
 // exactly the blocks that changed; an all-zero range changes nothing.
@@ -170,11 +184,7 @@ TEST(BlockedFilter, OrLittleEndianWordsEqualsMergeAndCountsTheRange) {
   std::vector<uint64_t> marks(base->dirty_word_count());
   base->TakeDirty(0, marks);  // clear the adds' marks
   const auto before = AllWords(*base);
-  uint64_t total = 0;
-  for (uint64_t first = 0; first < source->word_count(); first += 120) {  // ranges across block edges
-    const uint64_t n = std::min<uint64_t>(120, source->word_count() - first);
-    total += base->OrLittleEndianWords(first, std::string_view(bytes).substr(first * 8, n * 8));
-  }
+  const uint64_t total = LoadInRanges(*base, bytes, 120, &BlockedFilter::OrLittleEndianWords);
   EXPECT_TRUE(base->SameContents(*via_merge));
   EXPECT_EQ(total, via_merge->CountSetBits());
   base->TakeDirty(0, marks);
@@ -209,11 +219,7 @@ TEST(BlockedFilter, StoreIntoEmptyCopiesTheWordsAndMarksNothing) {
   auto empty = Make(300, 7);
   empty->Populate(0, empty->word_count());
   EXPECT_EQ(empty->CountSetBits(), 0u);
-  uint64_t total = 0;
-  for (uint64_t first = 0; first < source->word_count(); first += 100) {  // ranges across block edges
-    const uint64_t n = std::min<uint64_t>(100, source->word_count() - first);
-    total += empty->StoreLittleEndianWordsIntoEmpty(first, std::string_view(bytes).substr(first * 8, n * 8));
-  }
+  const uint64_t total = LoadInRanges(*empty, bytes, 100, &BlockedFilter::StoreLittleEndianWordsIntoEmpty);
   EXPECT_TRUE(empty->SameContents(*source));
   EXPECT_EQ(total, source->CountSetBits());
   std::vector<uint64_t> marks(empty->dirty_word_count());
