@@ -76,13 +76,13 @@ TEST_F(ClusterTest, OverloadedClusterHealsAndSettles) {
 
   CpuHogs hogs;
   const auto missed = Keys("while-stopped", 300);
-  nodes[3]->Kill(SIGSTOP);
-  nodes[4]->Kill(SIGSTOP);
+  ASSERT_TRUE(nodes[3]->Pause());
+  ASSERT_TRUE(nodes[4]->Pause());
   const auto stopped_at = Clock::now();
   AddAll(*nodes[0], "crawl:seen", missed);
   std::this_thread::sleep_until(stopped_at + std::chrono::seconds(8));
-  nodes[3]->Kill(SIGCONT);
-  nodes[4]->Kill(SIGCONT);
+  nodes[3]->Resume();
+  nodes[4]->Resume();
   const auto healed_at = Clock::now();
 
   std::optional<double> members_s, data_s;

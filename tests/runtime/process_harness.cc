@@ -321,6 +321,18 @@ void Pollend::Kill(int sig) {
   if (pid_ > 0) ::kill(pid_, sig);
 }
 
+bool Pollend::Pause() {
+  if (pid_ <= 0) return false;
+  ::kill(pid_, SIGSTOP);
+  // The parent hears of a stop (WUNTRACED) once the whole thread group has stopped.
+  int status = 0;
+  return WaitFor(
+      [&] { return ::waitpid(pid_, &status, WUNTRACED | WNOHANG) == pid_ && WIFSTOPPED(status); },
+      std::chrono::seconds(10));
+}
+
+void Pollend::Resume() { Kill(SIGCONT); }
+
 int Pollend::WaitExit(std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return -1;
   int status = 0;

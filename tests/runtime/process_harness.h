@@ -83,6 +83,12 @@ class Pollend {
   // to kMaxPortRetries times), so ports() may change here.
   bool WaitReady(std::chrono::milliseconds timeout);
   void Kill(int sig);
+  // SIGSTOP, and true once every thread of the process has stopped. kill()
+  // returns before that: a thread already running on another CPU goes on
+  // until the stop reaches it, and on a loaded machine it can still answer a
+  // peer in that window (a flake seen in CI). Resume() sends SIGCONT.
+  bool Pause();
+  void Resume();
   // Waits for exit; returns the exit status (or -1 on timeout / signal).
   int WaitExit(std::chrono::milliseconds timeout);
   bool running();

@@ -88,7 +88,7 @@ TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     ASSERT_TRUE(WaitAlive(*nodes_[0], 3));
     const double fallbacks_before = fallbacks();
-    nodes_[2]->Kill(SIGSTOP);  // n3 owns about a third of the keys and answers nothing
+    ASSERT_TRUE(nodes_[2]->Pause());  // n3 owns about a third of the keys and answers nothing
     const auto keys = Keys("silent-owner-" + std::to_string(attempt), 60);
     std::atomic<bool> done{false};
     RespReply added;
@@ -110,7 +110,7 @@ TEST_F(ClusterTest, AnAddWaitingForASilentOwnerBlocksOnlyItsOwnClient) {
       still_waiting = !done.load();
     }
     adder.join();  // n3's keys fall back to the local answer
-    nodes_[2]->Kill(SIGCONT);
+    nodes_[2]->Resume();
     ASSERT_EQ(added.type, RespReply::kArray) << added.str;
     ASSERT_EQ(added.elements.size(), keys.size());
     for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(added.elements[k].integer, 1) << keys[k];

@@ -72,7 +72,7 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
   // so it is tried again (at most 3 times).
   for (int attempt = 0; attempt < 3; ++attempt) {
     ASSERT_TRUE(WaitAlive(*nodes_[0], 3));
-    nodes_[2]->Kill(SIGSTOP);  // n3 hears nothing and answers nothing
+    ASSERT_TRUE(nodes_[2]->Pause());  // n3 hears nothing and answers nothing
     std::atomic<bool> done{false};
     RespReply added, waited;
     const std::string key = "silent-peer-" + std::to_string(attempt);
@@ -92,7 +92,7 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
                          other.Command({"BF.EXISTS", "urls", key}).integer == 1;
       still_waiting = !done.load();  // one of two peers answered: still waiting
     }
-    nodes_[2]->Kill(SIGCONT);  // n3 answers a resend (or is declared dead first)
+    nodes_[2]->Resume();  // n3 answers a resend (or is declared dead first)
     waiter.join();
     // A WAIT whose connection recorded no key counts every live peer at
     // once: the add must have been taken for the rest to mean anything.
@@ -115,7 +115,7 @@ TEST_F(WaitTest, AWaitForASilentPeerBlocksOnlyItsOwnClient) {
 
 TEST_F(WaitTest, QuorumExistsFindsKeysOnlyAPeerHas) {
   ASSERT_NO_FATAL_FAILURE(StartWithFilter());
-  nodes_[1]->Kill(SIGSTOP);  // n2 neither gossips nor answers until resumed below
+  ASSERT_TRUE(nodes_[1]->Pause());  // n2 neither gossips nor answers until resumed below
   RespClient at3 = nodes_[2]->Client();
   const auto keys = Keys("quorum", 50);
   // n3 holds the keys; n1 learns of them only by gossip, which the check does not wait for.
@@ -128,7 +128,7 @@ TEST_F(WaitTest, QuorumExistsFindsKeysOnlyAPeerHas) {
   ASSERT_EQ(q.elements.size(), asked.size());
   for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(q.elements[k].integer, 1) << keys[k];
   EXPECT_EQ(q.elements.back().integer, 0);  // asked of both peers; n2 silent: answered at the deadline
-  nodes_[1]->Kill(SIGCONT);
+  nodes_[1]->Resume();
   RespReply unknown = at1.Command({"POLLEN.QEXISTS", "nofilter", "1", "a", "b"});
   ASSERT_EQ(unknown.type, RespReply::kArray);  // as BF.MEXISTS: zeros
   EXPECT_EQ(unknown.elements.size(), 2u);
