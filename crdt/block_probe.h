@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <span>
 
+#include "crdt/mix64.h"
 #include "crdt/sizing.h"
 
 namespace pollen::crdt::probe {
@@ -57,6 +58,15 @@ inline void ForEachPosition(uint64_t hash, uint32_t k, Fn&& fn) {
     fn((seed >> (kFieldBits * field)) & 511);
     ++field;
   }
+}
+
+// Shapes of several parts (hash scheme 3, sizing.h): part i of a key probes
+// with PartHash(hash, i), which picks its block and its k / parts positions
+// exactly as above. Part 0 is the hash itself; later parts a bijective remix
+// of it, so the parts' blocks are independent for a uniform hash (what the
+// sizing model assumes).
+inline uint64_t PartHash(uint64_t hash, uint32_t part) {
+  return part == 0 ? hash : Mix64(hash + part * kGoldenGamma);
 }
 
 // True if this CPU runs the AVX-512 probe (and the build allows it: not under

@@ -40,14 +40,63 @@
 
 namespace pollen::crdt {
 
-// The bits one Add newly set: all in one block.
+// The bits one Add newly set.
+//  - One block per key (parts == 1): `block`, and in new_bits[w] the bits
+//    newly set in word w of it.
+//  - Several parts (sizing.h): new_bits[i], i < parts, holds part i's new
+//    bits packed, as up to kMaxBitsPerPart 10-bit fields (bit 9 set: a new
+//    bit, at position bits 0-8 of the part's block); the key's hash and the
+//    filter's block count (in the last two words, which no part uses) give
+//    each part's block. ForEachNewWord and AppendTo unpack them.
+// Why packed: a result per key is built and copied on every add. Six plain
+// blocks (440 bytes) made an add of a present key 15.6 -> 30 ns and a batch
+// add of present keys 2.3x slower; six blocks and the same words (120 bytes)
+// still 1.25x and 1.37x (bench_filter, same run as the one-block code before
+// parts). This form is the one-block result plus `parts`.
 struct AddResult {
-  uint64_t block = 0;
-  std::array<uint64_t, kWordsPerBlock> new_bits{};  // per word of the block
-  bool was_present() const;                          // no new bit: "already seen"
+  static_assert(kMaxParts + 2 <= kWordsPerBlock && kMaxBitsPerPart * 10 <= 64);
+  static constexpr uint32_t kFieldBits = 10;
+  static constexpr uint64_t kFieldSet = uint64_t{1} << 9;
+  static constexpr uint32_t kFilterBlocksWord = kWordsPerBlock - 2;  // several parts only
+  static constexpr uint32_t kHashWord = kWordsPerBlock - 1;          // several parts only
+  uint64_t block = 0;  // the key's block (part 0's)
+  std::array<uint64_t, kWordsPerBlock> new_bits{};
+  uint32_t parts = 1;
+  uint64_t part_block(uint32_t i) const;
+  bool was_present() const;  // no new bit: "already seen"
+  // Calls fn(absolute word index, new bits) for every word with new bits.
+  template <class Fn>
+  void ForEachNewWord(Fn&& fn) const;
   // Appends the non-zero words as WordBits (absolute word indices).
   void AppendTo(std::vector<WordBits>& out) const;
 };
+
+inline uint64_t AddResult::part_block(uint32_t i) const {
+  if (i == 0) return block;
+  return probe::BlockOf(probe::PartHash(new_bits[kHashWord], i), new_bits[kFilterBlocksWord]);
+}
+
+template <class Fn>
+void AddResult::ForEachNewWord(Fn&& fn) const {
+  if (parts == 1) {
+    for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
+      if (new_bits[w] != 0) fn(block * kWordsPerBlock + w, new_bits[w]);
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < parts; ++i) {
+    if (new_bits[i] == 0) continue;
+    std::array<uint64_t, kWordsPerBlock> masks{};
+    for (uint64_t packed = new_bits[i]; packed != 0; packed >>= kFieldBits) {
+      const uint64_t field = packed & ((uint64_t{1} << kFieldBits) - 1);
+      if ((field & kFieldSet) != 0) masks[(field & 511) >> 6] |= uint64_t{1} << (field & 63);
+    }
+    const uint64_t base = part_block(i) * kWordsPerBlock;
+    for (uint32_t w = 0; w < kWordsPerBlock; ++w) {
+      if (masks[w] != 0) fn(base + w, masks[w]);
+    }
+  }
+}
 
 // Whether filters of 2 MiB and more ask the kernel for transparent huge pages
 // (MADV_HUGEPAGE; honoured where /sys/kernel/mm/transparent_hugepage/enabled is
@@ -73,8 +122,9 @@ class BlockedFilter {
   // Test first: a present key (the common case in dedup streams) costs a test
   // (inline, like MightContain: the call it saves is ~1 ns of a ~23 ns add).
   AddResult Add(uint64_t hash) {
+    if (shape_.parts != 1) return AddParts(hash, /*mark=*/true);
     const uint64_t block = BlockOf(hash);
-    if (MightContain(hash)) return AddResult{block, {}};
+    if (MightContain(hash)) return Unchanged(block);
     return AddMasks(block, MasksOf(hash));
   }
   // Adds whose dirty marks are set together, one fence per 64 changed blocks
@@ -92,7 +142,7 @@ class BlockedFilter {
 
    private:
     BlockedFilter& f_;
-    std::array<uint64_t, 64> blocks_;
+    std::array<uint64_t, 64> blocks_;  // 64 >= kMaxParts: one add's blocks always fit
     size_t n_ = 0;
   };
 
@@ -101,7 +151,7 @@ class BlockedFilter {
   // atomic word loads; bits only go from 0 to 1, so it sees what a relaxed
   // atomic load of each word would.
   bool MightContain(uint64_t hash) const {  // inline: one call, not two, per test
-    if (!vector_probe_) return MightContainPortable(hash);
+    if (!vector_probe_ || shape_.parts != 1) return MightContainPortable(hash);
     return probe::BlockHasAllVector(words_ + BlockOf(hash) * kWordsPerBlock, hash, shape_.k);
   }
   // The scalar probe, on every CPU: same answer as MightContain (a test checks
@@ -110,7 +160,10 @@ class BlockedFilter {
 
   // Starts fetching the block of `hash` into cache: call it as soon as a hash
   // is known, then probe a few keys later (the batch forms below do this).
-  void Prefetch(uint64_t hash) const { PrefetchBlock(BlockOf(hash)); }
+  void Prefetch(uint64_t hash) const {
+    PrefetchBlock(BlockOf(hash));
+    for (uint32_t i = 1; i < shape_.parts; ++i) PrefetchBlock(BlockOf(probe::PartHash(hash, i)));
+  }
 
   // Batch forms: prefetch the blocks of upcoming hashes to overlap cache misses.
   // `out` has the same length as `hashes`. MightContainMany prefetches
@@ -122,7 +175,8 @@ class BlockedFilter {
   // without evicting lines before use.
   static constexpr size_t kDefaultPrefetchDistance = 8;
 
-  bool vector_probe() const { return vector_probe_; }  // the AVX-512 probes run here
+  // The AVX-512 probes run here (one-part shapes; several parts take the scalar probe).
+  bool vector_probe() const { return vector_probe_ && shape_.parts == 1; }
 
   // ORs `words` in (indices must be < word_count(), else InvalidArgument and
   // nothing changes). Appends the bits that were new to `changed` if non-null.
@@ -205,7 +259,8 @@ class BlockedFilter {
   void TakeDirty(uint64_t first, std::span<uint64_t> out);
   void ClearDirty();
 
-  // Block index and in-block bit masks for `hash`: exposed for tests/benches.
+  // Block index and in-block bit masks for `hash` (for a shape of several
+  // parts: part 0's, whose hash is `hash`): exposed for tests/benches.
   uint64_t BlockOf(uint64_t hash) const { return probe::BlockOf(hash, shape_.blocks); }
   std::array<uint64_t, kWordsPerBlock> MasksOf(uint64_t hash) const;
 
@@ -222,10 +277,19 @@ class BlockedFilter {
   AddResult SetMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks);
   AddResult AddMasks(uint64_t block, const std::array<uint64_t, kWordsPerBlock>& masks);
   AddResult AddUnmarked(uint64_t hash) {
+    if (shape_.parts != 1) return AddParts(hash, /*mark=*/false);
     const uint64_t block = BlockOf(hash);
-    if (MightContain(hash)) return AddResult{block, {}};
+    if (MightContain(hash)) return Unchanged(block);
     return SetMasks(block, MasksOf(hash));
   }
+  static AddResult Unchanged(uint64_t block) {
+    AddResult result;
+    result.block = block;
+    return result;
+  }
+  // Add for a shape of several parts: sets each part's k / parts bits in
+  // its block, marking the changed blocks dirty if `mark`.
+  AddResult AddParts(uint64_t hash, bool mark);
   // Marks blocks dirty after their bits were set (see the .cc for the order).
   void MarkDirty(std::span<const uint64_t> blocks);
   // Inline: as a call it was 8% of a 14-layer stack's batch test (perf).

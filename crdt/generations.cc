@@ -111,8 +111,12 @@ absl::Status ValidateParams(const FilterParams& params) {
     return absl::InvalidArgumentError(
         absl::StrCat("generations = ", params.generations, " outside [1, ", kMaxGenerations, "]"));
   }
-  if (params.hash_scheme != kHashSchemeSipBlocked2) {
+  if (params.hash_scheme != kHashSchemeSipBlocked2 && params.hash_scheme != kHashSchemeSipSplit3) {
     return absl::InvalidArgumentError(absl::StrCat("unknown hash scheme ", params.hash_scheme));
+  }
+  if (params.shape.parts != PartsFor(LayoutOf(params.hash_scheme), params.shape.k)) {
+    return absl::InvalidArgumentError(absl::StrCat("k = ", params.shape.k, " in ", params.shape.parts,
+                                                   " parts is not hash scheme ", params.hash_scheme, "'s layout"));
   }
   if (!params.scaling()) {
     if (params.capacity != 0 || params.fpr != 0) {
@@ -126,7 +130,8 @@ absl::Status ValidateParams(const FilterParams& params) {
   if (params.capacity < 1 || !(params.fpr > 0 && params.fpr < 1)) {
     return absl::InvalidArgumentError("a scaling filter needs capacity >= 1 and 0 < fpr < 1");
   }
-  absl::StatusOr<FilterShape> first = ChooseShapeCached(params.capacity, LayerFpr(params, 0));
+  absl::StatusOr<FilterShape> first =
+      ChooseShapeCached(params.capacity, LayerFpr(params, 0), LayoutOf(params.hash_scheme));
   if (!first.ok()) return first.status();
   if (!(*first == params.shape)) {
     return absl::InvalidArgumentError("layer 0's shape does not match the capacity and rate");
@@ -134,19 +139,30 @@ absl::Status ValidateParams(const FilterParams& params) {
   return absl::OkStatus();
 }
 
+Layout LayoutOf(uint32_t hash_scheme) {
+  return hash_scheme == kHashSchemeSipSplit3 ? Layout::kSplit : Layout::kOneBlock;
+}
+
+FilterShape ShapeFor(uint32_t hash_scheme, uint64_t blocks, uint32_t k) {
+  return FilterShape{blocks, k, PartsFor(LayoutOf(hash_scheme), k)};
+}
+
 absl::StatusOr<FilterParams> MakeParams(std::string_view name, uint64_t capacity, double fpr,
-                                        uint32_t generations, const ClusterSecret& secret, uint32_t expansion) {
+                                        uint32_t generations, const ClusterSecret& secret, uint32_t expansion,
+                                        uint32_t hash_scheme) {
   FilterParams params;
   params.name = std::string(name);
   params.filter_id = FilterIdForName(name);
   params.generations = generations;
+  params.hash_scheme = hash_scheme;
   params.key_id = KeyIdForSecret(secret);
   if (expansion > 0) {
     params.expansion = expansion;
     params.capacity = capacity;
     params.fpr = fpr;
   }
-  absl::StatusOr<FilterShape> shape = ChooseShapeCached(capacity, expansion > 0 ? LayerFpr(params, 0) : fpr);
+  absl::StatusOr<FilterShape> shape =
+      ChooseShapeCached(capacity, expansion > 0 ? LayerFpr(params, 0) : fpr, LayoutOf(hash_scheme));
   if (!shape.ok()) return shape.status();
   params.shape = *shape;
   if (absl::Status s = ValidateParams(params); !s.ok()) return s;
@@ -161,14 +177,17 @@ uint64_t LayerCapacity(const FilterParams& params, uint32_t layer) {
 }
 
 double LayerFpr(const FilterParams& params, uint32_t layer) {
-  return params.fpr * (1 - kTighteningRatio) * std::pow(kTighteningRatio, layer);
+  const double r = kTighteningRatio;
+  if (params.hash_scheme == kHashSchemeSipBlocked2) return params.fpr * (1 - r) * std::pow(r, layer);
+  if (layer == 0) return params.fpr * kFirstLayerShare;
+  return params.fpr * (1 - kFirstLayerShare) * (1 - r) * std::pow(r, layer - 1);
 }
 
 absl::StatusOr<FilterShape> LayerShape(const FilterParams& params, uint32_t layer) {
   if (layer == 0) return params.shape;
   if (!params.scaling()) return absl::InvalidArgumentError("a fixed-size filter has one layer");
   if (layer >= kMaxLayers) return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " at or above ", kMaxLayers));
-  return ChooseShapeCached(LayerCapacity(params, layer), LayerFpr(params, layer));
+  return ChooseShapeCached(LayerCapacity(params, layer), LayerFpr(params, layer), LayoutOf(params.hash_scheme));
 }
 
 GenerationSet::GenerationSet(FilterParams params, const ClusterSecret& secret)

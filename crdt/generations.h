@@ -38,6 +38,14 @@ namespace pollen::crdt {
 // multiply per probe) was replaced by 2 (fields of a seed) before any release;
 // a snapshot or peer with another scheme is refused, never misread.
 inline constexpr uint32_t kHashSchemeSipBlocked2 = 2;
+// Scheme 3: scheme 2's probe in each part of Layout::kSplit (sizing.h: at low
+// rates a key's bits spread over 4 or 6 blocks), and the rate schedule of
+// LayerFpr below that gives the first layer most of the rate. Filters made
+// from now on use it unless made with scheme 2; a filter keeps its scheme for
+// life (catalog entry, snapshots, dumps), and a peer that predates scheme 3
+// refuses such a filter rather than misreading it.
+inline constexpr uint32_t kHashSchemeSipSplit3 = 3;
+inline constexpr uint32_t kHashSchemeDefault = kHashSchemeSipSplit3;
 inline constexpr uint32_t kMaxGenerations = 16;
 // Filter names are binary-safe, like Redis keys: any bytes, empty included,
 // up to this many. (Config files still take printable names only.)
@@ -46,14 +54,29 @@ inline constexpr size_t kMaxFilterNameBytes = 64u << 10;
 // A filter is a stack per generation when it scales (RedisBloom's scalable
 // filter, EXPANSION): each generation starts with one sub-filter ("layer" 0)
 // and opens layer L + 1 when layer L holds its capacity. Layer L is sized for
-// capacity * expansion^L keys at rate fpr * (1 - r) * r^L, r =
-// kTighteningRatio, so the rates of all layers sum to at most
-// fpr * (1 - r^layers) < fpr: the compound false-positive rate stays under the
-// rate asked for however far the filter grows (docs/crdt.md, "Scaling").
-// r = 0.9 was chosen for memory (the sizing model of crdt/sizing.h at
-// p = 1%, capacity 1000, expansion 2; table in docs/crdt.md): the stack is 1.83x / 3.13x / 2.62x a
-// right-sized filter at 10^6 / 10^7 / 10^8 keys with r = 0.9, against 2.82x /
-// 6.26x / 6.29x with RedisBloom's r = 0.5.
+// capacity * expansion^L keys at the rate LayerFpr gives it. The rates of all
+// layers sum to less than fpr, so the compound false-positive rate stays
+// under the rate asked for however far the filter grows (docs/crdt.md,
+// "Scaling"; RedisBloom keeps the same bound with p/2, p/4, ...):
+//   scheme 2: layer L at fpr * (1 - r) * r^L, r = kTighteningRatio; the sum
+//     is fpr * (1 - r^layers).
+//   scheme 3: layer 0 at fpr * a, a = kFirstLayerShare, and layer L >= 1 at
+//     fpr * (1 - a) * (1 - r) * r^(L - 1); the sum is fpr * (a + (1 - a) *
+//     (1 - r^(layers - 1))).
+// r = 0.9 was chosen for memory: with expansion 2 the last few layers hold
+// most keys, and a rate r^L falls slowly over the 10-20 layers of a grown
+// filter (the sizing model at p = 1%, capacity 1000, expansion 2: 1.83x /
+// 3.13x / 2.62x a right-sized filter at 10^6 / 10^7 / 10^8 keys with r =
+// 0.9, against 2.82x / 6.26x / 6.29x with RedisBloom's r = 0.5).
+// a = 0.65 (scheme 3): a filter reserved at the capacity it ends up holding
+// (the common case: RedisBloom's docs say to reserve it) is layer 0 alone,
+// sized at 0.65 p where scheme 2 sized it at 0.1 p, 1.4x the bytes. The
+// later layers share the other 0.35 p. Model, with Layout::kSplit, bits per
+// key against RedisBloom's at p / 2 (docs/crdt.md, "Layouts"): a right-sized
+// filter 0.987x / 0.973x / 0.986x / 0.993x at p = 1% / 0.1% / 0.01% / 1e-7,
+// and a filter grown from 1000 to 10^7 keys at 1% 0.675x (0.667x before). a =
+// 0.6 leaves 1% at 1.004x; a = 0.75 takes the grown filter to 0.70x.
+inline constexpr double kFirstLayerShare = 0.65;
 inline constexpr double kTighteningRatio = 0.9;
 inline constexpr uint32_t kMaxLayers = 32;
 inline constexpr uint32_t kMaxExpansion = 1u << 16;
@@ -74,7 +97,7 @@ struct FilterParams {
   uint64_t filter_id = 0;  // FilterIdForName(name)
   FilterShape shape;       // layer 0's
   uint32_t generations = 2;  // G
-  uint32_t hash_scheme = kHashSchemeSipBlocked2;
+  uint32_t hash_scheme = kHashSchemeDefault;
   uint64_t key_id = 0;  // KeyIdForSecret(secret)
   // Scaling filters only (expansion > 0): the sizing inputs every layer's
   // shape is derived from. All three are 0 for a fixed-size filter.
@@ -86,14 +109,22 @@ struct FilterParams {
 };
 
 // Checks name (0..kMaxFilterNameBytes bytes, any bytes), id matches name,
-// shape, 1 <= generations <= kMaxGenerations, a known hash scheme, and for a
-// scaling filter expansion <= kMaxExpansion, capacity >= 1, 0 < fpr < 1 and
-// shape == LayerShape(params, 0).
+// shape, 1 <= generations <= kMaxGenerations, a known hash scheme, the
+// shape's parts as the scheme lays out its k (ShapeFor), and for a scaling
+// filter expansion <= kMaxExpansion, capacity >= 1, 0 < fpr < 1 and shape ==
+// LayerShape(params, 0).
 absl::Status ValidateParams(const FilterParams& params);
+
+// The layout a hash scheme uses (kOneBlock for an unknown one: ValidateParams refuses it).
+Layout LayoutOf(uint32_t hash_scheme);
+// A shape as a decoder meets it (blocks and k on the wire or on disk), with
+// the parts its scheme gives k.
+FilterShape ShapeFor(uint32_t hash_scheme, uint64_t blocks, uint32_t k);
 
 // Builds params from user-facing sizing; expansion 0: a fixed-size filter.
 absl::StatusOr<FilterParams> MakeParams(std::string_view name, uint64_t capacity, double fpr,
-                                        uint32_t generations, const ClusterSecret& secret, uint32_t expansion = 0);
+                                        uint32_t generations, const ClusterSecret& secret, uint32_t expansion = 0,
+                                        uint32_t hash_scheme = kHashSchemeDefault);
 
 // Keys layer `layer` is sized for (saturating); a fixed filter's one layer: 0.
 uint64_t LayerCapacity(const FilterParams& params, uint32_t layer);

@@ -62,6 +62,12 @@ double ClearAfterOneKey(uint32_t k) { return std::pow(1.0 - 1.0 / kBlockBits, k)
 }  // namespace
 
 absl::Status ValidateShape(FilterShape shape) {
+  if (shape.parts < 1 || shape.parts > kMaxParts || shape.k % shape.parts != 0 ||
+      (shape.parts > 1 && shape.k / shape.parts > kMaxBitsPerPart)) {
+    return absl::InvalidArgumentError(absl::StrCat("parts = ", shape.parts, " outside [1, ", kMaxParts,
+                                                   "], not a divisor of k = ", shape.k, ", or over ",
+                                                   kMaxBitsPerPart, " bits per part"));
+  }
   if (shape.blocks == 0 || shape.blocks > kMaxBlocks) {
     return absl::InvalidArgumentError(
         absl::StrCat("block count ", shape.blocks, " outside [1, ", kMaxBlocks, "]"));
@@ -72,21 +78,31 @@ absl::Status ValidateShape(FilterShape shape) {
   return absl::OkStatus();
 }
 
+uint32_t PartsFor(Layout layout, uint32_t k) {
+  if (layout == Layout::kOneBlock || k < 12) return 1;
+  return k < 18 ? 4 : 6;
+}
+
 double ExpectedFpr(FilterShape shape, double n) {
-  const double lambda = n / static_cast<double>(shape.blocks);
-  // A block with j keys answers a non-member with (1 - q^j)^k.
-  return PoissonExpectation(lambda, ClearAfterOneKey(shape.k),
-                            [&](double q_j) { return IntPow(1.0 - q_j, shape.k); });
+  // Each block holds J ~ Poisson(parts * n / blocks) key-parts of h bits; a
+  // block with j of them passes a non-member's part with (1 - q^j)^h, and
+  // the parts fall in independent blocks.
+  const uint32_t h = shape.k / shape.parts;
+  const double lambda = n * shape.parts / static_cast<double>(shape.blocks);
+  const double per_part =
+      PoissonExpectation(lambda, ClearAfterOneKey(h), [&](double q_j) { return IntPow(1.0 - q_j, h); });
+  return IntPow(per_part, shape.parts);
 }
 
 double ExpectedSetBits(FilterShape shape, double n) {
-  const double lambda = n / static_cast<double>(shape.blocks);
+  const uint32_t h = shape.k / shape.parts;
+  const double lambda = n * shape.parts / static_cast<double>(shape.blocks);
   const double per_block =
-      PoissonExpectation(lambda, ClearAfterOneKey(shape.k), [](double q_j) { return kBlockBits * (1.0 - q_j); });
+      PoissonExpectation(lambda, ClearAfterOneKey(h), [](double q_j) { return kBlockBits * (1.0 - q_j); });
   return per_block * static_cast<double>(shape.blocks);
 }
 
-absl::StatusOr<FilterShape> ChooseShape(uint64_t capacity, double fpr) {
+absl::StatusOr<FilterShape> ChooseShape(uint64_t capacity, double fpr, Layout layout) {
   if (capacity == 0) return absl::InvalidArgumentError("capacity must be at least 1");
   if (!(fpr > 0.0 && fpr < 1.0)) {
     return absl::InvalidArgumentError(absl::StrCat("false-positive rate ", fpr, " outside (0, 1)"));
@@ -105,22 +121,24 @@ absl::StatusOr<FilterShape> ChooseShape(uint64_t capacity, double fpr) {
   FilterShape best{0, 0};
   double best_fpr = 1.0;
   for (uint32_t k = kMinK; k <= kMaxK; ++k) {
+    const uint32_t parts = PartsFor(layout, k);
+    if (k % parts != 0) continue;
     // Find the least block count meeting fpr for this k. FPR falls as blocks
     // grow, so bracket by doubling, then bisect.
     uint64_t hi = start;
-    while (ExpectedFpr({hi, k}, n) > fpr) {
+    while (ExpectedFpr({hi, k, parts}, n) > fpr) {
       if (hi >= kMaxBlocks) break;
       hi = std::min(kMaxBlocks, hi * 2);
     }
-    if (ExpectedFpr({hi, k}, n) > fpr) continue;  // this k cannot meet fpr within limits
+    if (ExpectedFpr({hi, k, parts}, n) > fpr) continue;  // this k cannot meet fpr within limits
     uint64_t lo = hi == start ? start - 1 : hi / 2;  // lo fails (or is 0)
     while (hi - lo > 1) {
       const uint64_t mid = lo + (hi - lo) / 2;
-      if (ExpectedFpr({mid, k}, n) <= fpr) hi = mid; else lo = mid;
+      if (ExpectedFpr({mid, k, parts}, n) <= fpr) hi = mid; else lo = mid;
     }
-    const double achieved = ExpectedFpr({hi, k}, n);
+    const double achieved = ExpectedFpr({hi, k, parts}, n);
     if (best.blocks == 0 || hi < best.blocks || (hi == best.blocks && achieved < best_fpr)) {
-      best = {hi, k};
+      best = {hi, k, parts};
       best_fpr = achieved;
     }
   }
@@ -157,9 +175,9 @@ double EstimateFpr(FilterShape shape, uint64_t set_bits) {
 
 FillEstimate EstimateFillCached(FilterShape shape, uint64_t set_bits) {
   static std::mutex mu;
-  static absl::flat_hash_map<std::tuple<uint64_t, uint32_t, uint64_t>, FillEstimate> cache;
+  static absl::flat_hash_map<std::tuple<uint64_t, uint32_t, uint32_t, uint64_t>, FillEstimate> cache;
   constexpr size_t kMaxCached = 1 << 16;  // ~2.5 MB at most
-  const std::tuple<uint64_t, uint32_t, uint64_t> key(shape.blocks, shape.k, set_bits);
+  const std::tuple<uint64_t, uint32_t, uint32_t, uint64_t> key(shape.blocks, shape.k, shape.parts, set_bits);
   {
     std::lock_guard lock(mu);
     auto it = cache.find(key);
@@ -174,17 +192,17 @@ FillEstimate EstimateFillCached(FilterShape shape, uint64_t set_bits) {
   return estimate;
 }
 
-absl::StatusOr<FilterShape> ChooseShapeCached(uint64_t capacity, double fpr) {
+absl::StatusOr<FilterShape> ChooseShapeCached(uint64_t capacity, double fpr, Layout layout) {
   static std::mutex mu;
-  static std::map<std::pair<uint64_t, uint64_t>, FilterShape> cache;
+  static std::map<std::tuple<uint64_t, uint64_t, Layout>, FilterShape> cache;
   constexpr size_t kMaxCached = 1024;
-  const auto key = std::make_pair(capacity, std::bit_cast<uint64_t>(fpr));
+  const auto key = std::make_tuple(capacity, std::bit_cast<uint64_t>(fpr), layout);
   {
     std::lock_guard lock(mu);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  absl::StatusOr<FilterShape> shape = ChooseShape(capacity, fpr);
+  absl::StatusOr<FilterShape> shape = ChooseShape(capacity, fpr, layout);
   if (shape.ok()) {
     std::lock_guard lock(mu);
     if (cache.size() >= kMaxCached) cache.clear();

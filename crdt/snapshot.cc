@@ -248,6 +248,7 @@ absl::StatusOr<ParsedSnapshot> Parse(std::string_view bytes, const ClusterSecret
   }
   p.name = std::string(name);
   p.fpr = std::bit_cast<double>(fpr_bits);
+  p.shape = ShapeFor(p.hash_scheme, p.shape.blocks, p.shape.k);  // parts: not stored, the scheme's
   if (absl::Status s = ValidateParams(p); !s.ok()) return Corrupt(std::string(s.message()));
   if (p.key_id != KeyIdForSecret(secret)) {
     return absl::FailedPreconditionError("snapshot: written under a different cluster secret (key id mismatch)");

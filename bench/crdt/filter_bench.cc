@@ -24,6 +24,7 @@
 #include "crdt/blocked_filter.h"
 #include "crdt/generations.h"
 #include "crdt/keyed_hash.h"
+#include "crdt/mix64.h"
 #include "crdt/siphash_many.h"
 #include "crdt/sizing.h"
 
@@ -544,6 +545,37 @@ void BM_BitsPerKeyAt1Percent(benchmark::State& state) {
   state.counters["k"] = shape.k;
 }
 BENCHMARK(BM_BitsPerKeyAt1Percent)->Iterations(1);
+
+// The FPR of a right-sized filter at p = 1e-7 (issue 54: >= 10^9
+// non-members): 10^6 members in ChooseShape's shape for each layout, then
+// 10^9 uniform non-member hashes (SipHash's output stands in as uniform)
+// through MightContainMany. About a minute; run it on its own:
+//   build/bench/crdt/bench_filter --benchmark_filter=SplitFprAt1e7
+void BM_SplitFprAt1e7(benchmark::State& state) {
+  const Layout layout = state.range(0) == 0 ? Layout::kOneBlock : Layout::kSplit;
+  constexpr uint64_t kMembers = 1'000'000, kProbes = 1'000'000'000, kBatch = 4096;
+  const FilterShape shape = *ChooseShape(kMembers, 1e-7, layout);
+  auto f = *BlockedFilter::Create(shape);
+  uint64_t members = 1, strangers = 0x5eed;
+  for (uint64_t i = 0; i < kMembers; ++i) f->Add(Mix64(members += kGoldenGamma));
+  std::vector<uint64_t> hashes(kBatch);
+  std::unique_ptr<bool[]> found(new bool[kBatch]);
+  uint64_t hits = 0;
+  for (auto _ : state) {
+    for (uint64_t done = 0; done < kProbes; done += kBatch) {
+      for (uint64_t& h : hashes) h = Mix64(strangers += kGoldenGamma) ^ 0xA5A5A5A5A5A5A5A5ULL;
+      f->MightContainMany(hashes, std::span<bool>(found.get(), kBatch));
+      for (uint64_t i = 0; i < kBatch; ++i) hits += found[i] ? 1 : 0;
+    }
+  }
+  state.counters["parts"] = shape.parts;
+  state.counters["k"] = shape.k;
+  state.counters["bits_per_key"] = double(shape.bits()) / kMembers;
+  state.counters["false_positives"] = double(hits);
+  state.counters["measured_fpr_e7"] = double(hits) / kProbes * 1e7;
+  state.counters["model_fpr_e7"] = ExpectedFpr(shape, kMembers) * 1e7;
+}
+BENCHMARK(BM_SplitFprAt1e7)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kSecond);
 
 }  // namespace
 }  // namespace pollen::crdt

@@ -12,6 +12,8 @@
 #include "crdt/mix64.h"
 #include "crdt/sizing.h"
 
+static_assert(pollen::node::FilterConfig{}.hash_scheme == pollen::crdt::kHashSchemeDefault);
+
 namespace pollen::node {
 namespace {
 
@@ -53,7 +55,8 @@ absl::StatusOr<CatalogEntry> MakeCatalogEntry(const FilterConfig& config, const 
                                               uint64_t stamp, std::string creator) {
   if (absl::Status s = ValidateFilterConfig(config); !s.ok()) return s;
   absl::StatusOr<crdt::FilterParams> params =
-      crdt::MakeParams(config.name, config.capacity, config.fpr, config.generations, secret, config.expansion);
+      crdt::MakeParams(config.name, config.capacity, config.fpr, config.generations, secret, config.expansion,
+                       config.hash_scheme);
   if (!params.ok()) return absl::InvalidArgumentError(absl::StrCat("ERR ", params.status().message()));
   CatalogEntry entry;
   entry.config = config;
@@ -95,8 +98,7 @@ crdt::FilterParams Unvalidated(const wire::FilterRef& ref) {
   crdt::FilterParams p;
   p.name = ref.name();
   p.filter_id = ref.filter_id();
-  p.shape.blocks = ref.blocks();
-  p.shape.k = ref.k();
+  p.shape = crdt::ShapeFor(ref.hash_scheme(), ref.blocks(), ref.k());  // parts: the scheme's, not on the wire
   p.generations = ref.generations();
   p.hash_scheme = ref.hash_scheme();
   p.key_id = ref.key_id();
@@ -176,6 +178,7 @@ absl::StatusOr<CatalogEntry> FromWire(const wire::CatalogEntry& w) {
   e.config.rotate_interval = Duration(static_cast<int64_t>(w.rotate_interval_ns()));
   e.config.expansion = params->expansion;
   e.config.routed = w.routed();
+  e.config.hash_scheme = params->hash_scheme;
   if (params->scaling() && (params->capacity != e.config.capacity || params->fpr != e.config.fpr)) {
     return absl::InvalidArgumentError("scaling parameters differ from the entry's capacity and rate");
   }

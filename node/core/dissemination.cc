@@ -13,9 +13,7 @@ namespace pollen::node {
 
 void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt::AddResult> results) {
   size_t n = 0;
-  for (const crdt::AddResult& r : results) {
-    for (uint64_t bits : r.new_bits) n += bits != 0;
-  }
+  for (const crdt::AddResult& r : results) r.ForEachNewWord([&](uint64_t, uint64_t) { ++n; });
   if (n == 0) return;
   std::lock_guard lock(mu_);
   if (entries_.size() + n > max_words_) {
@@ -23,9 +21,7 @@ void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt:
     return;
   }
   for (const crdt::AddResult& r : results) {
-    for (uint32_t w = 0; w < crdt::kWordsPerBlock; ++w) {
-      if (r.new_bits[w] != 0) entries_.push_back({filter_uid, slot, {r.block * crdt::kWordsPerBlock + w, r.new_bits[w]}});
-    }
+    r.ForEachNewWord([&](uint64_t index, uint64_t bits) { entries_.push_back({filter_uid, slot, {index, bits}}); });
   }
 }
 

@@ -50,6 +50,11 @@ struct FilterConfig {
   // answer is the one the client gets, so concurrent adds of one key at
   // several nodes answer "new" once. Shared filters only.
   bool routed = false;
+  // The hash scheme the filter is made with (crdt/generations.h): 3, the
+  // split layout and the schedule that sizes a reserved filter like
+  // RedisBloom's, unless a config file section asks for 2 (its default there:
+  // docs/crdt.md, "Layouts"). Afterwards the filter's params carry it.
+  uint32_t hash_scheme = 3;
 };
 
 enum class MemberState : uint8_t { kAlive, kSuspect, kDead, kLeft };

@@ -350,10 +350,19 @@ absl::Status ApplyFilterKey(node::FilterConfig* f, std::string_view key, std::st
     return SetU32(&f->expansion, v, 0, crdt::kMaxExpansion);
   } else if (key == "routed") {
     return SetBool(&f->routed, v);
+  } else if (key == "layout") {
+    if (v == "split") {
+      f->hash_scheme = crdt::kHashSchemeSipSplit3;
+    } else if (v == "one-block") {
+      f->hash_scheme = crdt::kHashSchemeSipBlocked2;
+    } else {
+      return Bad("expected split or one-block", v);
+    }
+    return absl::OkStatus();
   }
   return absl::InvalidArgumentError(
       "unknown filter key (expected capacity, fpr, generations, scope, owner, rotate-fill, rotate-interval, expansion, "
-      "routed)");
+      "routed, layout)");
 }
 
 bool ValidFilterName(std::string_view name) {
@@ -392,7 +401,8 @@ const char kEmbeddedConfig[] =
     "capacity = 1000000\n"
     "fpr = 0.01\n"
     "generations = 2\n"
-    "scope = shared\n";
+    "scope = shared\n"
+    "layout = split\n";
 
 absl::StatusOr<node::Duration> ParseDuration(std::string_view text) {
   text = Strip(text);
@@ -513,6 +523,10 @@ absl::Status ApplyConfigText(std::string_view text, std::string_view source, Dae
       filters.emplace_back();
       filters.back().name = std::string(inner);
       filters.back().expansion = kUnsetExpansion;
+      // A declared filter keeps the layout of the version that declared it
+      // unless its section says `layout = split`: a node upgraded in place
+      // must read the filters its files and its peers already hold.
+      filters.back().hash_scheme = crdt::kHashSchemeSipBlocked2;
       current = &filters.back();
       continue;
     }
@@ -717,7 +731,9 @@ std::string HelpText() {
          "  [filter NAME]  capacity = 1000000, fpr = 0.01, generations = 2, scope = shared|digest,\n"
          "                 owner = NODE (digest only), rotate-fill = 0 (off), rotate-interval = 0 (off),\n"
          "                 expansion = 2 (0: fixed size, refuses new keys when full; default 0 with rotate-fill),\n"
-         "                 routed = false (true: each new key is decided by its owner node, docs/routing.md)\n";
+         "                 routed = false (true: each new key is decided by its owner node, docs/routing.md),\n"
+         "                 layout = one-block|split (split: ~30% fewer bytes per key at low rates, and a\n"
+         "                 reserved scaling filter the size of RedisBloom's; a new filter only: docs/crdt.md)\n";
   return out.str();
 }
 
@@ -773,6 +789,7 @@ std::string RenderConfig(const DaemonConfig& c) {
         << "rotate-interval = " << FormatDuration(f.rotate_interval) << "\n"
         << "expansion = " << f.expansion << "\n";
     if (f.routed) out << "routed = true\n";
+    out << "layout = " << (f.hash_scheme == crdt::kHashSchemeSipSplit3 ? "split" : "one-block") << "\n";
   }
   return out.str();
 }

@@ -12,9 +12,12 @@
 namespace pollen::crdt {
 namespace {
 
-TEST(Concurrency, AddersTestersAndMergersLeaveNoFalseNegatives) {
-  auto target = *BlockedFilter::Create({512, 7});
-  auto source = *BlockedFilter::Create({512, 7});
+// One block per key, and a key's bits over six blocks (hash scheme 3's split layout).
+class ConcurrencyShapes : public ::testing::TestWithParam<FilterShape> {};
+
+TEST_P(ConcurrencyShapes, AddersTestersAndMergersLeaveNoFalseNegatives) {
+  auto target = *BlockedFilter::Create(GetParam());
+  auto source = *BlockedFilter::Create(GetParam());
   constexpr int kAdders = 3, kPerThread = 20'000;
   std::vector<std::vector<uint64_t>> added(kAdders);
   std::vector<WordBits> source_bits;
@@ -61,6 +64,8 @@ TEST(Concurrency, AddersTestersAndMergersLeaveNoFalseNegatives) {
   }
   for (uint64_t h : merged_hashes) ASSERT_TRUE(target->MightContain(h));
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, ConcurrencyShapes, ::testing::Values(FilterShape{512, 7}, FilterShape{512, 24, 6}));
 
 TEST(Concurrency, RotationDuringAddsKeepsEveryKeyInTheWindow) {
   const ClusterSecret secret = testing::SecretFromSeed(8);

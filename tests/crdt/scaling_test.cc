@@ -45,23 +45,34 @@ uint32_t ExpectedLayers(uint64_t capacity, uint32_t expansion, uint64_t n) {
 }
 
 TEST(Scaling, LayerRatesSumUnderTheRequestedRate) {
-  auto params = *MakeParams("p", 1000, 0.01, 1, Secret(), 2);
-  double sum = 0;
-  for (uint32_t layer = 0; layer < kMaxLayers; ++layer) {
-    EXPECT_EQ(LayerCapacity(params, layer), std::min<uint64_t>(1000ull << layer, UINT64_MAX));
-    sum += LayerFpr(params, layer);
-    if (layer > 0) {
-      EXPECT_LT(LayerFpr(params, layer), LayerFpr(params, layer - 1));
+  for (uint32_t scheme : {kHashSchemeSipBlocked2, kHashSchemeSipSplit3}) {
+    SCOPED_TRACE(scheme);
+    auto params = *MakeParams("p", 1000, 0.01, 1, Secret(), 2, scheme);
+    // Scheme 2 sizes layer 0 at p / 10; scheme 3 at 0.65 p, as a filter
+    // reserved at its final capacity is that one layer (RedisBloom: p / 2).
+    EXPECT_DOUBLE_EQ(LayerFpr(params, 0), scheme == kHashSchemeSipBlocked2 ? 0.001 : 0.0065);
+    double sum = 0;
+    for (uint32_t layer = 0; layer < kMaxLayers; ++layer) {
+      EXPECT_EQ(LayerCapacity(params, layer), std::min<uint64_t>(1000ull << layer, UINT64_MAX));
+      sum += LayerFpr(params, layer);
+      if (layer > 0) {
+        EXPECT_LT(LayerFpr(params, layer), LayerFpr(params, layer - 1));
+      }
     }
+    EXPECT_LT(sum, 0.01);
+    EXPECT_EQ(*LayerShape(params, 0), params.shape);
+    EXPECT_FALSE(LayerShape(params, kMaxLayers).ok());
+    auto fixed = *MakeParams("f", 1000, 0.01, 1, Secret(), 0, scheme);
+    EXPECT_FALSE(LayerShape(fixed, 1).ok());
+    // Parameters that do not size layer 0 as the capacity and rate say are refused.
+    params.capacity = 2000;
+    EXPECT_FALSE(ValidateParams(params).ok());
   }
-  EXPECT_LT(sum, 0.01);
-  EXPECT_EQ(*LayerShape(params, 0), params.shape);
-  EXPECT_FALSE(LayerShape(params, kMaxLayers).ok());
-  auto fixed = *MakeParams("f", 1000, 0.01, 1, Secret());
-  EXPECT_FALSE(LayerShape(fixed, 1).ok());
-  // Parameters that do not size layer 0 as the capacity and rate say are refused.
-  params.capacity = 2000;
-  EXPECT_FALSE(ValidateParams(params).ok());
+  // The same sizing under the other scheme is another shape: a peer reading
+  // one scheme's parameters as the other's refuses them.
+  auto two = *MakeParams("p", 1000, 0.01, 1, Secret(), 2, kHashSchemeSipBlocked2);
+  two.hash_scheme = kHashSchemeSipSplit3;
+  EXPECT_FALSE(ValidateParams(two).ok());
 }
 
 TEST(Scaling, GrowsAsRedisBloomAndNeverLosesAKey) {

@@ -90,5 +90,54 @@ TEST(Sizing, CachedFillEstimateEqualsTheUncachedOnes) {
   }
 }
 
+TEST(Sizing, SplitLayoutPartsFollowK) {
+  for (uint32_t k = kMinK; k <= kMaxK; ++k) {
+    EXPECT_EQ(PartsFor(Layout::kOneBlock, k), 1u);
+    EXPECT_EQ(PartsFor(Layout::kSplit, k), k < 12 ? 1u : k < 18 ? 4u : 6u) << k;
+  }
+  EXPECT_FALSE(ValidateShape({100, 10, 4}).ok());  // parts must divide k
+  EXPECT_FALSE(ValidateShape({100, 24, kMaxParts + 1}).ok());
+  EXPECT_FALSE(ValidateShape({100, 7, 0}).ok());
+  EXPECT_TRUE(ValidateShape({100, 24, 6}).ok());
+}
+
+// One part is the model it always was; several parts at the same bits per
+// key and k do better (block loads average over the parts), and a split
+// shape chosen for a rate meets it in the model and is a valid shape of its
+// layout.
+TEST(Sizing, SplitShapesMeetTheRateInFewerBits) {
+  const double n = 100'000;
+  EXPECT_DOUBLE_EQ(ExpectedFpr({20'000, 12, 1}, n), ExpectedFpr({20'000, 12}, n));
+  EXPECT_LT(ExpectedFpr({20'000, 12, 4}, n), ExpectedFpr({20'000, 12, 1}, n));
+  EXPECT_LT(ExpectedFpr({20'000, 24, 6}, n), ExpectedFpr({20'000, 24, 1}, n));
+  for (double p : {0.01, 0.001, 0.0001, 1e-5, 1e-7}) {
+    absl::StatusOr<FilterShape> one = ChooseShape(1'000'000, p, Layout::kOneBlock);
+    absl::StatusOr<FilterShape> split = ChooseShape(1'000'000, p, Layout::kSplit);
+    ASSERT_TRUE(one.ok() && split.ok());
+    EXPECT_EQ(one->parts, 1u);
+    EXPECT_EQ(split->parts, PartsFor(Layout::kSplit, split->k));
+    EXPECT_LE(ExpectedFpr(*split, 1e6), p);
+    EXPECT_LE(split->blocks, one->blocks) << p;
+    // The classic optimum, n ln(1/p) / ln(2)^2 bits, bounds every Bloom filter.
+    const double classic_bits = 1e6 * std::log(1 / p) / (std::log(2) * std::log(2));
+    EXPECT_GT(static_cast<double>(split->bits()), classic_bits);
+    if (p <= 0.001) {
+      EXPECT_LT(static_cast<double>(split->bits()), 1.02 * classic_bits) << p;
+    }
+  }
+  // 1e-7: one block needs 49.4 bits per key, six parts 33.8 (classic 33.5).
+  EXPECT_NEAR(ChooseShape(1'000'000, 1e-7, Layout::kOneBlock)->bits() / 1e6, 49.43, 0.05);
+  EXPECT_NEAR(ChooseShape(1'000'000, 1e-7, Layout::kSplit)->bits() / 1e6, 33.84, 0.05);
+}
+
+// The set-bits model inverts (the cardinality estimate) for split shapes too.
+TEST(Sizing, EstimatesInvertTheSplitModel) {
+  const FilterShape shape{50'000, 24, 6};
+  for (double n : {1000.0, 100'000.0, 600'000.0}) {
+    const double bits = ExpectedSetBits(shape, n);
+    EXPECT_NEAR(EstimateCardinality(shape, static_cast<uint64_t>(bits)), n, n * 0.001 + 1) << n;
+  }
+}
+
 }  // namespace
 }  // namespace pollen::crdt

@@ -2,6 +2,8 @@
 // every bad value.
 #include "node/runtime/config.h"
 
+#include "crdt/generations.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -53,6 +55,7 @@ TEST_F(ConfigTest, DefaultsComeFromTheEmbeddedConfig) {
   ASSERT_EQ(cl->config.filters.size(), 1u);
   EXPECT_EQ(cl->config.filters[0].name, "crawl:seen");
   EXPECT_EQ(cl->config.filters[0].capacity, 1000000u);
+  EXPECT_EQ(cl->config.filters[0].hash_scheme, crdt::kHashSchemeSipSplit3);  // layout = split
 }
 
 TEST_F(ConfigTest, FlagsOverrideEnvironmentOverrideFile) {
@@ -90,6 +93,25 @@ TEST_F(ConfigTest, FilterSections) {
   EXPECT_EQ(a.rotate_interval, std::chrono::hours(1));
   EXPECT_EQ(cl->config.filters[1].scope, node::Scope::kDigest);
   EXPECT_EQ(cl->config.filters[1].owner, "n1");
+  // A declared filter keeps the one-block layout unless its section asks
+  // for the split one (a node upgraded in place reads what it holds).
+  EXPECT_EQ(a.hash_scheme, crdt::kHashSchemeSipBlocked2);
+}
+
+TEST_F(ConfigTest, FilterLayoutIsChosenPerSection) {
+  auto cl = Parse({"--config", WriteFile("[filter a]\nlayout = split\n[filter b]\nlayout = one-block\n[filter c]\n")});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  ASSERT_EQ(cl->config.filters.size(), 3u);
+  EXPECT_EQ(cl->config.filters[0].hash_scheme, crdt::kHashSchemeSipSplit3);
+  EXPECT_EQ(cl->config.filters[1].hash_scheme, crdt::kHashSchemeSipBlocked2);
+  EXPECT_EQ(cl->config.filters[2].hash_scheme, crdt::kHashSchemeSipBlocked2);
+  DaemonConfig again;
+  ASSERT_TRUE(ApplyConfigText(RenderConfig(cl->config), "rendered", &again).ok());
+  ASSERT_EQ(again.filters.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(again.filters[i].hash_scheme, cl->config.filters[i].hash_scheme) << i;
+  auto bad = Parse({"--config", WriteFile("[filter a]\nlayout = sideways\n")});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("layout"));
 }
 
 TEST_F(ConfigTest, RespLatencyTrackingDefaultsOnAndTurnsOff) {

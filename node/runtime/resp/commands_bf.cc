@@ -91,8 +91,10 @@ absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) 
   sizing.capacity = config.capacity;
   sizing.fpr = config.fpr;
   sizing.expansion = config.expansion;
+  sizing.hash_scheme = config.hash_scheme;
   const double first_layer_fpr = config.expansion > 0 ? crdt::LayerFpr(sizing, 0) : config.fpr;
-  absl::StatusOr<crdt::FilterShape> shape = crdt::ChooseShapeCached(config.capacity, first_layer_fpr);
+  absl::StatusOr<crdt::FilterShape> shape =
+      crdt::ChooseShapeCached(config.capacity, first_layer_fpr, crdt::LayoutOf(config.hash_scheme));
   if (!shape.ok()) return absl::InvalidArgumentError(Cat("filter too large: ", ToStd(shape.status().message())));
   const uint64_t gens = std::max<uint32_t>(config.generations, 1);
   if (shape->bytes() > ctx.limits.max_filter_bytes / gens) {
