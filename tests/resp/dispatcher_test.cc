@@ -68,6 +68,30 @@ TEST_F(DispatcherTest, BfAddCreatesMissingFilterWithPollenDefaults) {
   EXPECT_EQ(Run({"BF.MADD", "auto2", "x", "y"}), "*2\r\n:1\r\n:1\r\n");
 }
 
+// Filters made by a command use hash scheme 3 (docs/crdt.md, "Layouts"): at
+// 1e-4 a key's bits over 4 blocks, 19.3 bits per key; Pollen's ONEBLOCK
+// keyword keeps one block (21.9), and goes with ROUTED.
+TEST_F(DispatcherTest, BfReserveSplitsLowRatesUnlessOneBlock) {
+  EXPECT_EQ(Run({"BF.RESERVE", "split", "0.0001", "1000000", "NONSCALING"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "one", "0.0001", "1000000", "NONSCALING", "ONEBLOCK"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "both", "0.0001", "1000000", "ROUTED", "ONEBLOCK", "EXPANSION", "4"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "x", "0.0001", "1000000", "ONEBLOCK", "EXPANSION", "4", "a", "b"}),
+            "-ERR wrong number of arguments for 'bf.reserve' command\r\n");  // ONEBLOCK counts as a word
+  const Reply split_info = RunParsed({"BF.INFO", "split"}), one_info = RunParsed({"BF.INFO", "one"});
+  const Reply* split = Field(split_info, "Size");
+  const Reply* one = Field(one_info, "Size");
+  ASSERT_TRUE(split != nullptr && one != nullptr);
+  EXPECT_NEAR(static_cast<double>(split->integer) * 8 / 1e6, 19.33, 0.05);
+  EXPECT_NEAR(static_cast<double>(one->integer) * 8 / 1e6, 21.91, 0.05);
+  EXPECT_EQ(f_.ctx.node->Info("one")->config.hash_scheme, crdt::kHashSchemeSipBlocked2);
+  EXPECT_EQ(f_.ctx.node->Info("both")->config.hash_scheme, crdt::kHashSchemeSipBlocked2);
+  EXPECT_EQ(f_.ctx.node->Info("split")->config.hash_scheme, crdt::kHashSchemeSipSplit3);
+  for (const std::string f : {"split", "one"}) {
+    EXPECT_EQ(Run({"BF.MADD", f, "a", "b"}), "*2\r\n:1\r\n:1\r\n");
+    EXPECT_EQ(Run({"BF.MEXISTS", f, "a", "b", "c"}), "*3\r\n:1\r\n:1\r\n:0\r\n");
+  }
+}
+
 TEST_F(DispatcherTest, BfReserveValidatesLikeRedisBloom) {
   EXPECT_EQ(Run({"BF.RESERVE", "r", "abc", "100"}), "-ERR bad error rate\r\n");
   // RedisBloom 2.4's strings, byte for byte (the trailing space included).

@@ -248,6 +248,29 @@ TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
   }
 }
 
+// At a low rate the filters use hash scheme 3's split layout (1e-5: k = 18
+// over 6 blocks), so every add forwards bits in six blocks: the scenarios
+// that lose, crash and grow still converge with no false negative.
+TEST(SplitLayout, ScenariosPassAtALowRate) {
+  for (const std::string name : {"loss30", "crash-restart", "grow"}) {
+    SimOptions o;
+    o.seed = 2;
+    o.nodes = 8;
+    o.warmup = std::chrono::seconds(3);
+    o.workload.crawl_adds_per_sec = 10;
+    o.workload.digest_owners = 2;
+    ASSERT_TRUE(ApplyScenario(name, o).ok());
+    o.fpr = 1e-5;
+    const RunResult r = Simulator(o).Run();
+    EXPECT_TRUE(r.passed) << name << "\n" << FormatSummary(r);
+    EXPECT_TRUE(r.converged) << name;
+    EXPECT_EQ(r.failure_count, 0u) << name;
+    EXPECT_GT(r.keys_checked_live, 0u) << name;
+    if (name == "grow") EXPECT_GE(r.final_layers.at("crawl:seen"), 8u);
+    if (name == "crash-restart") EXPECT_GE(r.crashes, 2u);
+  }
+}
+
 // Flood dissemination (the former default) still passes the fixed scenarios
 // with every checker on, and costs about 9·(N-1) per bit where the tree costs N-1.
 class FloodScenario : public ::testing::TestWithParam<std::string> {};

@@ -28,6 +28,7 @@ struct CreateOptions {
   bool nonscaling = false;
   uint32_t expansion = kDefaultExpansion;
   bool routed = false;  // Pollen's ROUTED keyword (docs/routing.md)
+  bool one_block = false;  // Pollen's ONEBLOCK keyword: hash scheme 2 (docs/crdt.md, "Layouts")
 };
 
 // RedisBloom's replies are exact, byte for byte: BF.RESERVE's errors carry
@@ -69,6 +70,7 @@ node::FilterConfig MakeConfig(const ServerContext& ctx, std::string_view name, c
   config.capacity = o.capacity;
   config.fpr = o.fpr;
   config.routed = o.routed;
+  if (o.one_block) config.hash_scheme = crdt::kHashSchemeSipBlocked2;
   if (o.nonscaling) {  // never rotates by itself; only POLLEN.ROTATE opens a generation
     config.rotate_fill = 0;
     config.rotate_interval = node::Duration(0);
@@ -310,7 +312,10 @@ void CmdBfReserve(CommandCall& call) {
   // EXPANSION are matched anywhere, as RedisBloom does): a filter named
   // "routed" is not routed.
   o.routed = a.size() > 4 && FindWord(a.subspan(3), "ROUTED") != 0;
-  if (a.size() < 4 || a.size() > (o.routed ? 8u : 7u)) return ReplyWrongArity(call);
+  // ONEBLOCK (Pollen's too, same rule): one cache line per key at any rate,
+  // for a low-rate filter whose adds and tests matter more than its bytes.
+  o.one_block = a.size() > 4 && FindWord(a.subspan(3), "ONEBLOCK") != 0;
+  if (a.size() < 4 || a.size() > 7u + (o.routed ? 1 : 0) + (o.one_block ? 1 : 0)) return ReplyWrongArity(call);
   if (!ParseRedisDouble(a[2], &o.fpr)) return AppendError(call.out, "ERR bad error rate");
   if (!(o.fpr > 0 && o.fpr < 1)) return AppendError(call.out, kRateRange);
   int64_t capacity = 0;
