@@ -10,8 +10,10 @@ namespace {
 
 class Scenario : public ::testing::TestWithParam<std::string> {};
 
+// `fpr` > 0 replaces the filters' rate after the scenario is applied.
 RunResult RunScenario(const std::string& name, uint64_t seed,
-                      node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree) {
+                      node::NodeConfig::Dissemination dissemination = node::NodeConfig::Dissemination::kTree,
+                      double fpr = 0) {
   SimOptions o;
   o.dissemination = dissemination;
   o.seed = seed;
@@ -20,6 +22,7 @@ RunResult RunScenario(const std::string& name, uint64_t seed,
   o.workload.crawl_adds_per_sec = 10;
   o.workload.digest_owners = 2;
   EXPECT_TRUE(ApplyScenario(name, o).ok());
+  if (fpr > 0) o.fpr = fpr;
   return Simulator(o).Run();
 }
 
@@ -253,15 +256,7 @@ TEST(Report, WindowFiguresCoverTheWorkloadWindowOnly) {
 // that lose, crash and grow still converge with no false negative.
 TEST(SplitLayout, ScenariosPassAtALowRate) {
   for (const std::string name : {"loss30", "crash-restart", "grow"}) {
-    SimOptions o;
-    o.seed = 2;
-    o.nodes = 8;
-    o.warmup = std::chrono::seconds(3);
-    o.workload.crawl_adds_per_sec = 10;
-    o.workload.digest_owners = 2;
-    ASSERT_TRUE(ApplyScenario(name, o).ok());
-    o.fpr = 1e-5;
-    const RunResult r = Simulator(o).Run();
+    const RunResult r = RunScenario(name, 2, node::NodeConfig::Dissemination::kTree, 1e-5);
     EXPECT_TRUE(r.passed) << name << "\n" << FormatSummary(r);
     EXPECT_TRUE(r.converged) << name;
     EXPECT_EQ(r.failure_count, 0u) << name;
