@@ -12,7 +12,7 @@
 #include "crdt/mix64.h"
 #include "crdt/sizing.h"
 
-static_assert(pollen::node::FilterConfig{}.hash_scheme == pollen::crdt::kHashSchemeDefault);
+static_assert(pollen::node::kFilterConfigHashScheme == pollen::crdt::kHashSchemeDefault);
 
 namespace pollen::node {
 namespace {

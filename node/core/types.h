@@ -31,6 +31,10 @@ struct Outgoing {
 enum class Scope : uint8_t { kShared, kDigest };
 
 // A filter as declared in config or by BF.RESERVE / catalog gossip.
+// crdt::kHashSchemeDefault (node/core/catalog.cc checks they agree), named
+// here so that this header needs no crdt header.
+inline constexpr uint32_t kFilterConfigHashScheme = 3;
+
 struct FilterConfig {
   std::string name;
   uint64_t capacity = 1'000'000;
@@ -54,7 +58,7 @@ struct FilterConfig {
   // split layout and the schedule that sizes a reserved filter like
   // RedisBloom's, unless a config file section asks for 2 (its default there:
   // docs/crdt.md, "Layouts"). Afterwards the filter's params carry it.
-  uint32_t hash_scheme = 3;
+  uint32_t hash_scheme = kFilterConfigHashScheme;
 };
 
 enum class MemberState : uint8_t { kAlive, kSuspect, kDead, kLeft };
