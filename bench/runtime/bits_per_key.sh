@@ -8,12 +8,7 @@
 #
 #   bash bench/runtime/bits_per_key.sh            # CAPACITY=1000000
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-build}
-case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
-POLLEND=${POLLEND:-"$BUILD_DIR/node/runtime/pollend"}
 CAPACITY=${CAPACITY:-1000000}
-MODULE=${MODULE:-"$ROOT/../shared/anchors/redisbloom-2.4.23.so"}
 # shellcheck source=pair.sh
 source "$(dirname "${BASH_SOURCE[0]}")/pair.sh"
 

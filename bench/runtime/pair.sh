@@ -1,7 +1,14 @@
 # Sourced by the bench/runtime scripts that compare pollend with RedisBloom:
 # checks the tools, sources scratch.sh, and starts redis-server with the
 # RedisBloom module on REDIS_PORT and a single pollend on RESP_PORT (both
-# stopped on exit). Reads POLLEND and MODULE; waits until both answer PING.
+# stopped on exit). POLLEND (default BUILD_DIR/node/runtime/pollend, BUILD_DIR
+# default build) and MODULE (default ../shared/anchors' RedisBloom) may be set;
+# waits until both answer PING.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-build}
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
+POLLEND=${POLLEND:-"$BUILD_DIR/node/runtime/pollend"}
+MODULE=${MODULE:-"$ROOT/../shared/anchors/redisbloom-2.4.23.so"}
 [ -x "$POLLEND" ] || { echo "no $POLLEND; build it first (cmake --build <build dir> --target pollend)" >&2; exit 1; }
 [ -f "$MODULE" ] || { echo "no RedisBloom module at $MODULE (set MODULE=)" >&2; exit 1; }
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { echo "need redis-server and redis-cli (redis-tools)" >&2; exit 1; }

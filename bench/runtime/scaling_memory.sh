@@ -9,12 +9,7 @@
 #   bash bench/runtime/scaling_memory.sh                 # KEYS=10000000
 #   KEYS=1000000 BUILD_DIR=build-x bash bench/runtime/scaling_memory.sh
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-build}
-case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
-POLLEND=${POLLEND:-"$BUILD_DIR/node/runtime/pollend"}
 KEYS=${KEYS:-10000000}
-MODULE=${MODULE:-"$ROOT/../shared/anchors/redisbloom-2.4.23.so"}
 # shellcheck source=pair.sh
 source "$(dirname "${BASH_SOURCE[0]}")/pair.sh"
 

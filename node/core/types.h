@@ -30,11 +30,11 @@ struct Outgoing {
 
 enum class Scope : uint8_t { kShared, kDigest };
 
-// A filter as declared in config or by BF.RESERVE / catalog gossip.
 // crdt::kHashSchemeDefault (node/core/catalog.cc checks they agree), named
 // here so that this header needs no crdt header.
 inline constexpr uint32_t kFilterConfigHashScheme = 3;
 
+// A filter as declared in config or by BF.RESERVE / catalog gossip.
 struct FilterConfig {
   std::string name;
   uint64_t capacity = 1'000'000;
