@@ -198,7 +198,7 @@ int RunDaemon(int argc, char** argv) {
     ctx->log_delete = [p](std::string_view filter, uint64_t deleted_through) {
       return p->LogDelete(filter, deleted_through, false);
     };
-    ctx->snapshot = [&driver]() { return driver.SnapshotNow(); };
+    ctx->snapshot = [&driver](resp::ServerContext::SnapshotDone done) { driver.RequestSnapshot(std::move(done)); };
   }
   if (persistence != nullptr) {
     ctx->last_save_unix = [p = persistence.get()] { return static_cast<int64_t>(p->last_snapshot_unix()); };
@@ -316,8 +316,10 @@ int RunDaemon(int argc, char** argv) {
                                                                             int sig) {
     if (ec) return;
     if (sig == SIGUSR1) {
-      auto r = driver.SnapshotNow();
-      if (!r.ok()) spdlog::warn("SIGUSR1 snapshot: {}", r.status().message());
+      // On the snapshot thread: this one runs the memory trimmer.
+      driver.RequestSnapshot([](absl::StatusOr<std::string> r) {
+        if (!r.ok()) spdlog::warn("SIGUSR1 snapshot: {}", r.status().message());
+      });
       signals.async_wait(on_signal);
       return;
     }

@@ -405,14 +405,46 @@ absl::StatusOr<std::string> Driver::SnapshotNow() {
   return done;
 }
 
-void Driver::SnapshotLoop() {
-  std::unique_lock lock(stop_mu_);
-  while (!stopping_) {
-    if (stop_cv_.wait_for(lock, config_.snapshot_interval, [this] { return stopping_; })) break;
-    lock.unlock();
-    (void)SnapshotNow();
-    lock.lock();
+void Driver::RequestSnapshot(SnapshotDone done) {
+  assert(done);
+  absl::Status refused;
+  {
+    std::lock_guard lock(stop_mu_);
+    if (persistence_ == nullptr) {
+      refused = absl::FailedPreconditionError("no data-dir configured");
+    } else if (stopping_) {
+      refused = absl::UnavailableError("shutting down");
+    } else if (snapshot_requests_.size() >= kMaxSnapshotRequests) {
+      refused = absl::ResourceExhaustedError("too many snapshot requests waiting");
+    } else {
+      snapshot_requests_.push_back(std::move(done));
+    }
   }
+  if (!refused.ok()) return done(refused);
+  stop_cv_.notify_all();
+}
+
+void Driver::SnapshotLoop() {
+  using Clock = std::chrono::steady_clock;
+  assert(config_.snapshot_interval > node::Duration::zero());  // config: 1 s to 24 h
+  std::unique_lock lock(stop_mu_);
+  Clock::time_point next = Clock::now() + config_.snapshot_interval;
+  while (true) {
+    stop_cv_.wait_until(lock, next, [this] { return stopping_ || !snapshot_requests_.empty(); });
+    if (stopping_) break;
+    // Requests, or the interval ran out (then `waiting` is empty).
+    std::vector<SnapshotDone> waiting;
+    waiting.swap(snapshot_requests_);
+    lock.unlock();
+    const absl::StatusOr<std::string> result = SnapshotNow();
+    for (SnapshotDone& done : waiting) done(result);
+    lock.lock();
+    next = Clock::now() + config_.snapshot_interval;
+  }
+  std::vector<SnapshotDone> waiting;
+  waiting.swap(snapshot_requests_);
+  lock.unlock();
+  for (SnapshotDone& done : waiting) done(absl::UnavailableError("shutting down"));
 }
 
 void Driver::Shutdown(std::chrono::milliseconds grace) {

@@ -96,6 +96,17 @@ class Driver {
   absl::StatusOr<Collected> Collect();
   // Writes a snapshot now (any thread but the driver's; serialized).
   absl::StatusOr<std::string> SnapshotNow();
+  // Asks the snapshot thread for a snapshot that begins after this call and
+  // returns at once; `done` gets its result on that thread. Requests that
+  // wait together share one snapshot, which also restarts the periodic
+  // interval. `done` gets the error on the calling thread instead when
+  // there is no data dir, when kMaxSnapshotRequests already wait, or once
+  // the driver is stopping (and requests still waiting then get
+  // Unavailable). POLLEN.SNAPSHOT and SIGUSR1 use it, so that neither a RESP
+  // thread's other clients nor the signal thread wait on the disk.
+  using SnapshotDone = std::function<void(absl::StatusOr<std::string>)>;
+  static constexpr size_t kMaxSnapshotRequests = 4096;
+  void RequestSnapshot(SnapshotDone done);
 
   // Graceful: Node::Leave, send it, wait `grace`, stop the thread.
   void Shutdown(std::chrono::milliseconds grace);
@@ -172,8 +183,9 @@ class Driver {
   std::mutex snapshot_mu_;
   std::thread snapshot_thread_;
   std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
+  std::condition_variable stop_cv_;  // also wakes SnapshotLoop for a request
   bool stopping_ = false;
+  std::vector<SnapshotDone> snapshot_requests_;  // stop_mu_; at most kMaxSnapshotRequests
   bool shut_down_ = false;
   // RunOnDriver calls posted and not yet answered (stop_mu_), bounded by the
   // number of threads that can be waiting in RunOnDriver.

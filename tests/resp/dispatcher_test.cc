@@ -404,7 +404,7 @@ TEST_F(DispatcherTest, AddLogIsCalledBeforeReplyAndFailuresAreReported) {
 
 TEST_F(DispatcherTest, SnapshotUsesTheDaemonHook) {
   EXPECT_EQ(Run({"POLLEN.SNAPSHOT"}), "-ERR snapshot not available\r\n");
-  f_.ctx.snapshot = [] { return absl::StatusOr<std::string>("wrote /data/snap"); };
+  f_.ctx.snapshot = [](ServerContext::SnapshotDone done) { done("wrote /data/snap"); };
   EXPECT_EQ(Run({"POLLEN.SNAPSHOT"}), "$16\r\nwrote /data/snap\r\n");
 }
 

@@ -84,7 +84,7 @@ TEST(Pollenctl, StatusMembersFiltersRotate) {
 
 TEST(Pollenctl, KeyringAndSnapshot) {
   ServerFixture s([](ServerContext& ctx) {
-    ctx.snapshot = [] { return absl::StatusOr<std::string>("snapshot written"); };
+    ctx.snapshot = [](ServerContext::SnapshotDone done) { done("snapshot written"); };
   });
   auto r = Ctl(s, "keyring list");
   EXPECT_EQ(r.exit_code, 0);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -259,6 +260,46 @@ TEST(RespServer, PipelinedAddsToARoutedFilterGoToTheirOwnersOneByOne) {
     EXPECT_EQ(threads.started(), 4u) << "routed by default: " << routed_by_default;
     EXPECT_EQ(s.f.ctx.counters.batched_requests.load(), 0u);
   }
+}
+
+// POLLEN.SNAPSHOT waits for the snapshot without holding its RESP thread:
+// clients on both event loops are served while it is unanswered, and it
+// answers with the snapshot's description once the hook calls back (from
+// another thread, as the driver's snapshot thread does).
+TEST(RespServer, ASnapshotWaitsWithoutBlockingTheOtherClients) {
+  std::mutex mu;
+  std::vector<ServerContext::SnapshotDone> waiting;
+  ServerFixture s([&](ServerContext& ctx) {
+    ctx.snapshot = [&](ServerContext::SnapshotDone done) {
+      std::lock_guard lock(mu);
+      waiting.push_back(std::move(done));
+    };
+  });
+  RawClient asker(s.port());
+  ASSERT_TRUE(asker.Send(Multibulk({"POLLEN.SNAPSHOT"}) + Multibulk({"PING"})));
+  auto requested = [&] {
+    std::lock_guard lock(mu);
+    return waiting.size();
+  };
+  for (int i = 0; i < 2000 && requested() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(requested(), 1u);
+  for (int i = 0; i < 4; ++i) {  // connections go round the two loops
+    RawClient other(s.port());
+    ASSERT_TRUE(other.Send(Multibulk({"PING"})));
+    const std::optional<Reply> pong = other.Read();
+    ASSERT_TRUE(pong.has_value()) << i;
+    EXPECT_EQ(pong->str, "PONG") << i;
+  }
+  std::jthread snapshot_thread([&] {
+    std::lock_guard lock(mu);
+    waiting.front()("wrote 3 filters");
+  });
+  const std::optional<Reply> written = asker.Read();
+  ASSERT_TRUE(written.has_value());
+  EXPECT_EQ(written->str, "wrote 3 filters");
+  const std::optional<Reply> pong = asker.Read();  // executed only after the snapshot's reply
+  ASSERT_TRUE(pong.has_value());
+  EXPECT_EQ(pong->str, "PONG");
 }
 
 // A WAIT (a blocking read) whose client stops sending ends, as Redis frees

@@ -1,10 +1,13 @@
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <future>
 #include <iterator>
+#include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -198,6 +201,14 @@ void ReplyStatus(std::string* out, const absl::Status& status) {
 absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Time)> fn) {
   if (!ctx.run_on_driver) return absl::UnavailableError("driver unavailable");
   return ctx.run_on_driver(std::move(fn));
+}
+
+absl::StatusOr<std::string> SnapshotAndWait(ServerContext& ctx) {
+  assert(ctx.snapshot);
+  auto result = std::make_shared<std::promise<absl::StatusOr<std::string>>>();
+  std::future<absl::StatusOr<std::string>> answer = result->get_future();
+  ctx.snapshot([result](absl::StatusOr<std::string> r) { result->set_value(std::move(r)); });
+  return answer.get();
 }
 
 absl::StatusOr<NodeView> CollectNodeView(ServerContext& ctx) {

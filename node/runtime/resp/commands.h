@@ -99,6 +99,10 @@ void ReplyStatus(std::string* out, const absl::Status& status);
 uint64_t IncarnationOf(const node::Node& node, std::string_view filter);
 // Runs fn on the driver thread via the context hook.
 absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Time)> fn);
+// Asks ctx.snapshot (which must be set) for a snapshot and waits for it: for
+// a command inside EXEC, whose reply cannot be deferred (its RESP thread
+// waits, as Redis' SAVE does).
+absl::StatusOr<std::string> SnapshotAndWait(ServerContext& ctx);
 
 // Node::Filters/Members/Counters are driver-thread calls (node.h lists only
 // Add/AddMany/Exists/ExistsMany/WhoHas/Info as thread-safe), so they go

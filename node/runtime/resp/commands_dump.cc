@@ -82,15 +82,20 @@ void CmdBfLoadchunk(CommandCall& call) {
     if (why.rfind("ERR ", 0) == 0) why.erase(0, 4);
     return ReplyStatus(call.out, absl::InvalidArgumentError(Cat("received bad data: ", why)));
   }
-  // A restored filter is durable once a snapshot holds it: its bits did not
-  // come through the add log.
-  if (call.ctx.snapshot) {
-    if (absl::StatusOr<std::string> snap = call.ctx.snapshot(); !snap.ok()) {
-      return AppendError(call.out, Cat("ERR persistence: ", ToStd(snap.status().message())));
-    }
-  }
   call.ctx.touches.Touch(a[1]);
-  AppendSimple(call.out, "OK");
+  // A restored filter is durable once a snapshot holds it (its bits did not
+  // come through the add log): the last chunk's OK waits for one, on the
+  // snapshot thread, not this RESP thread's other clients.
+  if (!call.ctx.snapshot) return AppendSimple(call.out, "OK");
+  auto reply_with = [](const absl::StatusOr<std::string>& snap, std::string* out) {
+    if (!snap.ok()) return AppendError(out, Cat("ERR persistence: ", ToStd(snap.status().message())));
+    AppendSimple(out, "OK");
+  };
+  if (!call.session.defer) return reply_with(SnapshotAndWait(call.ctx), call.out);
+  DeferredReply reply = call.session.defer();
+  call.ctx.snapshot([reply, reply_with](absl::StatusOr<std::string> snap) {
+    reply([reply_with, snap = std::move(snap)](Session&, std::string* out) { reply_with(snap, out); });
+  });
 }
 
 }  // namespace pollen::resp

@@ -213,11 +213,20 @@ void CmdPollenKeyring(CommandCall& call) {
   AppendError(call.out, Cat("ERR unknown subcommand '", sub.substr(0, 128), "'. Try INSTALL, USE, REMOVE or LIST."));
 }
 
+// POLLEN.SNAPSHOT: answers once a snapshot that began after the command is
+// written. The client waits; its RESP thread serves its other clients
+// meanwhile (a base of a big filter takes seconds).
 void CmdPollenSnapshot(CommandCall& call) {
   if (!call.ctx.snapshot) return AppendError(call.out, "ERR snapshot not available");
-  absl::StatusOr<std::string> r = call.ctx.snapshot();
-  if (!r.ok()) return ReplyStatus(call.out, r.status());
-  AppendBulk(call.out, *r);
+  auto reply_with = [](const absl::StatusOr<std::string>& r, std::string* out) {
+    if (!r.ok()) return ReplyStatus(out, r.status());
+    AppendBulk(out, *r);
+  };
+  if (!call.session.defer) return reply_with(SnapshotAndWait(call.ctx), call.out);
+  DeferredReply reply = call.session.defer();
+  call.ctx.snapshot([reply, reply_with](absl::StatusOr<std::string> r) {
+    reply([reply_with, r = std::move(r)](Session&, std::string* out) { reply_with(r, out); });
+  });
 }
 
 }  // namespace pollen::resp

@@ -121,9 +121,13 @@ struct ServerContext {
   // record is durable when run_on_driver returns. May be empty.
   std::function<absl::Status(std::string_view filter, uint64_t deleted_through)> log_delete;
 
-  // POLLEN.SNAPSHOT: write a snapshot now; returns a one-line description
-  // (e.g. the path). Empty: the command answers "ERR snapshot not available".
-  std::function<absl::StatusOr<std::string>()> snapshot;
+  // POLLEN.SNAPSHOT, and BF.LOADCHUNK once a restore is complete: asks for a
+  // snapshot that begins after the call and returns without waiting for it;
+  // `done` gets a one-line description (e.g. the path) or the error, once,
+  // from any thread. Empty: POLLEN.SNAPSHOT answers "ERR snapshot not
+  // available" and a restore takes no snapshot.
+  using SnapshotDone = std::function<void(absl::StatusOr<std::string>)>;
+  std::function<void(SnapshotDone done)> snapshot;
 
   // Extra INFO lines from the daemon for one section ("server", "persistence",
   // "pollen", ...: "key:value\r\n" lines, appended to that section). May be
