@@ -8,6 +8,7 @@
 #include <cassert>
 
 #include "crdt/block_probe.h"
+#include "crdt/cpu_paths.h"
 #include "crdt/mix64.h"
 
 namespace pollen::crdt::probe {
@@ -82,7 +83,8 @@ bool VectorProbeAvailable() {
   if constexpr (!kVectorAllowed) return false;
   // The batch form also uses AVX512DQ's 64-bit multiply; every AVX-512 CPU
   // but Xeon Phi has it.
-  static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  static const bool available =
+      CpuPathsAllowed() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   return available;
 }
 

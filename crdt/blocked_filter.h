@@ -127,9 +127,9 @@ class BlockedFilter {
     if (MightContain(hash)) return Unchanged(block);
     return AddMasks(block, MasksOf(hash));
   }
-  // Adds whose dirty marks are set together, one fence per 64 changed blocks
-  // and at the end, instead of one per new key: for loops that add keys one
-  // by one (GenerationSet's pipelined adds). Results are final at once; the
+  // Adds whose dirty marks are set together, 64 changed blocks at a time
+  // and at the end, instead of key by key: for loops that add keys one by
+  // one (GenerationSet's pipelined adds). Results are final at once; the
   // marks are all set when the batch is destroyed, so destroy it before
   // anyone is told of the adds (before they are logged).
   class AddBatch {

@@ -9,6 +9,8 @@
 #include <arm_acle.h>
 #endif
 
+#include "crdt/cpu_paths.h"
+
 namespace pollen::crdt {
 namespace {
 
@@ -61,7 +63,7 @@ __attribute__((target("sse4.2"))) uint32_t InstructionSteps(uint32_t crc, const 
   return crc;
 }
 bool HasInstruction() {
-  static const bool available = __builtin_cpu_supports("sse4.2");
+  static const bool available = CpuPathsAllowed() && __builtin_cpu_supports("sse4.2");
   return available;
 }
 #elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
@@ -76,7 +78,7 @@ uint32_t InstructionSteps(uint32_t crc, const unsigned char* p, size_t n) {
   while (n-- > 0) crc = __crc32cb(crc, *p++);
   return crc;
 }
-bool HasInstruction() { return true; }
+bool HasInstruction() { return CpuPathsAllowed(); }
 #else
 uint32_t InstructionSteps(uint32_t crc, const unsigned char* p, size_t n) { return TableSteps(crc, p, n); }
 bool HasInstruction() { return false; }

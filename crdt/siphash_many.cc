@@ -10,13 +10,15 @@
 #include <algorithm>
 #include <cassert>
 
+#include "crdt/cpu_paths.h"
+
 namespace pollen::crdt {
 namespace {
 
 constexpr size_t kLanes = 8;
 
 bool VectorHashAvailable() {
-  static const bool available = __builtin_cpu_supports("avx512f");
+  static const bool available = CpuPathsAllowed() && __builtin_cpu_supports("avx512f");
   return available;
 }
 

@@ -2,6 +2,11 @@
 
 #include "node/core/printable_name.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <future>
 
 #include <boost/asio/post.hpp>
@@ -427,6 +432,14 @@ void Driver::RequestSnapshot(SnapshotDone done) {
 void Driver::SnapshotLoop() {
   using Clock = std::chrono::steady_clock;
   assert(config_.snapshot_interval > node::Duration::zero());  // config: 1 s to 24 h
+  // Below the other threads (nice 10: a tenth of a nice-0 thread's share of
+  // a busy core): a base of a big filter keeps a core busy for tens of
+  // seconds (the checksum, the copy into the page cache), and on a loaded
+  // machine the driver's probe answers must not wait for it. Linux applies
+  // a thread id's nice value to that thread alone.
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10) != 0) {
+    spdlog::debug("snapshot thread: setpriority: {}", std::strerror(errno));
+  }
   std::unique_lock lock(stop_mu_);
   Clock::time_point next = Clock::now() + config_.snapshot_interval;
   while (true) {
