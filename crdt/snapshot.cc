@@ -368,7 +368,7 @@ absl::Status OrSnapshotInto(const ParsedSnapshot& parsed, GenerationSet& into,
 }
 
 absl::Status OrSnapshotIntoEmpty(std::string_view bytes, const ParsedSnapshot& parsed, GenerationSet& into,
-                                 std::map<uint64_t, uint64_t>* set_bits) {
+                                 std::map<uint64_t, uint64_t>* set_bits, const std::function<void(size_t)>& consumed) {
   if (!(parsed.params == into.params())) return absl::FailedPreconditionError("snapshot: other parameters");
   uint32_t version = 0;
   Reader(bytes.substr(sizeof kMagic, 4)).U32(version);
@@ -392,6 +392,7 @@ absl::Status OrSnapshotIntoEmpty(std::string_view bytes, const ParsedSnapshot& p
       const std::string_view piece = payload.substr(offset, kOrPieceBytes);
       crc = Crc32c(piece, crc);
       bits += subs[i]->filter->StoreLittleEndianWordsIntoEmpty(offset / 8, piece);
+      if (consumed) consumed(start + offset + piece.size());
     }
     done = start + payload.size();
     counts[parsed.slots[i]] = bits;

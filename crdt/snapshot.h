@@ -110,10 +110,15 @@ absl::Status OrSnapshotInto(const ParsedSnapshot& parsed, GenerationSet& into,
 // checks them): `parsed` comes from `bytes`, every slot is live in `into`
 // and has no bit set, and no other thread uses those sub-filters until this
 // returns. Measured on a 4 GiB restart: docs/web-scale.md, "Restart".
+// `consumed`, if set, is called as the pass goes with n: the pass will not
+// read bytes [0, n) again, so a caller that mapped the file can drop those
+// pages (recovery does, so that a restart does not hold the file and the
+// filter resident at once).
 absl::StatusOr<ParsedSnapshot> ParseSnapshotUnverified(std::string_view bytes, const ClusterSecret& secret,
                                                        const FilterParams* expected, uint32_t* version);
 absl::Status OrSnapshotIntoEmpty(std::string_view bytes, const ParsedSnapshot& parsed, GenerationSet& into,
-                                 std::map<uint64_t, uint64_t>* set_bits);
+                                 std::map<uint64_t, uint64_t>* set_bits,
+                                 const std::function<void(size_t)>& consumed = nullptr);
 // The checksum of a file ParseSnapshotUnverified accepted.
 absl::Status VerifySnapshotChecksum(std::string_view bytes);
 

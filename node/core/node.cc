@@ -509,7 +509,8 @@ void Node::ClearDirtyMarks() {
   }
 }
 
-absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at) {
+absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at,
+                                  const std::function<void(size_t)>& consumed) {
   Impl& impl = *impl_;
   uint32_t len = 0;
   absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "snapshot", &len);
@@ -568,7 +569,10 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   impl.LearnEpoch(entry->config.name, parsed->newest);
   for (const auto& [epoch, count] : parsed->layers) impl.LearnLayers(*local, epoch, count);
   std::map<uint64_t, uint64_t> set_bits;
-  if (absl::Status s = into_empty ? crdt::OrSnapshotIntoEmpty(snapshot, *parsed, *local->set, &set_bits)
+  const size_t snapshot_offset = 12 + len;  // of `snapshot` in `bytes`
+  std::function<void(size_t)> consumed_in_bytes;
+  if (consumed) consumed_in_bytes = [&consumed, snapshot_offset](size_t n) { consumed(snapshot_offset + n); };
+  if (absl::Status s = into_empty ? crdt::OrSnapshotIntoEmpty(snapshot, *parsed, *local->set, &set_bits, consumed_in_bytes)
                                   : crdt::OrSnapshotInto(*parsed, *local->set, &set_bits);
       !s.ok()) {
     return s;

@@ -17,6 +17,7 @@
 // mutex is held only to copy them in (PendingAdds, dissemination.h).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -470,7 +471,9 @@ class Node {
   // A value whose entry a tombstone covers is refused with Aborted and
   // changes nothing, unless `restamp_at` is given (a restore, BF.LOADCHUNK):
   // then the entry gets a fresh stamp above the tombstone and this node as
-  // its creator, so the restore is a new filter.
+  // its creator, so the restore is a new filter. `consumed` (optional): as
+  // crdt::OrSnapshotIntoEmpty's, in offsets of `bytes`; called only on
+  // recovery's one-pass load into an empty filter.
   std::map<std::string, std::string> ExportSnapshots() const;
   // The same without a copy of any filter (driver thread; the daemon's
   // snapshots): per filter, sorted by name, what crdt::StreamSnapshot needs to
@@ -507,7 +510,8 @@ class Node {
   // (after loading files that hold those bits already).
   absl::Status ImportDelta(std::string_view bytes);
   void ClearDirtyMarks();
-  absl::Status ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at = std::nullopt);
+  absl::Status ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at = std::nullopt,
+                              const std::function<void(size_t)>& consumed = nullptr);
   // The filter name inside such a value (validated as ImportSnapshot would
   // parse its catalog entry); any thread.
   static absl::StatusOr<std::string> SnapshotFilterName(std::string_view bytes);

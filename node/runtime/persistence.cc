@@ -125,11 +125,27 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   std::string_view bytes() const { return std::string_view(static_cast<const char*>(data_), size_); }
+  // The reader is done with bytes [0, n): their pages leave this process's
+  // resident set (MADV_DONTNEED; the page cache keeps them, and a later read
+  // maps them again, so this changes no byte). Called as a big snapshot
+  // loads: without it a restart held the whole file and the whole filter
+  // resident at once (VmHWM 8.2 GiB for a 4 GiB filter). In steps of at
+  // least kReleaseStep, to keep the calls few.
+  void ReleaseBefore(size_t n) {
+    static constexpr size_t kReleaseStep = size_t{64} << 20;
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t end = std::min(n, size_) / page * page;
+    if (end < released_ + kReleaseStep && end < size_ / page * page) return;
+    if (end <= released_) return;
+    (void)::madvise(static_cast<char*>(data_) + released_, end - released_, MADV_DONTNEED);
+    released_ = end;
+  }
 
  private:
   MappedFile(void* data, size_t size) : data_(data), size_(size) {}
   void* data_;
   size_t size_;
+  size_t released_ = 0;  // ReleaseBefore: pages below this offset were dropped
 };
 
 }  // namespace
@@ -352,7 +368,9 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
     for (const std::string& name : pending) {
       const std::string path = Cat(dir_, "/", name);
       auto file = MappedFile::Open(path);
-      absl::Status s = file.ok() ? node->ImportSnapshot((*file)->bytes()) : file.status();
+      absl::Status s = file.ok() ? node->ImportSnapshot((*file)->bytes(), std::nullopt,
+                                                        [&file](size_t n) { (*file)->ReleaseBefore(n); })
+                                 : file.status();
       if (absl::IsAborted(s)) {
         // The filter was deleted after this snapshot (its tombstone is newer):
         // the next snapshot removes the file.
