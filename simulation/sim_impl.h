@@ -77,6 +77,7 @@ inline std::string EventKindName(node::Event::Kind kind) {
     case K::kFilterGrew: return "filter_grew";
     case K::kFilterSaturated: return "filter_saturated";
     case K::kFilterRelieved: return "filter_relieved";
+    case K::kFilterRefused: return "filter_refused";
   }
   return "unknown";
 }

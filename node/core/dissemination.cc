@@ -13,11 +13,29 @@ namespace pollen::node {
 
 void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt::AddResult> results) {
   size_t n = 0;
-  for (const crdt::AddResult& r : results) r.ForEachNewWord([&](uint64_t, uint64_t) { ++n; });
+  uint64_t bits = 0;
+  for (const crdt::AddResult& r : results) {
+    r.ForEachNewWord([&](uint64_t, uint64_t word_bits) {
+      ++n;
+      bits += static_cast<uint64_t>(std::popcount(word_bits));
+    });
+  }
   if (n == 0) return;
   std::lock_guard lock(mu_);
   if (entries_.size() + n > max_words_) {
-    dropped_ += n;
+    dropped_.words += n;
+    if (dropped_.untracked) return;
+    auto it = std::find_if(dropped_.by_generation.begin(), dropped_.by_generation.end(),
+                           [&](const Dropped& d) { return d.filter_uid == filter_uid && d.slot == slot; });
+    if (it != dropped_.by_generation.end()) {
+      it->words += n;
+      it->bits += bits;
+    } else if (dropped_.by_generation.size() < kMaxDroppedGenerations) {
+      dropped_.by_generation.push_back({filter_uid, slot, n, bits});
+    } else {
+      dropped_.untracked = true;
+      dropped_.by_generation.clear();
+    }
     return;
   }
   for (const crdt::AddResult& r : results) {
@@ -25,7 +43,7 @@ void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt:
   }
 }
 
-std::vector<PendingAdds::Entry> PendingAdds::Drain(uint64_t* dropped) {
+std::vector<PendingAdds::Entry> PendingAdds::Drain(DropReport* dropped) {
   // The buffer handed back in exchange keeps the last round's capacity, so
   // Push does not regrow it from empty every round; allocated outside the lock.
   constexpr size_t kMaxKeptEntries = 16384;  // 512 KiB: a burst's size is not kept
@@ -34,7 +52,7 @@ std::vector<PendingAdds::Entry> PendingAdds::Drain(uint64_t* dropped) {
   std::lock_guard lock(mu_);
   out.swap(entries_);
   last_drained_ = std::min(out.size(), kMaxKeptEntries);
-  *dropped = std::exchange(dropped_, 0);
+  *dropped = std::exchange(dropped_, DropReport{});
   return out;
 }
 

@@ -47,17 +47,36 @@ class PendingAdds {
   PendingAdds(const PendingAdds&) = delete;
   PendingAdds& operator=(const PendingAdds&) = delete;
 
+  // What a push past the bound left out, per generation: the driver adds
+  // `bits` to the generation's count of set bits and marks its summaries
+  // stale, instead of scanning every filter again (two passes over 4 GiB on
+  // the driver thread at web scale, seconds without answering probes).
+  struct Dropped {
+    uint64_t filter_uid = 0;
+    uint64_t slot = 0;
+    uint64_t words = 0;
+    uint64_t bits = 0;  // newly set bits in those words
+  };
+  struct DropReport {
+    uint64_t words = 0;  // all words dropped since the last Drain
+    std::vector<Dropped> by_generation;
+    // More than kMaxDroppedGenerations generations lost words: by_generation
+    // is incomplete, and the driver must recount everything.
+    bool untracked = false;
+  };
+  static constexpr size_t kMaxDroppedGenerations = 64;
+
   // Any thread. Queues the non-zero words of each result.
   void Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt::AddResult> results);
   // The driver thread only. Returns the pending entries in push order and
-  // how many words were dropped since the last Drain.
-  std::vector<Entry> Drain(uint64_t* dropped);
+  // what was dropped since the last Drain.
+  std::vector<Entry> Drain(DropReport* dropped);
 
  private:
   const size_t max_words_;
   std::mutex mu_;
   std::vector<Entry> entries_;  // guarded by mu_; at most max_words_
-  uint64_t dropped_ = 0;        // guarded by mu_
+  DropReport dropped_;          // guarded by mu_
   size_t last_drained_ = 0;     // Drain's (the driver's) only: the size it last took, capped
 };
 

@@ -121,6 +121,7 @@ void Node::Tick(Time now) {
     impl.CheckGrowth();  // once a round: an estimate per changed filter
     impl.CheckAntiEntropyWait();
     if (impl.BulkQuiet()) impl.ReleaseSyncScratch();
+    impl.RefreshSummaries();
     impl.GossipRound();
     impl.next_gossip = now + impl.config.gossip_interval;
   }

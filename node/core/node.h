@@ -325,6 +325,9 @@ struct NodeCounters {
   // more than a probe timeout late (this node did not run).
   uint32_t health_score = 0;
   uint64_t membership_stalls = 0;
+  // A gauge: ranges whose anti-entropy summary is stale (marked dirty, not
+  // recomputed yet; SummaryCache), as of the last gossip round.
+  uint64_t stale_summary_ranges = 0;
   // Owner routing (BeginAdd on a routed filter), in keys: answered at once
   // because present here; decided here as their owner; decided by another
   // node; decided here because the owner did not answer (a duplicate "new"

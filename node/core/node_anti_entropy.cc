@@ -37,7 +37,8 @@ void Node::Impl::StartAntiEntropy(const Address& peer, bool by_stream, uint32_t 
       if (sub == nullptr) continue;
       wire::GenerationSummary* g = fs->add_generations();
       const uint64_t blocks = sub->filter->shape().blocks;
-      Summarize(summary_cache.Get(state->uid, slot, *sub->filter), blocks, sub->epoch, level, {}, g);
+      const bool looks_empty = CountsNoBits(*state, slot);
+      Summarize(summary_cache.Get(state->uid, slot, *sub->filter, looks_empty), blocks, sub->epoch, level, {}, g);
       if (sub->layer > 0) g->set_layer(sub->layer);
       bytes += 24 + 8 * ItemsAt(level, RangeCount(blocks));  // the hashes and their framing
     }
@@ -45,6 +46,35 @@ void Node::Impl::StartAntiEntropy(const Address& peer, bool by_stream, uint32_t 
   }
   req->set_complete(complete);
   Send(peer, env, stream);  // else a datagram when it fits: equal replicas stop here
+}
+
+// Why between runs as well as in Get: at 4 GiB under 20,000 adds/s every
+// range is dirty at each run, and Get's bound alone left most summaries a
+// run or more behind. Ranges that differ only by staleness descend to block
+// hashes: the repair after the campaign's bulk load took 119 s with Get's
+// bound alone, 92 s with summaries recomputed whole in Get (and the driver
+// stalled), 53 s with this refresh (tests/scale/scale.sh 4gb, 2026-12-06/07).
+// 64 MiB a round (200 ms) refreshes a 4 GiB filter in 64 rounds (~13 s,
+// about one anti_entropy_interval); a round's share is ~9 ms at
+// RangeSummaries' in-cache 7.3 GB/s (bench_scan), more from memory.
+void Node::Impl::RefreshSummaries() {
+  uint64_t budget = SummaryCache::kRefreshWords;
+  auto it = filters.upper_bound(summary_refresh_after);
+  for (size_t n = 0; n < filters.size() && budget > 0; ++n, ++it) {
+    if (it == filters.end()) it = filters.begin();
+    const FilterState& state = *it->second;
+    for (uint64_t slot : state.set->slots()) {
+      std::shared_ptr<const crdt::SubFilter> sub = state.set->Sub(slot);
+      if (sub != nullptr) summary_cache.Refresh(state.uid, slot, *sub->filter, &budget, CountsNoBits(state, slot));
+    }
+    if (budget == 0) break;  // this filter may have more: it goes first next round
+    summary_refresh_after = it->first;
+  }
+  const uint64_t stale = summary_cache.DirtyRanges();
+  if (stale != stale_summary_ranges) {
+    stale_summary_ranges = stale;
+    Stats([stale](NodeCounters& s) { s.stale_summary_ranges = stale; });
+  }
 }
 
 void Node::Impl::ApplyCatalog(const std::vector<std::pair<CatalogEntry, uint64_t>>& entries) {
@@ -153,7 +183,7 @@ void Node::Impl::HandleSyncRequest(const Address& from, const wire::SyncRequest&
         kept |= AnswerBlockHashes(writer, from, *state, *sub, *theirs, req.more());
         continue;
       }
-      const std::vector<uint64_t>& ours = summary_cache.Get(state->uid, slot, *sub->filter);
+      const std::vector<uint64_t>& ours = summary_cache.Get(state->uid, slot, *sub->filter, CountsNoBits(*state, slot));
       const std::vector<uint64_t> differing = DifferingItems(ours, *theirs);
       if (differing.empty()) continue;
       const uint64_t blocks = sub->filter->shape().blocks;

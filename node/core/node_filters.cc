@@ -279,12 +279,23 @@ void Node::Impl::CheckSaturation(const FilterState& state, const crdt::SubFilter
 }
 
 void Node::Impl::DrainPending() {
-  uint64_t dropped = 0;
+  PendingAdds::DropReport dropped;
   std::vector<PendingAdds::Entry> entries = pending.Drain(&dropped);
-  if (dropped > 0) {
+  if (dropped.words > 0) {
     Stats([](NodeCounters& s) { ++s.delta_overflows; });
-    for (auto& [name, state] : filters) CountBits(name, *state->set, true);  // recount fills
-    summary_cache.InvalidateAll();
+    if (dropped.untracked) {
+      for (auto& [name, state] : filters) CountBits(name, *state->set, true);  // recount fills
+      summary_cache.MarkEverything();
+    }
+    for (const PendingAdds::Dropped& d : dropped.by_generation) {
+      const FilterState* state = nullptr;
+      for (const auto& [name, s] : filters) {
+        if (s->uid == d.filter_uid) state = s.get();
+      }
+      if (state == nullptr || state->set->Sub(d.slot) == nullptr) continue;  // deleted or rotated out since
+      clocks[state->entry.config.name].set_bits[d.slot] += d.bits;
+      summary_cache.MarkAll(d.filter_uid, d.slot);
+    }
   }
   // A node with no live peer has no one to send deltas to: it keeps its
   // counts and summaries current but buffers nothing, and anti-entropy
@@ -315,7 +326,7 @@ void Node::Impl::DrainPending() {
                                [](const auto& entry, uint64_t u) { return entry.first < u; });
     if (it == by_uid.end() || it->first != uid || it->second->set->Sub(slot) == nullptr) continue;
     FilterClock& clock = clocks[it->second->entry.config.name];
-    if (dropped == 0) {
+    if (!dropped.untracked) {
       uint64_t bits = 0;
       for (const crdt::WordBits& w : words) bits += crdt::Popcount64(w.bits);
       clock.set_bits[slot] += bits;

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "crdt/grace_period.h"
+#include "crdt/mix64.h"
 #include "crdt/popcount.h"
 #include "crdt/sizing.h"
 #include "crdt/snapshot.h"
@@ -264,9 +265,11 @@ inline uint64_t GenerationDigest(const crdt::BlockedFilter& filter) {
 using namespace node_internal;  // private header: node/core sources only
 
 struct Node::Impl {
+  static constexpr uint64_t kSummarySaltTag = 0x73756d6d61727973ULL;  // "summarys"
   explicit Impl(NodeConfig c)
       : config(std::move(c)), rng(config.rng_seed), codec(config.secret, config.cluster_label, rng),
-        pending(kMaxPendingWords), deltas(kMaxBufferedWords), held(kMaxHeldCost) {}
+        pending(kMaxPendingWords), deltas(kMaxBufferedWords), held(kMaxHeldCost),
+        summary_cache(crdt::Mix64(config.rng_seed ^ kSummarySaltTag)) {}  // not rng's next value: the simulator's draws stay as they were
   ~Impl() { delete published.load(); }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -442,6 +445,8 @@ struct Node::Impl {
   uint64_t trouble_seen = 0;
   uint64_t ae_resume_range = 0;  // where this node's last budget-cut range data or block hashes stopped
   uint64_t ae_salts = 0;         // block-hash legs sent: each gets its own salt (NextBlockSalt)
+  std::string summary_refresh_after;  // RefreshSummaries' round-robin: the last filter it finished
+  uint64_t stale_summary_ranges = 0;  // last told to Stats (NodeCounters::stale_summary_ranges)
   // Content legs cut by the byte budget, by peer: the block hashes not yet
   // answered, so that the peer's resume continues where the leg stopped
   // instead of descending again (three legs, and from the first range
@@ -950,6 +955,18 @@ struct Node::Impl {
   // datagram, no answer), else, or `by_stream`, by stream. It summarizes
   // each generation at `level` (a digest, group hashes or range summaries).
   void StartAntiEntropy(const Address& peer, bool by_stream = false, uint32_t level = kDigestLevel);
+  // Once a gossip round: recomputes dirty summaries of generations too big
+  // for one SummaryCache::Get (SummaryCache::Refresh), kRefreshWords in all,
+  // round-robin over the filters.
+  void RefreshSummaries();
+  // No set bit counted in generation `slot` of `state` (SummaryCache's
+  // looks_empty hint): clocks count every bit drained, merged or loaded.
+  bool CountsNoBits(const FilterState& state, uint64_t slot) const {
+    auto clock = clocks.find(state.entry.config.name);
+    if (clock == clocks.end()) return true;
+    auto bits = clock->second.set_bits.find(slot);
+    return bits == clock->second.set_bits.end() || bits->second == 0;
+  }
 
   // Into `reply`: this node's catalog entries that differ from the request's.
   void CatalogNews(const wire::SyncRequest& req, wire::SyncRanges& reply) const;

@@ -1,32 +1,85 @@
 #include "node/core/summary_cache.h"
 
+#include <algorithm>
 #include <cassert>
 
+#include "crdt/mix64.h"
 #include "node/core/anti_entropy.h"
 
 namespace pollen::node {
 
-const std::vector<uint64_t>& SummaryCache::Get(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter) {
+SummaryCache::Entry& SummaryCache::Find(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter,
+                                        bool looks_empty) {
   const Key key(uid, epoch);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= kMaxEntries) entries_.clear();
     Entry e;
     e.blocks_per_range = BlocksPerRange(filter.shape().blocks);
-    e.summaries = filter.RangeSummaries(e.blocks_per_range);
-    e.is_dirty.assign(e.summaries.size(), 0);
+    const uint64_t ranges = filter.RangeCount(e.blocks_per_range);
+    // Placeholders until each range is first scanned: a mix of this cache's
+    // salt and the range matches a real summary, an empty range's or another
+    // node's placeholder with probability 2^-64.
+    e.summaries.resize(ranges);
+    for (uint64_t r = 0; r < ranges; ++r) {
+      e.summaries[r] = looks_empty ? filter.EmptyRangeSummary(r, e.blocks_per_range)
+                                   : crdt::Mix64(crdt::Mix64(salt_ ^ uid) ^ (r + 1));
+    }
+    e.is_dirty.assign(ranges, 0);
+    MarkAllOf(e);
     it = entries_.emplace(key, std::move(e)).first;
-    return it->second.summaries;
   }
-  Entry& e = it->second;
-  assert(e.summaries.size() == filter.RangeCount(e.blocks_per_range));
-  for (uint32_t r : e.dirty) {
-    if (!e.is_dirty[r]) continue;
+  assert(it->second.summaries.size() == filter.RangeCount(it->second.blocks_per_range));
+  return it->second;
+}
+
+uint64_t SummaryCache::RefreshEntry(Entry& e, const crdt::BlockedFilter& filter, uint64_t max_words) {
+  const uint64_t range_words = e.blocks_per_range * crdt::kWordsPerBlock;
+  uint64_t scanned = 0;
+  // At least one range per call, so that every dirty range is reached.
+  while (e.dirty_head < e.dirty.size() && (scanned == 0 || scanned + range_words <= max_words)) {
+    const uint32_t r = e.dirty[e.dirty_head++];
+    assert(e.is_dirty[r]);
     e.summaries[r] = filter.RangeSummary(r, e.blocks_per_range);
     e.is_dirty[r] = 0;
+    scanned += range_words;
   }
-  e.dirty.clear();
+  if (e.dirty_head == e.dirty.size()) {
+    e.dirty.clear();
+    e.dirty_head = 0;
+  } else if (e.dirty_head > e.dirty.size() / 2) {  // keeps dirty within 2x the ranges
+    e.dirty.erase(e.dirty.begin(), e.dirty.begin() + static_cast<std::ptrdiff_t>(e.dirty_head));
+    e.dirty_head = 0;
+  }
+  return scanned;
+}
+
+const std::vector<uint64_t>& SummaryCache::Get(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter,
+                                               bool looks_empty) {
+  Entry& e = Find(uid, epoch, filter, looks_empty);
+  RefreshEntry(e, filter, refresh_words_);
   return e.summaries;
+}
+
+void SummaryCache::Refresh(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter, uint64_t* budget_words,
+                           bool looks_empty) {
+  assert(budget_words != nullptr);
+  if (*budget_words == 0 || filter.word_count() <= refresh_words_) return;
+  Entry& e = Find(uid, epoch, filter, looks_empty);
+  if (e.dirty_head == e.dirty.size()) return;
+  const uint64_t scanned = RefreshEntry(e, filter, *budget_words);
+  *budget_words -= std::min(scanned, *budget_words);
+}
+
+size_t SummaryCache::DirtyRanges(uint64_t uid, uint64_t epoch) const {
+  auto it = entries_.find(Key(uid, epoch));
+  return it == entries_.end() ? 0 : it->second.dirty.size() - it->second.dirty_head;
+}
+
+size_t SummaryCache::DirtyRanges() const {
+  size_t n = 0;
+  for (const auto& [key, e] : entries_) n += e.dirty.size() - e.dirty_head;
+  return n;
 }
 
 void SummaryCache::MarkWord(uint64_t uid, uint64_t epoch, uint64_t word_index) {
@@ -40,12 +93,29 @@ void SummaryCache::MarkWord(uint64_t uid, uint64_t epoch, uint64_t word_index) {
   }
   if (e.is_dirty[range]) return;
   e.is_dirty[range] = 1;
-  e.dirty.push_back(static_cast<uint32_t>(range));  // at most one per range: bounded
+  e.dirty.push_back(static_cast<uint32_t>(range));
 }
 
 void SummaryCache::MarkWords(uint64_t uid, uint64_t epoch, std::span<const crdt::WordBits> words) {
   if (words.empty() || !entries_.count(Key(uid, epoch))) return;
   for (const crdt::WordBits& w : words) MarkWord(uid, epoch, w.index);
+}
+
+void SummaryCache::MarkAllOf(Entry& e) {
+  for (uint64_t r = 0; r < e.summaries.size(); ++r) {
+    if (e.is_dirty[r]) continue;
+    e.is_dirty[r] = 1;
+    e.dirty.push_back(static_cast<uint32_t>(r));
+  }
+}
+
+void SummaryCache::MarkAll(uint64_t uid, uint64_t epoch) {
+  auto it = entries_.find(Key(uid, epoch));
+  if (it != entries_.end()) MarkAllOf(it->second);
+}
+
+void SummaryCache::MarkEverything() {
+  for (auto& [key, e] : entries_) MarkAllOf(e);
 }
 
 }  // namespace pollen::node

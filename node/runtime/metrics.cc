@@ -224,6 +224,9 @@ std::string RenderMetrics(const MetricsInput& in) {
   w.One("pollen_anti_entropy_resumed_total", "counter",
         "Anti-entropy content legs cut by the budget and continued where they stopped, at the peer's request.",
         c.anti_entropy_resumed);
+  w.One("pollen_anti_entropy_stale_ranges", "gauge",
+        "Filter ranges whose anti-entropy summary is not recomputed yet since they changed (refreshed each gossip round).",
+        c.stale_summary_ranges);
 
   w.One("pollen_epochs_advanced_total", "counter", "Epoch advances (generation rotations) applied.", c.epochs_advanced);
   w.One("pollen_layers_opened_total", "counter", "Layers scaling filters opened here (by an add, an estimate or a peer).",

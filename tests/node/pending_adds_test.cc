@@ -28,9 +28,11 @@ TEST(PendingAdds, DrainReturnsEntriesInPushOrderAndEmpties) {
   pending.Push(7, 1, std::vector<crdt::AddResult>{OneBit(2, 0, 1), two_words});
   pending.Push(8, 2, std::vector<crdt::AddResult>{OneBit(9, 7, 63)});
   pending.Push(8, 2, std::vector<crdt::AddResult>{crdt::AddResult{}});  // no new bits: nothing queued
-  uint64_t dropped = 99;
+  PendingAdds::DropReport dropped{99, {}, true};
   const std::vector<PendingAdds::Entry> got = pending.Drain(&dropped);
-  EXPECT_EQ(dropped, 0u);
+  EXPECT_EQ(dropped.words, 0u);
+  EXPECT_TRUE(dropped.by_generation.empty());
+  EXPECT_FALSE(dropped.untracked);
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(std::make_tuple(got[0].filter_uid, got[0].slot, got[0].word.index, got[0].word.bits),
             std::make_tuple(7u, 1u, 2u * 8 + 0, uint64_t{1} << 1));
@@ -45,15 +47,47 @@ TEST(PendingAdds, PushesPastTheBoundAreDroppedWholeAndCounted) {
   pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(0, 0, 0), OneBit(1, 0, 0)});  // 2 words: fits
   pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(2, 0, 0), OneBit(3, 0, 0)});  // would be 4: dropped
   pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(4, 0, 0)});                   // 3: fits
-  uint64_t dropped = 0;
+  PendingAdds::DropReport dropped;
   std::vector<PendingAdds::Entry> got = pending.Drain(&dropped);
   EXPECT_EQ(got.size(), 3u);
-  EXPECT_EQ(dropped, 2u);
+  EXPECT_EQ(dropped.words, 2u);
   // Draining frees the room again.
   pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(5, 0, 0), OneBit(6, 0, 0), OneBit(7, 0, 0)});
   got = pending.Drain(&dropped);
   EXPECT_EQ(got.size(), 3u);
-  EXPECT_EQ(dropped, 0u);
+  EXPECT_EQ(dropped.words, 0u);
+}
+
+// What was dropped is told per generation (words and newly set bits), so the
+// driver can count the bits and mark that generation's summaries stale
+// without scanning the filters.
+TEST(PendingAdds, DroppedWordsAreToldPerGeneration) {
+  PendingAdds pending(1);
+  crdt::AddResult three_bits = OneBit(4, 2, 1);
+  three_bits.new_bits[2] |= 0x30;
+  three_bits.new_bits[5] = 1;
+  pending.Push(5, 0, std::vector<crdt::AddResult>{OneBit(0, 0, 0)});  // fills the queue
+  pending.Push(5, 0, std::vector<crdt::AddResult>{three_bits});       // 2 words, 4 bits: dropped
+  pending.Push(6, 2, std::vector<crdt::AddResult>{OneBit(1, 0, 0)});  // dropped
+  pending.Push(5, 0, std::vector<crdt::AddResult>{OneBit(2, 3, 3)});  // dropped
+  PendingAdds::DropReport dropped;
+  EXPECT_EQ(pending.Drain(&dropped).size(), 1u);
+  EXPECT_EQ(dropped.words, 4u);
+  EXPECT_FALSE(dropped.untracked);
+  ASSERT_EQ(dropped.by_generation.size(), 2u);
+  const PendingAdds::Dropped& a = dropped.by_generation[0];
+  const PendingAdds::Dropped& b = dropped.by_generation[1];
+  EXPECT_EQ(std::make_tuple(a.filter_uid, a.slot, a.words, a.bits), std::make_tuple(5u, 0u, 3u, 5u));
+  EXPECT_EQ(std::make_tuple(b.filter_uid, b.slot, b.words, b.bits), std::make_tuple(6u, 2u, 1u, 1u));
+  // Past kMaxDroppedGenerations generations, the report says it lost track.
+  pending.Push(5, 0, std::vector<crdt::AddResult>{OneBit(0, 0, 0)});
+  for (uint64_t uid = 0; uid <= PendingAdds::kMaxDroppedGenerations; ++uid) {
+    pending.Push(100 + uid, 0, std::vector<crdt::AddResult>{OneBit(1, 0, 0)});
+  }
+  EXPECT_EQ(pending.Drain(&dropped).size(), 1u);
+  EXPECT_EQ(dropped.words, PendingAdds::kMaxDroppedGenerations + 1);
+  EXPECT_TRUE(dropped.untracked);
+  EXPECT_TRUE(dropped.by_generation.empty());
 }
 
 // Four pushers and a draining thread: every pushed word comes out exactly
@@ -67,9 +101,9 @@ TEST(PendingAdds, ConcurrentPushesAreDrainedExactlyOnce) {
   std::thread drainer([&] {
     while (true) {
       const bool last = finished.load() == kPushers;  // read before the final drain
-      uint64_t dropped = 0;
+      PendingAdds::DropReport dropped;
       for (const PendingAdds::Entry& e : pending.Drain(&dropped)) drained.push_back(e);
-      dropped_total += dropped;
+      dropped_total += dropped.words;
       if (last) break;
       std::this_thread::yield();
     }

@@ -1,5 +1,6 @@
 // SummaryCache: cached summaries equal a fresh scan whenever every changed
-// word was marked, and a missed mark is repaired by InvalidateAll.
+// word was marked, a missed mark is repaired by MarkAll/MarkEverything, and a
+// Get scans at most its refresh bound, reaching every dirty range in turn.
 #include "node/core/summary_cache.h"
 
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ TEST(SummaryCache, MatchesAFreshScanAfterMarkedChanges) {
   }
 }
 
-TEST(SummaryCache, GenerationsAreSeparateAndInvalidateAllRecovers) {
+TEST(SummaryCache, GenerationsAreSeparateAndMarkAllRecovers) {
   auto a = NewFilter(100);
   auto b = NewFilter(100);
   SummaryCache cache;
@@ -53,9 +54,142 @@ TEST(SummaryCache, GenerationsAreSeparateAndInvalidateAllRecovers) {
   cache.MarkWords(1, 1, changed);  // marked on the wrong generation: (1, 0) is stale
   EXPECT_EQ(cache.Get(1, 0, *a), empty);
   EXPECT_NE(Fresh(*a), empty);
-  cache.InvalidateAll();
+  cache.MarkEverything();
   EXPECT_EQ(cache.Get(1, 0, *a), Fresh(*a));
   EXPECT_EQ(cache.Get(1, 1, *b), empty);
+  ASSERT_TRUE(a->Merge(std::vector<crdt::WordBits>{{300, 0x3}}, &changed).ok());  // unmarked again
+  cache.MarkAll(1, 1);  // the other generation: (1, 0) stays stale
+  EXPECT_NE(cache.Get(1, 0, *a), Fresh(*a));
+  cache.MarkAll(1, 0);
+  EXPECT_EQ(cache.Get(1, 0, *a), Fresh(*a));
+}
+
+// A filter of 1,024 ranges of 2 blocks (16 words each), refreshed 5 ranges
+// (80 words) per Get.
+TEST(SummaryCache, AGetScansAtMostItsBoundAndReachesEveryRange) {
+  auto big = NewFilter(2 * kTargetRanges);
+  ASSERT_EQ(BlocksPerRange(big->shape().blocks), 2u);
+  constexpr uint64_t kRangeWords = 2 * crdt::kWordsPerBlock;
+  SummaryCache cache(/*salt=*/9, /*refresh_words=*/5 * kRangeWords);
+  std::vector<crdt::WordBits> changed;
+  ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{5, 1}, {kRangeWords * 700, 2}}, &changed).ok());
+  const std::vector<uint64_t> fresh = Fresh(*big);
+  // First Get: 5 ranges scanned, the others are placeholders that match
+  // neither a real summary nor the empty one.
+  std::vector<uint64_t> got = cache.Get(1, 0, *big);
+  ASSERT_EQ(got.size(), kTargetRanges);
+  size_t matching = 0;
+  for (uint64_t r = 0; r < got.size(); ++r) {
+    matching += got[r] == fresh[r];
+    if (r >= 5) EXPECT_NE(got[r], big->EmptyRangeSummary(r, 2)) << r;
+  }
+  EXPECT_EQ(matching, 5u);
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 5);
+  // Another node's placeholders differ from ours.
+  SummaryCache other(/*salt=*/10, /*refresh_words=*/5 * kRangeWords);
+  EXPECT_NE(other.Get(1, 0, *big)[100], got[100]);
+  // Every range is reached within ceil(1024 / 5) calls in all.
+  int calls = 1;
+  while (cache.DirtyRanges(1, 0) > 0) {
+    got = cache.Get(1, 0, *big);
+    ASSERT_LE(++calls, 205);
+  }
+  EXPECT_EQ(calls, 205);
+  EXPECT_EQ(got, fresh);
+  // Marks made while a refresh is under way: the oldest dirty range first.
+  ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{kRangeWords * 900, 4}, {kRangeWords * 3, 8}}, &changed).ok());
+  cache.MarkWords(1, 0, changed);
+  cache.MarkAll(1, 0);  // every other range after those two
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges);
+  got = cache.Get(1, 0, *big);
+  EXPECT_EQ(got[3], big->RangeSummary(3, 2));
+  EXPECT_EQ(got[900], big->RangeSummary(900, 2));
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 5);
+  // A range marked again after it was recomputed goes to the back, once.
+  cache.MarkWord(1, 0, kRangeWords * 3);
+  cache.MarkWord(1, 0, kRangeWords * 3);
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 4);
+  for (calls = 0; cache.DirtyRanges(1, 0) > 0; ++calls) ASSERT_EQ(cache.Get(1, 0, *big).size(), kTargetRanges);
+  EXPECT_EQ(calls, 204);
+  EXPECT_EQ(cache.Get(1, 0, *big), Fresh(*big));
+}
+
+TEST(SummaryCache, FiltersWithinTheBoundAreComputedWholeOnEveryGet) {
+  auto f = NewFilter(4 * kTargetRanges);  // 4 blocks a range, 32 words
+  SummaryCache cache(/*salt=*/1, /*refresh_words=*/f->word_count());
+  Rng rng(8);
+  EXPECT_EQ(cache.Get(3, 0, *f), Fresh(*f));
+  for (int round = 0; round < 20; ++round) {
+    std::vector<crdt::WordBits> words;
+    for (int i = 0; i < 2000; ++i) words.push_back({rng.Below(f->word_count()), rng.Next() | 1});
+    crdt::Canonicalize(words);
+    std::vector<crdt::WordBits> changed;
+    ASSERT_TRUE(f->Merge(words, &changed).ok());
+    cache.MarkWords(3, 0, changed);
+    ASSERT_EQ(cache.Get(3, 0, *f), Fresh(*f)) << round;
+  }
+}
+
+// Refresh between runs: only generations bigger than a Get's bound, oldest
+// dirty range first, never past the budget it is given (but one range when
+// the budget is smaller than a range), and the budget is lowered by the scan.
+TEST(SummaryCache, RefreshSkipsSmallGenerationsAndSpendsItsBudget) {
+  constexpr uint64_t kRangeWords = 2 * crdt::kWordsPerBlock;
+  auto big = NewFilter(2 * kTargetRanges);
+  auto small = NewFilter(kTargetRanges);  // 1 block a range: within the bound
+  SummaryCache cache(/*salt=*/5, /*refresh_words=*/small->word_count());
+  std::vector<crdt::WordBits> changed;
+  ASSERT_TRUE(small->Merge(std::vector<crdt::WordBits>{{3, 1}}, &changed).ok());
+  uint64_t budget = 100 * kRangeWords;
+  cache.Refresh(2, 0, *small, &budget);
+  EXPECT_EQ(budget, 100 * kRangeWords);  // untouched: left to Get
+  EXPECT_EQ(cache.DirtyRanges(2, 0), 0u);  // not even cached
+
+  cache.Refresh(1, 0, *big, &budget);  // first sight: every range dirty, 100 recomputed
+  EXPECT_EQ(budget, 0u);
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 100);
+  cache.Refresh(1, 0, *big, &budget);  // no budget: nothing
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 100);
+
+  budget = kRangeWords / 2;  // smaller than a range: one range all the same
+  cache.Refresh(1, 0, *big, &budget);
+  EXPECT_EQ(budget, 0u);
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 101);
+
+  budget = 2 * kTargetRanges * kRangeWords;  // more than enough: spends what it scans
+  cache.Refresh(1, 0, *big, &budget);
+  EXPECT_EQ(budget, (2 * kTargetRanges - (kTargetRanges - 101)) * kRangeWords);
+  EXPECT_EQ(cache.DirtyRanges(1, 0), 0u);
+  // With nothing dirty, a refresh costs nothing and Get scans nothing.
+  cache.Refresh(1, 0, *big, &budget);
+  EXPECT_EQ(budget, (kTargetRanges + 101) * kRangeWords);
+  ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{kRangeWords * 600 + 1, 0x40}}, &changed).ok());
+  cache.MarkWords(1, 0, changed);
+  budget = 1;
+  cache.Refresh(1, 0, *big, &budget);
+  EXPECT_EQ(cache.Get(1, 0, *big), Fresh(*big));
+}
+
+// The looks_empty hint: ranges not computed yet read as empty (what a new
+// or wiped node's flat exchange needs), and stay dirty, so a wrong hint is
+// corrected as the ranges are recomputed.
+TEST(SummaryCache, ALooksEmptyHintStartsAtEmptySummariesStillDirty) {
+  constexpr uint64_t kRangeWords = 2 * crdt::kWordsPerBlock;
+  auto big = NewFilter(2 * kTargetRanges);
+  SummaryCache cache(/*salt=*/3, /*refresh_words=*/10 * kRangeWords);
+  const std::vector<uint64_t>& got = cache.Get(1, 0, *big, /*looks_empty=*/true);
+  for (uint64_t r = 0; r < got.size(); ++r) ASSERT_EQ(got[r], big->EmptyRangeSummary(r, 2)) << r;
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 10);
+
+  // A wrong hint: bits the caller had not counted, in range 500.
+  SummaryCache wrong(/*salt=*/3, /*refresh_words=*/10 * kRangeWords);
+  std::vector<crdt::WordBits> changed;
+  ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{kRangeWords * 500 + 3, 0x11}}, &changed).ok());
+  EXPECT_EQ(wrong.Get(1, 0, *big, /*looks_empty=*/true)[500], big->EmptyRangeSummary(500, 2));
+  for (uint64_t budget = ~uint64_t{0}; wrong.DirtyRanges(1, 0) > 0; budget = ~uint64_t{0}) {
+    wrong.Refresh(1, 0, *big, &budget, /*looks_empty=*/true);
+  }
+  EXPECT_EQ(wrong.Get(1, 0, *big, /*looks_empty=*/true), Fresh(*big));
 }
 
 TEST(SummaryCache, BoundedEntries) {

@@ -540,8 +540,21 @@ phase_steady() {
 phase_idle() {
   local i t0 s cpu0=() io0=() cpu io pct
   wait_converged $(( 120 + 60 * GIBS )) 1 2 3
-  # Every node's file up to date, so that idle means idle.
+  # Every node's file up to date, and its anti-entropy summaries recomputed
+  # after the steady load (64 MiB a gossip round: ~13 s at 4 GiB, work the
+  # load left, not idling), so that idle means idle.
   for i in 1 2 3; do snapshot_now "$i"; done
+  t0=$EPOCHREALTIME
+  for i in 1 2 3; do
+    until [ "$(metric "$i" pollen_anti_entropy_stale_ranges)" = 0 ]; do
+      check_nodes
+      [ "$(since "$t0" | cut -d. -f1)" -lt $(( 60 + 30 * GIBS )) ] || die "node $i's summaries still stale after $(since "$t0") s"
+      sleep "$POLL"
+    done
+  done
+  s=$(since "$t0")
+  say "summaries current on every node $s s after the snapshots"
+  row "summaries current, after convergence + snapshots" "$s s" "-" "-"
   sleep 1
   say "idle for $IDLE_SECONDS s"
   for i in 1 2 3; do cpu0[$i]=$(cpu_ticks "${PID[$i]}"); io0[$i]=$(disk_writes "${PID[$i]}"); done

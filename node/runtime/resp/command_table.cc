@@ -211,6 +211,15 @@ absl::StatusOr<std::string> SnapshotAndWait(ServerContext& ctx) {
   return answer.get();
 }
 
+void ReplyAfterSnapshot(CommandCall& call, SnapshotReply reply_with) {
+  assert(call.ctx.snapshot && reply_with != nullptr);
+  if (!call.session.defer) return reply_with(SnapshotAndWait(call.ctx), call.out);
+  DeferredReply reply = call.session.defer();
+  call.ctx.snapshot([reply, reply_with](absl::StatusOr<std::string> snapshot) {
+    reply([reply_with, snapshot = std::move(snapshot)](Session&, std::string* out) { reply_with(snapshot, out); });
+  });
+}
+
 absl::StatusOr<NodeView> CollectNodeView(ServerContext& ctx) {
   NodeView view;
   absl::Status s = RunOnDriver(ctx, [&ctx, &view](node::Time) {

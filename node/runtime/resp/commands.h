@@ -103,6 +103,12 @@ absl::Status RunOnDriver(ServerContext& ctx, std::function<absl::Status(node::Ti
 // a command inside EXEC, whose reply cannot be deferred (its RESP thread
 // waits, as Redis' SAVE does).
 absl::StatusOr<std::string> SnapshotAndWait(ServerContext& ctx);
+// Asks call.ctx.snapshot (which must be set) for a snapshot and answers the
+// command with reply_with(its result) once it is written: deferred, so the
+// RESP thread serves its other clients meanwhile, or waiting as
+// SnapshotAndWait does where the reply cannot be deferred (inside EXEC).
+using SnapshotReply = void (*)(const absl::StatusOr<std::string>& snapshot, std::string* out);
+void ReplyAfterSnapshot(CommandCall& call, SnapshotReply reply_with);
 
 // Node::Filters/Members/Counters are driver-thread calls (node.h lists only
 // Add/AddMany/Exists/ExistsMany/WhoHas/Info as thread-safe), so they go

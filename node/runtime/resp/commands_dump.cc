@@ -87,14 +87,9 @@ void CmdBfLoadchunk(CommandCall& call) {
   // come through the add log): the last chunk's OK waits for one, on the
   // snapshot thread, not this RESP thread's other clients.
   if (!call.ctx.snapshot) return AppendSimple(call.out, "OK");
-  auto reply_with = [](const absl::StatusOr<std::string>& snap, std::string* out) {
+  ReplyAfterSnapshot(call, [](const absl::StatusOr<std::string>& snap, std::string* out) {
     if (!snap.ok()) return AppendError(out, Cat("ERR persistence: ", ToStd(snap.status().message())));
     AppendSimple(out, "OK");
-  };
-  if (!call.session.defer) return reply_with(SnapshotAndWait(call.ctx), call.out);
-  DeferredReply reply = call.session.defer();
-  call.ctx.snapshot([reply, reply_with](absl::StatusOr<std::string> snap) {
-    reply([reply_with, snap = std::move(snap)](Session&, std::string* out) { reply_with(snap, out); });
   });
 }
 

@@ -218,14 +218,9 @@ void CmdPollenKeyring(CommandCall& call) {
 // meanwhile (a base of a big filter takes seconds).
 void CmdPollenSnapshot(CommandCall& call) {
   if (!call.ctx.snapshot) return AppendError(call.out, "ERR snapshot not available");
-  auto reply_with = [](const absl::StatusOr<std::string>& r, std::string* out) {
+  ReplyAfterSnapshot(call, [](const absl::StatusOr<std::string>& r, std::string* out) {
     if (!r.ok()) return ReplyStatus(out, r.status());
     AppendBulk(out, *r);
-  };
-  if (!call.session.defer) return reply_with(SnapshotAndWait(call.ctx), call.out);
-  DeferredReply reply = call.session.defer();
-  call.ctx.snapshot([reply, reply_with](absl::StatusOr<std::string> r) {
-    reply([reply_with, r = std::move(r)](Session&, std::string* out) { reply_with(r, out); });
   });
 }
 
