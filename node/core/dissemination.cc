@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "crdt/popcount.h"
 #include "crdt/sizing.h"
 #include "protocol/delta_codec.h"
 
@@ -17,7 +18,7 @@ void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt:
   for (const crdt::AddResult& r : results) {
     r.ForEachNewWord([&](uint64_t, uint64_t word_bits) {
       ++n;
-      bits += static_cast<uint64_t>(std::popcount(word_bits));
+      bits += crdt::Popcount64(word_bits);
     });
   }
   if (n == 0) return;

@@ -281,6 +281,21 @@ void Node::Impl::CheckSaturation(const FilterState& state, const crdt::SubFilter
 void Node::Impl::DrainPending() {
   PendingAdds::DropReport dropped;
   std::vector<PendingAdds::Entry> entries = pending.Drain(&dropped);
+  if (entries.empty() && dropped.words == 0) return;  // the common case: a round with no client adds
+  // Entries for one filter arrive in runs; look each run's filter up once
+  // (a sorted vector: a std::map here cost allocations on every round).
+  std::vector<std::pair<uint64_t, const FilterState*>> by_uid;
+  by_uid.reserve(filters.size());
+  for (const auto& [name, state] : filters) by_uid.emplace_back(state->uid, state.get());
+  std::sort(by_uid.begin(), by_uid.end());
+  // The filter with `uid` if it still has generation `slot` (not deleted or
+  // rotated out since the add), else null.
+  auto live = [&by_uid](uint64_t uid, uint64_t slot) -> const FilterState* {
+    auto it = std::lower_bound(by_uid.begin(), by_uid.end(), uid,
+                               [](const auto& entry, uint64_t u) { return entry.first < u; });
+    if (it == by_uid.end() || it->first != uid || it->second->set->Sub(slot) == nullptr) return nullptr;
+    return it->second;
+  };
   if (dropped.words > 0) {
     Stats([](NodeCounters& s) { ++s.delta_overflows; });
     if (dropped.untracked) {
@@ -288,11 +303,8 @@ void Node::Impl::DrainPending() {
       summary_cache.MarkEverything();
     }
     for (const PendingAdds::Dropped& d : dropped.by_generation) {
-      const FilterState* state = nullptr;
-      for (const auto& [name, s] : filters) {
-        if (s->uid == d.filter_uid) state = s.get();
-      }
-      if (state == nullptr || state->set->Sub(d.slot) == nullptr) continue;  // deleted or rotated out since
+      const FilterState* state = live(d.filter_uid, d.slot);
+      if (state == nullptr) continue;
       clocks[state->entry.config.name].set_bits[d.slot] += d.bits;
       summary_cache.MarkAll(d.filter_uid, d.slot);
     }
@@ -303,13 +315,6 @@ void Node::Impl::DrainPending() {
   // Saves the driver's sort-and-encode work on a standalone node (~10% of a
   // core under redis-benchmark, perf).
   const bool alone = membership->live_peer_count() == 0;
-  if (entries.empty()) return;  // the common case: a round with no client adds
-  // Entries for one filter arrive in runs; look each run's filter up once
-  // (a sorted vector: a std::map here cost allocations on every round).
-  std::vector<std::pair<uint64_t, const FilterState*>> by_uid;
-  by_uid.reserve(filters.size());
-  for (const auto& [name, state] : filters) by_uid.emplace_back(state->uid, state.get());
-  std::sort(by_uid.begin(), by_uid.end());
   // Each run of entries for one sub-filter (one client add, or one pipelined
   // run of them) resolves its filter, sub-filter and clock once: per entry
   // these cost ~10% of the server's user time under redis-benchmark BF.ADD
@@ -322,10 +327,9 @@ void Node::Impl::DrainPending() {
     for (; i < entries.size() && entries[i].filter_uid == uid && entries[i].slot == slot; ++i) {
       words.push_back(entries[i].word);
     }
-    auto it = std::lower_bound(by_uid.begin(), by_uid.end(), uid,
-                               [](const auto& entry, uint64_t u) { return entry.first < u; });
-    if (it == by_uid.end() || it->first != uid || it->second->set->Sub(slot) == nullptr) continue;
-    FilterClock& clock = clocks[it->second->entry.config.name];
+    const FilterState* state = live(uid, slot);
+    if (state == nullptr) continue;
+    FilterClock& clock = clocks[state->entry.config.name];
     if (!dropped.untracked) {
       uint64_t bits = 0;
       for (const crdt::WordBits& w : words) bits += crdt::Popcount64(w.bits);
@@ -334,7 +338,7 @@ void Node::Impl::DrainPending() {
     summary_cache.MarkWords(uid, slot, words);
     // A group the delta buffer has no room for is refused whole (counted as
     // an overflow, as one word was): anti-entropy repairs what was dropped.
-    if (!alone) Buffer(*it->second, slot, words);
+    if (!alone) Buffer(*state, slot, words);
   }
 }
 

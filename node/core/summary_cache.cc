@@ -84,16 +84,14 @@ size_t SummaryCache::DirtyRanges() const {
 
 void SummaryCache::MarkWord(uint64_t uid, uint64_t epoch, uint64_t word_index) {
   auto it = entries_.find(Key(uid, epoch));
-  if (it == entries_.end()) return;  // computed afresh on the next Get
+  if (it == entries_.end()) return;  // created with every range dirty by the next Get
   Entry& e = it->second;
   const uint64_t range = word_index / crdt::kWordsPerBlock / e.blocks_per_range;
   if (range >= e.summaries.size()) {  // never for words the filter accepted
     entries_.erase(it);
     return;
   }
-  if (e.is_dirty[range]) return;
-  e.is_dirty[range] = 1;
-  e.dirty.push_back(static_cast<uint32_t>(range));
+  MarkRange(e, range);
 }
 
 void SummaryCache::MarkWords(uint64_t uid, uint64_t epoch, std::span<const crdt::WordBits> words) {
@@ -101,12 +99,14 @@ void SummaryCache::MarkWords(uint64_t uid, uint64_t epoch, std::span<const crdt:
   for (const crdt::WordBits& w : words) MarkWord(uid, epoch, w.index);
 }
 
+void SummaryCache::MarkRange(Entry& e, uint64_t range) {
+  if (e.is_dirty[range]) return;  // queued already: each range at most once
+  e.is_dirty[range] = 1;
+  e.dirty.push_back(static_cast<uint32_t>(range));
+}
+
 void SummaryCache::MarkAllOf(Entry& e) {
-  for (uint64_t r = 0; r < e.summaries.size(); ++r) {
-    if (e.is_dirty[r]) continue;
-    e.is_dirty[r] = 1;
-    e.dirty.push_back(static_cast<uint32_t>(r));
-  }
+  for (uint64_t r = 0; r < e.summaries.size(); ++r) MarkRange(e, r);
 }
 
 void SummaryCache::MarkAll(uint64_t uid, uint64_t epoch) {

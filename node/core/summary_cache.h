@@ -103,6 +103,7 @@ class SummaryCache {
   // Recomputes dirty ranges, oldest first, up to `max_words` words (at least
   // one range); returns the words scanned.
   static uint64_t RefreshEntry(Entry& e, const crdt::BlockedFilter& filter, uint64_t max_words);
+  static void MarkRange(Entry& e, uint64_t range);  // queues `range` unless it is queued
   static void MarkAllOf(Entry& e);
 
   const uint64_t salt_;
