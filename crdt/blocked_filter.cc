@@ -358,10 +358,31 @@ std::vector<WordBits> BlockedFilter::ExportBlocks(uint64_t first_block, uint64_t
 
 void BlockedFilter::ExportBlocksInto(uint64_t first_block, uint64_t block_count, std::vector<WordBits>* out) const {
   assert(first_block <= shape_.blocks);
-  const uint64_t end = std::min(shape_.blocks, first_block + block_count) * kWordsPerBlock;
-  for (uint64_t i = first_block * kWordsPerBlock; i < end; ++i) {
-    const uint64_t bits = LoadRelaxed(i);
-    if (bits != 0) out->push_back({i, bits});
+  const uint64_t last_block = std::min(shape_.blocks, first_block + block_count);
+  // 64 blocks a step into room made for all their words, then cut back. A
+  // block of zero words is skipped whole (an empty range, a joining node's
+  // asked for its contents, costs a read of it and no stores); the words of
+  // other blocks are each written and kept only if non-zero, without a
+  // branch: between 1% and 60% fill "is this word zero" is a coin toss, and
+  // that branch with push_back made a joining node's sender export at 1.7
+  // GB/s (perf, 1 GiB filter).
+  constexpr uint64_t kStepBlocks = 64;
+  for (uint64_t block = first_block; block < last_block;) {
+    const uint64_t stop = std::min(last_block, block + kStepBlocks);
+    size_t filled = out->size();
+    out->resize(filled + (stop - block) * kWordsPerBlock);
+    WordBits* const room = out->data();
+    for (; block < stop; ++block) {
+      uint64_t words[kWordsPerBlock];
+      uint64_t any = 0;
+      for (uint64_t j = 0; j < kWordsPerBlock; ++j) any |= words[j] = LoadRelaxed(block * kWordsPerBlock + j);
+      if (any == 0) continue;
+      for (uint64_t j = 0; j < kWordsPerBlock; ++j) {
+        room[filled] = {block * kWordsPerBlock + j, words[j]};
+        filled += words[j] != 0;
+      }
+    }
+    out->resize(filled);
   }
 }
 

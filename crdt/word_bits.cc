@@ -35,16 +35,32 @@ std::vector<uint64_t> ToBitPositions(std::span<const WordBits> words, uint64_t b
 }
 
 void AppendBitPositions(std::span<const WordBits> words, uint64_t base_bit, std::vector<uint64_t>* out) {
-  out->reserve(out->size() + CountBits(words));
+  // Sized first and written through a pointer, two positions a step, so
+  // that a word of one or two set bits (most of them below ~3% fill) runs
+  // the inner loop once: the loop ending on a data-dependent count was a
+  // mispredicted branch per word, and push_back's checks per bit doubled
+  // the cost (bench_protocol BM_RangeRiceEncode). A step may write one
+  // position past the word's last; the next word's overwrites it, and the
+  // room has one spare slot for the last word's.
+  const size_t start = out->size();
+  const uint64_t count = CountBits(words);
+  out->resize(start + count + 1);
+  uint64_t* at = out->data() + start;
   for (const WordBits& w : words) {
+    assert(w.index * 64 + static_cast<uint64_t>(std::countr_zero(w.bits | (uint64_t{1} << 63))) >= base_bit);
+    const uint64_t first = w.index * 64 - base_bit;
     uint64_t bits = w.bits;
-    while (bits != 0) {
-      const uint64_t pos = w.index * 64 + static_cast<uint64_t>(std::countr_zero(bits));
-      assert(pos >= base_bit);
-      out->push_back(pos - base_bit);
+    uint64_t* const end = at + Popcount64(bits);
+    while (at < end) {
+      at[0] = first + static_cast<uint64_t>(std::countr_zero(bits));
       bits &= bits - 1;
+      at[1] = first + static_cast<uint64_t>(std::countr_zero(bits | (uint64_t{1} << 63)));
+      bits &= bits - 1;
+      at += 2;
     }
+    at = end;
   }
+  out->resize(start + count);
 }
 
 std::vector<WordBits> FromBitPositions(std::span<const uint64_t> positions, uint64_t base_bit) {

@@ -26,7 +26,7 @@ SummaryCache::Entry& SummaryCache::Find(uint64_t uid, uint64_t epoch, const crdt
                                    : crdt::Mix64(crdt::Mix64(salt_ ^ uid) ^ (r + 1));
     }
     e.is_dirty.assign(ranges, 0);
-    MarkAllOf(e);
+    if (!looks_empty) MarkAllOf(e);
     it = entries_.emplace(key, std::move(e)).first;
   }
   assert(it->second.summaries.size() == filter.RangeCount(it->second.blocks_per_range));
@@ -39,19 +39,39 @@ uint64_t SummaryCache::RefreshEntry(Entry& e, const crdt::BlockedFilter& filter,
   // At least one range per call, so that every dirty range is reached.
   while (e.dirty_head < e.dirty.size() && (scanned == 0 || scanned + range_words <= max_words)) {
     const uint32_t r = e.dirty[e.dirty_head++];
-    assert(e.is_dirty[r]);
+    if (!e.is_dirty[r]) continue;  // cleaned by RefreshRange since it was queued
     e.summaries[r] = filter.RangeSummary(r, e.blocks_per_range);
     e.is_dirty[r] = 0;
+    --e.dirty_count;
     scanned += range_words;
   }
   if (e.dirty_head == e.dirty.size()) {
     e.dirty.clear();
     e.dirty_head = 0;
-  } else if (e.dirty_head > e.dirty.size() / 2) {  // keeps dirty within 2x the ranges
-    e.dirty.erase(e.dirty.begin(), e.dirty.begin() + static_cast<std::ptrdiff_t>(e.dirty_head));
-    e.dirty_head = 0;
+  } else if (e.dirty_head > e.dirty.size() / 2) {
+    Compact(e);
   }
   return scanned;
+}
+
+void SummaryCache::Compact(Entry& e) {
+  size_t kept = 0;
+  for (size_t i = e.dirty_head; i < e.dirty.size(); ++i) {
+    if (e.is_dirty[e.dirty[i]]) e.dirty[kept++] = e.dirty[i];
+  }
+  e.dirty.resize(kept);
+  e.dirty_head = 0;
+  assert(kept == e.dirty_count);
+}
+
+void SummaryCache::RefreshRange(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter, uint64_t range) {
+  auto it = entries_.find(Key(uid, epoch));
+  if (it == entries_.end()) return;  // computed whole, or from placeholders, by the next Get
+  Entry& e = it->second;
+  if (range >= e.summaries.size() || !e.is_dirty[range]) return;
+  e.summaries[range] = filter.RangeSummary(range, e.blocks_per_range);
+  e.is_dirty[range] = 0;
+  --e.dirty_count;
 }
 
 const std::vector<uint64_t>& SummaryCache::Get(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter,
@@ -71,14 +91,22 @@ void SummaryCache::Refresh(uint64_t uid, uint64_t epoch, const crdt::BlockedFilt
   *budget_words -= std::min(scanned, *budget_words);
 }
 
+bool SummaryCache::KnownEmpty(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter, uint64_t range) const {
+  auto it = entries_.find(Key(uid, epoch));
+  if (it == entries_.end()) return false;
+  const Entry& e = it->second;
+  return range < e.summaries.size() && !e.is_dirty[range] &&
+         e.summaries[range] == filter.EmptyRangeSummary(range, e.blocks_per_range);
+}
+
 size_t SummaryCache::DirtyRanges(uint64_t uid, uint64_t epoch) const {
   auto it = entries_.find(Key(uid, epoch));
-  return it == entries_.end() ? 0 : it->second.dirty.size() - it->second.dirty_head;
+  return it == entries_.end() ? 0 : it->second.dirty_count;
 }
 
 size_t SummaryCache::DirtyRanges() const {
   size_t n = 0;
-  for (const auto& [key, e] : entries_) n += e.dirty.size() - e.dirty_head;
+  for (const auto& [key, e] : entries_) n += e.dirty_count;
   return n;
 }
 
@@ -95,13 +123,31 @@ void SummaryCache::MarkWord(uint64_t uid, uint64_t epoch, uint64_t word_index) {
 }
 
 void SummaryCache::MarkWords(uint64_t uid, uint64_t epoch, std::span<const crdt::WordBits> words) {
-  if (words.empty() || !entries_.count(Key(uid, epoch))) return;
-  for (const crdt::WordBits& w : words) MarkWord(uid, epoch, w.index);
+  if (words.empty()) return;
+  auto it = entries_.find(Key(uid, epoch));  // once, not per word (2% of a joining node's CPU)
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  const uint64_t range_words = e.blocks_per_range * crdt::kWordsPerBlock;
+  uint64_t range_end = 0;  // the words of the range marked last end here (ascending words: one division a range)
+  for (const crdt::WordBits& w : words) {
+    if (w.index < range_end && w.index + range_words >= range_end) continue;
+    const uint64_t range = w.index / range_words;
+    if (range >= e.summaries.size()) {  // never for words the filter accepted
+      entries_.erase(it);
+      return;
+    }
+    MarkRange(e, range);
+    range_end = (range + 1) * range_words;
+  }
 }
 
 void SummaryCache::MarkRange(Entry& e, uint64_t range) {
-  if (e.is_dirty[range]) return;  // queued already: each range at most once
+  if (e.is_dirty[range]) return;  // queued already: each dirty range once
+  // A range cleaned by RefreshRange and marked again is queued twice (the
+  // first entry is skipped): compacting bounds the queue by twice the ranges.
+  if (e.dirty.size() >= 2 * e.summaries.size()) Compact(e);
   e.is_dirty[range] = 1;
+  ++e.dirty_count;
   e.dirty.push_back(static_cast<uint32_t>(range));
 }
 

@@ -55,13 +55,18 @@ class SummaryCache {
   // range of BlocksPerRange(blocks) blocks, with at most refresh_words words
   // scanned to bring dirty ones up to date. Valid until the next call.
   //
-  // `looks_empty`: the caller counts no set bit in the generation. Ranges
-  // never computed then start at the empty summary instead of a placeholder,
-  // still dirty (a wrong hint delays a repair until the range is recomputed;
-  // it never hides one for good). Why: a new or wiped node's ranges must
-  // look empty for the flat exchange (docs/web-scale.md, "Catch-up"); with
+  // `looks_empty`: the caller counts no set bit in the generation (its
+  // counts take in every bit merged, loaded or drained from client adds).
+  // Ranges never computed then start at the empty summary, clean: they are
+  // empty but for client adds not drained yet, which are marked when they
+  // are, as anywhere else. Why: a new or wiped node's ranges must look
+  // empty for the flat exchange (docs/web-scale.md, "Catch-up"); with
   // placeholders its 4 GiB catch-up went through block hashes, 19-21 s ->
-  // 27-31 s (tests/scale/scale.sh 4gb).
+  // 27-31 s (tests/scale/scale.sh 4gb). And clean: dirty, they were
+  // scanned (4 GiB of zeros) to compute what was known, and exported to
+  // peers' runs before that, stalling the joining node for seconds at a
+  // time; its peers suspected it (scale.sh 4gb, 2026-12-07). A wrong hint
+  // (bits the counts missed) stays hidden until a mark of that range.
   const std::vector<uint64_t>& Get(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter,
                                    bool looks_empty = false);
   // Between anti-entropy runs (once a gossip round): recomputes dirty
@@ -72,6 +77,17 @@ class SummaryCache {
   // marks again before the next run.
   void Refresh(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter, uint64_t* budget_words,
                bool looks_empty = false);
+  // Recomputes `range` of (uid, epoch) now if it is dirty, whatever the
+  // budget. For a range just merged whole from a peer (a joining node's bulk
+  // catch-up), while its words are in the cache: until recomputed, its
+  // summary stays the empty one it started at, and the other peers' runs
+  // took it for an empty range and exchanged it whole again (perf, 1 GiB:
+  // the joiner exported and coded ranges it had just received).
+  void RefreshRange(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter, uint64_t range);
+  // The cached summary of `range` is the empty one and the range was not
+  // marked since: it holds no bit (but client adds not drained yet), and
+  // needs no export to be sent.
+  bool KnownEmpty(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter, uint64_t range) const;
   // Ranges of (uid, epoch) marked dirty and not recomputed since (0 when
   // the generation is not cached).
   size_t DirtyRanges(uint64_t uid, uint64_t epoch) const;
@@ -94,8 +110,11 @@ class SummaryCache {
   struct Entry {
     uint64_t blocks_per_range = 1;
     std::vector<uint64_t> summaries;
-    std::vector<uint32_t> dirty;  // range indices in marking order, each at most once
-    size_t dirty_head = 0;        // dirty[dirty_head..] are still to recompute
+    // Range indices in marking order, each dirty one once; a range that
+    // RefreshRange cleaned stays queued, and is skipped when reached.
+    std::vector<uint32_t> dirty;
+    size_t dirty_head = 0;  // dirty[dirty_head..] are still to recompute
+    size_t dirty_count = 0;  // ranges with is_dirty set
     std::vector<uint8_t> is_dirty;
   };
   using Key = std::pair<uint64_t, uint64_t>;  // (filter uid, epoch)
@@ -103,7 +122,8 @@ class SummaryCache {
   // Recomputes dirty ranges, oldest first, up to `max_words` words (at least
   // one range); returns the words scanned.
   static uint64_t RefreshEntry(Entry& e, const crdt::BlockedFilter& filter, uint64_t max_words);
-  static void MarkRange(Entry& e, uint64_t range);  // queues `range` unless it is queued
+  static void MarkRange(Entry& e, uint64_t range);  // queues `range` unless it is dirty
+  static void Compact(Entry& e);  // drops the queue's consumed and cleaned entries
   static void MarkAllOf(Entry& e);
 
   const uint64_t salt_;

@@ -114,6 +114,50 @@ TEST(SummaryCache, AGetScansAtMostItsBoundAndReachesEveryRange) {
   EXPECT_EQ(cache.Get(1, 0, *big), Fresh(*big));
 }
 
+// RefreshRange: a dirty range recomputed at once, outside the Get bound; its
+// queue entry is skipped when reached (it costs a Get nothing), and a range
+// cleaned this way and marked again is queued again, the queue staying
+// bounded through many such rounds.
+TEST(SummaryCache, RefreshRangeCleansOneRangeNowAndGetSkipsIt) {
+  auto big = NewFilter(2 * kTargetRanges);
+  constexpr uint64_t kRangeWords = 2 * crdt::kWordsPerBlock;
+  SummaryCache cache(/*salt=*/3, /*refresh_words=*/5 * kRangeWords);
+  ASSERT_EQ(cache.Get(1, 0, *big).size(), kTargetRanges);  // 5 recomputed
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 5);
+  std::vector<crdt::WordBits> changed;
+  ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{kRangeWords * 600 + 3, 0x30}}, &changed).ok());
+  cache.MarkWords(1, 0, changed);  // dirty already (never computed): no change in the count
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 5);
+  cache.RefreshRange(1, 0, *big, 600);
+  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 6);
+  EXPECT_EQ(cache.Get(1, 0, *big)[600], big->RangeSummary(600, 2));
+  cache.RefreshRange(1, 0, *big, 600);  // clean: nothing to do
+  cache.RefreshRange(2, 0, *big, 600);  // not cached: nothing
+  // The rest comes in ceil((1024 - 11) / 5) Gets: range 600's old entry is skipped.
+  int calls = 0;
+  while (cache.DirtyRanges(1, 0) > 0) {
+    cache.Get(1, 0, *big);
+    ASSERT_LE(++calls, 203);
+  }
+  EXPECT_EQ(calls, 203);
+  EXPECT_EQ(cache.Get(1, 0, *big), Fresh(*big));
+  // Mark, refresh at once, mark again, many times over: still exact, and
+  // every range reachable.
+  Rng rng(12);
+  for (int round = 0; round < 5000; ++round) {
+    const uint64_t word = rng.Below(big->word_count());
+    ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{word, rng.Next() | 1}}, &changed).ok());
+    cache.MarkWords(1, 0, changed);
+    if (round % 3 != 0) cache.RefreshRange(1, 0, *big, word / kRangeWords);
+    if (round % 50 == 0) cache.Get(1, 0, *big);
+  }
+  for (calls = 0; cache.DirtyRanges(1, 0) > 0; ++calls) {
+    cache.Get(1, 0, *big);
+    ASSERT_LE(calls, 205);
+  }
+  EXPECT_EQ(cache.Get(1, 0, *big), Fresh(*big));
+}
+
 TEST(SummaryCache, FiltersWithinTheBoundAreComputedWholeOnEveryGet) {
   auto f = NewFilter(4 * kTargetRanges);  // 4 blocks a range, 32 words
   SummaryCache cache(/*salt=*/1, /*refresh_words=*/f->word_count());
@@ -171,25 +215,38 @@ TEST(SummaryCache, RefreshSkipsSmallGenerationsAndSpendsItsBudget) {
 }
 
 // The looks_empty hint: ranges not computed yet read as empty (what a new
-// or wiped node's flat exchange needs), and stay dirty, so a wrong hint is
-// corrected as the ranges are recomputed.
-TEST(SummaryCache, ALooksEmptyHintStartsAtEmptySummariesStillDirty) {
+// or wiped node's flat exchange needs) and are clean: nothing is scanned to
+// learn what the hint says, and a range stays known empty until marked.
+TEST(SummaryCache, ALooksEmptyHintStartsAtCleanEmptySummaries) {
   constexpr uint64_t kRangeWords = 2 * crdt::kWordsPerBlock;
   auto big = NewFilter(2 * kTargetRanges);
   SummaryCache cache(/*salt=*/3, /*refresh_words=*/10 * kRangeWords);
   const std::vector<uint64_t>& got = cache.Get(1, 0, *big, /*looks_empty=*/true);
   for (uint64_t r = 0; r < got.size(); ++r) ASSERT_EQ(got[r], big->EmptyRangeSummary(r, 2)) << r;
-  EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 10);
-
-  // A wrong hint: bits the caller had not counted, in range 500.
-  SummaryCache wrong(/*salt=*/3, /*refresh_words=*/10 * kRangeWords);
+  EXPECT_EQ(cache.DirtyRanges(1, 0), 0u);  // nothing to scan
+  EXPECT_TRUE(cache.KnownEmpty(1, 0, *big, 500));
+  EXPECT_FALSE(cache.KnownEmpty(2, 0, *big, 500));  // not cached: not known
+  // Bits merged and marked: that range is dirty, no longer known empty, and
+  // exact at the next Get.
   std::vector<crdt::WordBits> changed;
   ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{kRangeWords * 500 + 3, 0x11}}, &changed).ok());
-  EXPECT_EQ(wrong.Get(1, 0, *big, /*looks_empty=*/true)[500], big->EmptyRangeSummary(500, 2));
-  for (uint64_t budget = ~uint64_t{0}; wrong.DirtyRanges(1, 0) > 0; budget = ~uint64_t{0}) {
-    wrong.Refresh(1, 0, *big, &budget, /*looks_empty=*/true);
+  cache.MarkWords(1, 0, changed);
+  EXPECT_FALSE(cache.KnownEmpty(1, 0, *big, 500));
+  EXPECT_TRUE(cache.KnownEmpty(1, 0, *big, 501));
+  EXPECT_EQ(cache.DirtyRanges(1, 0), 1u);
+  EXPECT_EQ(cache.Get(1, 0, *big, /*looks_empty=*/true), Fresh(*big));
+  EXPECT_FALSE(cache.KnownEmpty(1, 0, *big, 500));  // clean, and not empty
+  // A wrong hint (bits the caller had not counted, in range 600) hides them
+  // until the range is marked.
+  ASSERT_TRUE(big->Merge(std::vector<crdt::WordBits>{{kRangeWords * 600, 0x2}}, &changed).ok());
+  SummaryCache wrong(/*salt=*/3, /*refresh_words=*/10 * kRangeWords);
+  EXPECT_EQ(wrong.Get(1, 0, *big, /*looks_empty=*/true)[600], big->EmptyRangeSummary(600, 2));
+  wrong.MarkWord(1, 0, kRangeWords * 600);
+  for (int calls = 0; wrong.DirtyRanges(1, 0) > 0; ++calls) {
+    wrong.Get(1, 0, *big);
+    ASSERT_LE(calls, 205);
   }
-  EXPECT_EQ(wrong.Get(1, 0, *big, /*looks_empty=*/true), Fresh(*big));
+  EXPECT_EQ(wrong.Get(1, 0, *big)[600], big->RangeSummary(600, 2));
 }
 
 TEST(SummaryCache, BoundedEntries) {

@@ -366,6 +366,53 @@ std::vector<std::string> Variants(const std::string& enc) {
 // the words' universe, as the position decoder and FromBitPositions do,
 // appended after what the vector held (a word of the same index as the first
 // decoded one included: it is not folded into).
+// A big filter's anti-entropy range (2^23 bits) at the fills a crawl reaches:
+// past 4,096 gaps the Rice parameter is chosen on a sample of them, which
+// must still land within 2% of the entropy bound (exact choice: 0.4% over;
+// bench_protocol), and the word decoder must give back every position.
+TEST(DeltaCodecTest, RangeSizedSetsRoundTripNearTheBound) {
+  std::mt19937_64 rng(2026);
+  const uint64_t m = uint64_t{1} << 23;
+  for (uint64_t b : {5000, 40000, 125000, 250000}) {
+    const std::vector<uint64_t> pos = RandomPositions(rng, m, b);
+    ExpectRoundTrip(m, pos);
+    const std::string enc = EncodeBitPositions(m, pos);
+    EXPECT_LE(8.0 * static_cast<double>(enc.size()), 1.02 * EntropyBoundBits(m, b)) << "b=" << b;
+    std::vector<crdt::WordBits> words;
+    uint64_t count = 0;
+    auto ok = DecodeRiceToWords(m, enc, b, 64 * 1000, &words, &count);
+    ASSERT_TRUE(ok.ok() && *ok) << "b=" << b;
+    EXPECT_EQ(count, b);
+    EXPECT_EQ(words, crdt::FromBitPositions(pos, 64 * 1000));
+  }
+}
+
+// A Rice header may claim as many positions as its bitstream could hold
+// (one bit each at k = 0), far more than the universe has words: the word
+// decoder's room stays within the universe's words, and such a set decodes
+// (every position of a small universe) or fails cleanly.
+TEST(DeltaCodecTest, RiceToWordsRoomIsBoundedByTheUniverse) {
+  const uint64_t m = 1000;
+  std::string enc = {1, 0};  // mode 1, k = 0
+  enc.push_back(static_cast<char>(0xe8));  // count 1000 (varint)
+  enc.push_back(7);
+  enc.append(125, '\0');  // 1000 zero gaps: positions 0..999
+  std::vector<crdt::WordBits> words;
+  uint64_t count = 0;
+  auto ok = DecodeRiceToWords(m, enc, m, 0, &words, &count);
+  ASSERT_TRUE(ok.ok() && *ok) << ok.status();
+  EXPECT_EQ(count, m);
+  ASSERT_EQ(words.size(), 16u);  // 1000 bits: 15 full words and 40 bits
+  EXPECT_EQ(words.back(), (crdt::WordBits{15, (uint64_t{1} << 40) - 1}));
+  EXPECT_LE(words.capacity(), 1000u);
+  // The same stream in a universe of 128 bits: 1000 positions claimed, at
+  // most 4 words of room, and position 128 is out of range.
+  std::vector<crdt::WordBits> small;
+  EXPECT_FALSE(DecodeRiceToWords(128, enc, m, 0, &small, &count).ok());
+  EXPECT_TRUE(small.empty());
+  EXPECT_LE(small.capacity(), 4u);
+}
+
 TEST(DeltaCodecTest, RiceToWordsMatchesThePositionCoder) {
   std::mt19937_64 rng(609);
   uint64_t rice_sets = 0;
