@@ -233,20 +233,25 @@ void RiceWrite(std::span<const uint64_t> gaps, int k, int width, uint64_t bits, 
       filled -= 32;
     }
   };
-  const uint64_t low_mask = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
-  const auto w = static_cast<uint64_t>(width);
+  const auto put_wide = [&](uint64_t v, int n) {  // the low n <= 64 bits of v (no bit above them set)
+    if (n > 32) {
+      put(v & 0xffffffffu, 32);
+      put(v >> 32, n - 32);
+    } else {
+      put(v, n);
+    }
+  };
+  const uint64_t low_mask = (uint64_t{1} << k) - 1;  // k <= width <= 49
   for (uint64_t d : gaps) {
     const uint64_t q = d >> k;
     if (q + 1 + static_cast<uint64_t>(k) <= 32) {  // the usual code, in one put
       put(((uint64_t{1} << q) - 1) | (d & low_mask) << (q + 1), static_cast<int>(q) + 1 + k);
     } else if (q < static_cast<uint64_t>(kRiceEscape)) {
       put((uint64_t{1} << q) - 1, static_cast<int>(q) + 1);  // q ones, then a zero
-      put(d & low_mask & 0xffffffffu, std::min(k, 32));
-      if (k > 32) put((d & low_mask) >> 32, k - 32);
+      put_wide(d & low_mask, k);
     } else {
       put((uint64_t{1} << kRiceEscape) - 1, kRiceEscape);
-      put(d & 0xffffffffu, static_cast<int>(std::min<uint64_t>(w, 32)));
-      if (w > 32) put(d >> 32, static_cast<int>(w - 32));
+      put_wide(d, width);
     }
   }
   for (; filled > 0; filled -= std::min(filled, 8)) {

@@ -40,9 +40,7 @@ uint64_t SummaryCache::RefreshEntry(Entry& e, const crdt::BlockedFilter& filter,
   while (e.dirty_head < e.dirty.size() && (scanned == 0 || scanned + range_words <= max_words)) {
     const uint32_t r = e.dirty[e.dirty_head++];
     if (!e.is_dirty[r]) continue;  // cleaned by RefreshRange since it was queued
-    e.summaries[r] = filter.RangeSummary(r, e.blocks_per_range);
-    e.is_dirty[r] = 0;
-    --e.dirty_count;
+    Recompute(e, filter, r);
     scanned += range_words;
   }
   if (e.dirty_head == e.dirty.size()) {
@@ -52,6 +50,13 @@ uint64_t SummaryCache::RefreshEntry(Entry& e, const crdt::BlockedFilter& filter,
     Compact(e);
   }
   return scanned;
+}
+
+void SummaryCache::Recompute(Entry& e, const crdt::BlockedFilter& filter, uint64_t range) {
+  assert(e.is_dirty[range]);
+  e.summaries[range] = filter.RangeSummary(range, e.blocks_per_range);
+  e.is_dirty[range] = 0;
+  --e.dirty_count;
 }
 
 void SummaryCache::Compact(Entry& e) {
@@ -68,10 +73,7 @@ void SummaryCache::RefreshRange(uint64_t uid, uint64_t epoch, const crdt::Blocke
   auto it = entries_.find(Key(uid, epoch));
   if (it == entries_.end()) return;  // computed whole, or from placeholders, by the next Get
   Entry& e = it->second;
-  if (range >= e.summaries.size() || !e.is_dirty[range]) return;
-  e.summaries[range] = filter.RangeSummary(range, e.blocks_per_range);
-  e.is_dirty[range] = 0;
-  --e.dirty_count;
+  if (range < e.summaries.size() && e.is_dirty[range]) Recompute(e, filter, range);
 }
 
 const std::vector<uint64_t>& SummaryCache::Get(uint64_t uid, uint64_t epoch, const crdt::BlockedFilter& filter,
@@ -111,21 +113,14 @@ size_t SummaryCache::DirtyRanges() const {
 }
 
 void SummaryCache::MarkWord(uint64_t uid, uint64_t epoch, uint64_t word_index) {
-  auto it = entries_.find(Key(uid, epoch));
-  if (it == entries_.end()) return;  // created with every range dirty by the next Get
-  Entry& e = it->second;
-  const uint64_t range = word_index / crdt::kWordsPerBlock / e.blocks_per_range;
-  if (range >= e.summaries.size()) {  // never for words the filter accepted
-    entries_.erase(it);
-    return;
-  }
-  MarkRange(e, range);
+  const crdt::WordBits word{word_index, 1};
+  MarkWords(uid, epoch, std::span<const crdt::WordBits>(&word, 1));
 }
 
 void SummaryCache::MarkWords(uint64_t uid, uint64_t epoch, std::span<const crdt::WordBits> words) {
   if (words.empty()) return;
   auto it = entries_.find(Key(uid, epoch));  // once, not per word (2% of a joining node's CPU)
-  if (it == entries_.end()) return;
+  if (it == entries_.end()) return;  // created with every range dirty by the next Get
   Entry& e = it->second;
   const uint64_t range_words = e.blocks_per_range * crdt::kWordsPerBlock;
   uint64_t range_end = 0;  // the words of the range marked last end here (ascending words: one division a range)

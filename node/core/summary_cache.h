@@ -122,6 +122,7 @@ class SummaryCache {
   // Recomputes dirty ranges, oldest first, up to `max_words` words (at least
   // one range); returns the words scanned.
   static uint64_t RefreshEntry(Entry& e, const crdt::BlockedFilter& filter, uint64_t max_words);
+  static void Recompute(Entry& e, const crdt::BlockedFilter& filter, uint64_t range);  // a dirty range, now clean
   static void MarkRange(Entry& e, uint64_t range);  // queues `range` unless it is dirty
   static void Compact(Entry& e);  // drops the queue's consumed and cleaned entries
   static void MarkAllOf(Entry& e);

@@ -22,17 +22,23 @@ std::unique_ptr<crdt::BlockedFilter> NewFilter(uint64_t blocks) {
 
 std::vector<uint64_t> Fresh(const crdt::BlockedFilter& f) { return f.RangeSummaries(BlocksPerRange(f.shape().blocks)); }
 
+// Merges n random words into f; returns the words that changed.
+std::vector<crdt::WordBits> MergeRandomWords(crdt::BlockedFilter& f, Rng& rng, int n) {
+  std::vector<crdt::WordBits> words;
+  for (int i = 0; i < n; ++i) words.push_back({rng.Below(f.word_count()), rng.Next() | 1});
+  crdt::Canonicalize(words);
+  std::vector<crdt::WordBits> changed;
+  EXPECT_TRUE(f.Merge(words, &changed).ok());
+  return changed;
+}
+
 TEST(SummaryCache, MatchesAFreshScanAfterMarkedChanges) {
   auto f = NewFilter(3000);  // 3 blocks per range
   SummaryCache cache;
   Rng rng(4);
   EXPECT_EQ(cache.Get(1, 0, *f), Fresh(*f));
   for (int round = 0; round < 50; ++round) {
-    std::vector<crdt::WordBits> words;
-    for (int i = 0; i < 5; ++i) words.push_back({rng.Below(f->word_count()), rng.Next() | 1});
-    crdt::Canonicalize(words);
-    std::vector<crdt::WordBits> changed;
-    ASSERT_TRUE(f->Merge(words, &changed).ok());
+    const std::vector<crdt::WordBits> changed = MergeRandomWords(*f, rng, 5);
     if (round % 2 == 0) {
       cache.MarkWords(1, 0, changed);
     } else {
@@ -81,7 +87,9 @@ TEST(SummaryCache, AGetScansAtMostItsBoundAndReachesEveryRange) {
   size_t matching = 0;
   for (uint64_t r = 0; r < got.size(); ++r) {
     matching += got[r] == fresh[r];
-    if (r >= 5) EXPECT_NE(got[r], big->EmptyRangeSummary(r, 2)) << r;
+    if (r >= 5) {
+      EXPECT_NE(got[r], big->EmptyRangeSummary(r, 2)) << r;
+    }
   }
   EXPECT_EQ(matching, 5u);
   EXPECT_EQ(cache.DirtyRanges(1, 0), kTargetRanges - 5);
@@ -164,12 +172,7 @@ TEST(SummaryCache, FiltersWithinTheBoundAreComputedWholeOnEveryGet) {
   Rng rng(8);
   EXPECT_EQ(cache.Get(3, 0, *f), Fresh(*f));
   for (int round = 0; round < 20; ++round) {
-    std::vector<crdt::WordBits> words;
-    for (int i = 0; i < 2000; ++i) words.push_back({rng.Below(f->word_count()), rng.Next() | 1});
-    crdt::Canonicalize(words);
-    std::vector<crdt::WordBits> changed;
-    ASSERT_TRUE(f->Merge(words, &changed).ok());
-    cache.MarkWords(3, 0, changed);
+    cache.MarkWords(3, 0, MergeRandomWords(*f, rng, 2000));
     ASSERT_EQ(cache.Get(3, 0, *f), Fresh(*f)) << round;
   }
 }
