@@ -121,6 +121,7 @@ int RunDaemon(int argc, char** argv) {
   if (!warning.empty()) spdlog::warn("{}", warning);
 
   crdt::SetHugePages(config.huge_pages ? crdt::HugePages::kAdvise : crdt::HugePages::kNone);
+  if (!ConfigureAllocator()) spdlog::debug("memory: the allocator's thresholds are its own (not glibc's malloc)");
   auto node_or = node::Node::Create(MakeNodeConfig(config, *secret));
   sodium_memzero(secret->bytes.data(), secret->bytes.size());
   if (!node_or.ok()) return Fail(kExitConfig, Cat("invalid node configuration: ", node_or.status().message()));

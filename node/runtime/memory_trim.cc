@@ -16,6 +16,17 @@ uint64_t AllocatorFreeBytes() {
 #endif
 }
 
+bool ConfigureAllocator() {
+#if defined(__GLIBC__)
+  // mallopt answers 1 on success; both values are within glibc's bounds.
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
+  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1;
+  return mmap_ok && trim_ok;
+#else
+  return false;
+#endif
+}
+
 void TrimAllocator() {
 #if defined(__GLIBC__)
   (void)malloc_trim(0);

@@ -14,6 +14,20 @@
 
 namespace pollen::runtime {
 
+// Fixes glibc's mmap and trim thresholds, once, before the node allocates.
+// By default glibc raises both each time it frees a large mmapped block (up
+// to 32 and 64 MiB), and malloc_trim never shrinks the top of a thread's
+// arena: after a bulk load a 256 MiB node kept 13-18 MiB resident at the
+// tops of two thread arenas, free and out of malloc_trim's reach
+// (docs/web-scale.md, "Memory at rest"). With fixed thresholds a block of
+// kMmapThresholdBytes or more is mapped on its own and unmapped when freed,
+// and an arena's top gives back what exceeds kTrimThresholdBytes at each free.
+// False where the allocator is not glibc's or refused the values (sanitizer
+// builds replace malloc).
+bool ConfigureAllocator();
+inline constexpr int kMmapThresholdBytes = 1 << 20;
+inline constexpr int kTrimThresholdBytes = 1 << 20;
+
 // Bytes the allocator holds free (glibc's mallinfo2 fordblks, all arenas);
 // 0 where unknown.
 uint64_t AllocatorFreeBytes();
