@@ -8,14 +8,20 @@
 
 namespace pollen::protocol {
 
-std::string FrameForStream(std::string_view sealed) {
-  if (sealed.empty() || sealed.size() > kMaxFrameBytes) {
-    std::fprintf(stderr, "pollen FrameForStream: frame of %zu bytes out of range\n", sealed.size());
+std::array<char, kStreamLengthPrefixBytes> StreamLengthPrefix(size_t sealed_bytes) {
+  if (sealed_bytes == 0 || sealed_bytes > kMaxFrameBytes) {
+    std::fprintf(stderr, "pollen StreamLengthPrefix: frame of %zu bytes out of range\n", sealed_bytes);
     std::abort();
   }
-  std::string out(kStreamLengthPrefixBytes, '\0');
-  const auto len = static_cast<uint32_t>(sealed.size());
-  for (size_t i = 0; i < kStreamLengthPrefixBytes; ++i) out[i] = static_cast<char>(len >> (8 * i));
+  std::array<char, kStreamLengthPrefixBytes> prefix;
+  const auto len = static_cast<uint32_t>(sealed_bytes);
+  for (size_t i = 0; i < kStreamLengthPrefixBytes; ++i) prefix[i] = static_cast<char>(len >> (8 * i));
+  return prefix;
+}
+
+std::string FrameForStream(std::string_view sealed) {
+  const std::array<char, kStreamLengthPrefixBytes> prefix = StreamLengthPrefix(sealed.size());
+  std::string out(prefix.begin(), prefix.end());
   out.append(sealed);
   return out;
 }

@@ -7,6 +7,7 @@
 // arrive, never from the claimed length.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,10 @@ namespace pollen::protocol {
 
 inline constexpr size_t kStreamLengthPrefixBytes = 4;
 
+// The length prefix of a sealed frame of `sealed_bytes` bytes, to be sent
+// before it (a gather write needs no framed copy).
+// 1 <= sealed_bytes <= kMaxFrameBytes.
+std::array<char, kStreamLengthPrefixBytes> StreamLengthPrefix(size_t sealed_bytes);
 // Prefixes `sealed` with its length. 1 <= sealed.size() <= kMaxFrameBytes.
 std::string FrameForStream(std::string_view sealed);
 

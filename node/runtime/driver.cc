@@ -119,7 +119,7 @@ void Driver::AfterNodeCall(node::Time now) {
 void Driver::Send(std::vector<node::Outgoing> outgoing) {
   for (node::Outgoing& out : outgoing) {
     if (out.channel == node::Channel::kStream || config_.tcp_only) {
-      streams_.Send(out.to, out.bytes);
+      streams_.Send(out.to, std::move(out.bytes));
     } else {
       udp_.Send(out.to, std::move(out.bytes));
     }

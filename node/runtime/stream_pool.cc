@@ -31,7 +31,12 @@ struct StreamPool::Conn {
   bool writing = false;
   bool dead = false;
   protocol::StreamDeframer deframer;
-  std::deque<std::string> queue;  // framed bytes
+  struct Queued {
+    std::array<char, protocol::kStreamLengthPrefixBytes> prefix;
+    std::string sealed;
+    size_t bytes() const { return prefix.size() + sealed.size(); }
+  };
+  std::deque<Queued> queue;
   size_t queued_bytes = 0;
   std::array<char, 65536> read_buf;
   Clock::time_point last_active = Clock::now();
@@ -143,7 +148,7 @@ void StreamPool::StartRead(const std::shared_ptr<Conn>& c) {
   });
 }
 
-void StreamPool::Send(const std::string& to, std::string_view sealed) {
+void StreamPool::Send(const std::string& to, std::string sealed) {
   if (closed_) return;
   if (sealed.empty() || sealed.size() > protocol::kMaxFrameBytes) {
     counters_.tcp_dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
@@ -198,8 +203,8 @@ void StreamPool::Send(const std::string& to, std::string_view sealed) {
     counters_.tcp_dropped_queue_full.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  c->queue.push_back(protocol::FrameForStream(sealed));
-  c->queued_bytes += c->queue.back().size();
+  c->queue.push_back({protocol::StreamLengthPrefix(sealed.size()), std::move(sealed)});
+  c->queued_bytes += c->queue.back().bytes();
   if (c->connected && !c->writing) WriteNext(c);
 }
 
@@ -207,17 +212,20 @@ void StreamPool::WriteNext(const std::shared_ptr<Conn>& c) {
   if (c->dead || c->writing || c->queue.empty()) return;
   c->writing = true;
   // Gather up to 64 queued frames into one write.
-  auto batch = std::make_shared<std::vector<std::string>>();
+  auto batch = std::make_shared<std::vector<Conn::Queued>>();
   std::vector<asio::const_buffer> bufs;
   while (!c->queue.empty() && batch->size() < 64) {
     batch->push_back(std::move(c->queue.front()));
     c->queue.pop_front();
   }
-  for (const std::string& s : *batch) bufs.emplace_back(asio::buffer(s));
+  for (const Conn::Queued& q : *batch) {  // the frames are moved, not copied: the strings' buffers stay put
+    bufs.emplace_back(asio::buffer(q.prefix));
+    bufs.emplace_back(asio::buffer(q.sealed));
+  }
   asio::async_write(c->socket, bufs, [this, c, batch](boost::system::error_code ec, size_t) {
     c->writing = false;
     if (closed_ || c->dead) return;
-    for (const std::string& s : *batch) c->queued_bytes -= s.size();
+    for (const Conn::Queued& q : *batch) c->queued_bytes -= q.bytes();
     if (ec) {
       Drop(c, false);
       return;

@@ -61,7 +61,8 @@ class StreamPool {
   ~StreamPool();
   absl::Status Listen(const boost::asio::ip::tcp::endpoint& endpoint);
   void Start(FrameFn on_frame);
-  void Send(const std::string& to, std::string_view sealed);
+  // Takes the frame: it is queued as it is, its length prefix beside it.
+  void Send(const std::string& to, std::string sealed);
   void Close();
   size_t connection_count() const { return conns_.size(); }
   uint16_t local_port() const;  // the listening port; 0 when not listening
