@@ -360,6 +360,8 @@ std::string RenderMetrics(const MetricsInput& in) {
     w.One("pollen_resp_error_replies_total", "counter", "RESP error replies sent.", Get(r.error_replies));
     w.One("pollen_resp_protocol_errors_total", "counter", "Malformed RESP requests.", Get(r.protocol_errors));
     w.One("pollen_resp_auth_failures_total", "counter", "RESP authentication failures.", Get(r.auth_failures));
+    w.One("pollen_resp_loadchunk_refused_total", "counter", "BF.LOADCHUNK chunks refused (the reason is logged).",
+          Get(r.loadchunk_refused));
     w.Family("pollen_resp_disconnects_total", "counter", "RESP clients disconnected by the server, by reason.");
     w.Sample("pollen_resp_disconnects_total", L("reason", "output_limit"), Get(r.output_limit_disconnects));
     w.Sample("pollen_resp_disconnects_total", L("reason", "idle"), Get(r.idle_disconnects));

@@ -607,13 +607,22 @@ TEST_F(DispatcherTest, ScandumpLoadchunkRestoreAFilterOnAnotherNode) {
   EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "other", "1", chunks[0].second}).rfind("-ERR received bad data", 0), 0u);
   EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", "1", "garbage"}).rfind("-ERR received bad data", 0), 0u);
   ASSERT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[0].first, chunks[0].second}), "+OK\r\n");
-  // Out of order, corrupt: refused, and the load goes on from where it was.
+  // Out of order, corrupt, too long: refused with RedisBloom's words (the
+  // reason goes to the log), and the load goes on from where it was.
   EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[2].first, chunks[2].second}),
-            "-ERR received bad data: chunk out of order: expected iterator 2\r\n");
+            "-ERR invalid offset - no link found\r\n");
   std::string corrupt = chunks[1].second;
   corrupt[corrupt.size() / 2] ^= 1;
-  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[1].first, corrupt}),
-            "-ERR received bad data: checksum mismatch\r\n");
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[1].first, corrupt}), "-ERR received bad data\r\n");
+  {  // chunk 1 with one word more than its place (a valid chunk of its own)
+    absl::StatusOr<DumpChunk> c = DecodeDumpChunk(chunks[1].second);
+    ASSERT_TRUE(c.ok());
+    c->words.push_back(0);
+    EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[1].first, EncodeDumpChunk(c->slot, c->first_word, c->words)}),
+              "-ERR invalid chunk - Too big for current filter\r\n");
+  }
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", "0", chunks[1].second}), "-ERR received bad data\r\n");
+  EXPECT_EQ(target.ctx.counters.loadchunk_refused.load(), 6u);  // "other", "garbage" and the four above
   for (size_t i = 1; i + 1 < chunks.size(); ++i) {
     ASSERT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[i].first, chunks[i].second}), "+OK\r\n") << i;
   }
@@ -629,18 +638,19 @@ TEST_F(DispatcherTest, ScandumpLoadchunkRestoreAFilterOnAnotherNode) {
   for (size_t g = 0; g < source->generations.size(); ++g) {
     EXPECT_EQ(restored->generations[g].digest, source->generations[g].digest);
   }
-  // As in RedisBloom, a dump does not load over an existing filter.
-  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[0].first, chunks[0].second}),
-            "-ERR received bad data: the filter exists\r\n");
+  // As in RedisBloom, a dump does not load over an existing filter; and a
+  // data chunk for it, with no load of it in progress here, has no place.
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[0].first, chunks[0].second}), "-ERR received bad data\r\n");
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[1].first, chunks[1].second}),
+            "-ERR invalid offset - no link found\r\n");
   // A node of another cluster (another secret) refuses the finished dump.
   testing::NodeFixture stranger(9);
   Session t;
   for (size_t i = 0; i + 1 < chunks.size(); ++i) {
     ASSERT_EQ(Do(stranger, t, {"BF.LOADCHUNK", "d", chunks[i].first, chunks[i].second}), "+OK\r\n");
   }
-  EXPECT_EQ(Do(stranger, t, {"BF.LOADCHUNK", "d", chunks.back().first, chunks.back().second})
-                .rfind("-ERR received bad data: snapshot: other cluster secret", 0),
-            0u);
+  EXPECT_EQ(Do(stranger, t, {"BF.LOADCHUNK", "d", chunks.back().first, chunks.back().second}),
+            "-ERR received bad data\r\n");  // the log says: snapshot: other cluster secret
   EXPECT_EQ(Do(stranger, t, {"TYPE", "d"}), "+none\r\n");
 }
 

@@ -182,7 +182,8 @@ absl::StatusOr<std::unique_ptr<PendingRestore>> PendingRestore::Begin(std::strin
   uint64_t words = 0;
   for (uint64_t w : h->words) words += w;
   if (words > max_bytes / 8) {
-    return Bad(absl::StrCat("the filter would need ", words * 8, " bytes, over max-filter-bytes (", max_bytes, ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the filter would need ", words * 8, " bytes, over max-filter-bytes (", max_bytes, ")"));
   }
   std::unique_ptr<PendingRestore> p(new PendingRestore(*std::move(h)));
   for (uint64_t w : p->header_.words) p->contents_.emplace_back(w, 0);
@@ -190,13 +191,20 @@ absl::StatusOr<std::unique_ptr<PendingRestore>> PendingRestore::Begin(std::strin
 }
 
 absl::Status PendingRestore::Add(uint64_t iterator, std::string_view bytes) {
-  if (complete()) return Bad("the dump is already complete");
-  if (iterator != next_chunk_ + 1) return Bad(absl::StrCat("chunk out of order: expected iterator ", next_chunk_ + 1));
+  if (complete()) return absl::OutOfRangeError("invalid offset: the dump is already complete");
+  if (iterator != next_chunk_ + 1) {
+    return absl::OutOfRangeError(absl::StrCat("invalid offset: chunk out of order: expected iterator ", next_chunk_ + 1));
+  }
   absl::StatusOr<DumpChunk> c = DecodeDumpChunk(bytes);
   if (!c.ok()) return c.status();
   const ChunkPlace place = PlaceOfChunk(header_, next_chunk_);
   if (c->slot != header_.slots[place.sub]) return Bad("the filter rotated or grew during the dump: dump it again");
-  if (c->first_word != place.first_word || c->words.size() != place.words) return Bad("chunk does not fit the dump");
+  if (c->first_word != place.first_word) return Bad("chunk does not fit the dump");
+  if (c->words.size() > place.words) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("invalid chunk: ", c->words.size(), " words where the dump has room for ", place.words));
+  }
+  if (c->words.size() != place.words) return Bad("chunk does not fit the dump");
   std::memcpy(contents_[place.sub].data() + place.first_word, c->words.data(), place.words * 8);
   ++next_chunk_;
   return absl::OkStatus();

@@ -93,12 +93,17 @@ absl::StatusOr<DumpChunk> DecodeDumpChunk(std::string_view bytes);
 class PendingRestore {
  public:
   // From the header chunk for `key` (which must be the dumped filter's name:
-  // its hash keys derive from it); refuses a filter whose generations would
-  // need more than `max_bytes`.
+  // its hash keys derive from it). Errors: InvalidArgument for a header that
+  // is not a valid dump of `key`; ResourceExhausted (naming
+  // max-filter-bytes) for a filter whose generations would need more than
+  // `max_bytes`.
   static absl::StatusOr<std::unique_ptr<PendingRestore>> Begin(std::string_view key, std::string_view header,
                                                                uint64_t max_bytes);
-  // The chunk LOADCHUNK got with `iterator`: it must be the next one, in order
-  // (else an error and nothing changes).
+  // The chunk LOADCHUNK got with `iterator`: it must be the next one, in order.
+  // Errors, and nothing changes: OutOfRange when `iterator` is not the next
+  // chunk's (RedisBloom's "invalid offset"), FailedPrecondition when the
+  // chunk carries more words than its place holds ("invalid chunk"),
+  // InvalidArgument for anything else that is not that chunk ("bad data").
   absl::Status Add(uint64_t iterator, std::string_view bytes);
   bool complete() const { return next_chunk_ > header_.data_chunks(); }
   // The node snapshot value of the whole dump (Node::ImportSnapshot); once complete.

@@ -1,7 +1,13 @@
 // BF.SCANDUMP and BF.LOADCHUNK (the format is in bloom_dump.h). Replies and
 // errors follow RedisBloom 2.4: [iterator, data] with [0, ""] at the end,
 // "ERR not found", "Second argument must be numeric" (SCANDUMP, no ERR) and
-// "ERR Second argument must be numeric" (LOADCHUNK), "ERR received bad data".
+// "ERR Second argument must be numeric" (LOADCHUNK), and LOADCHUNK's three
+// refusals verbatim (RefuseChunk), their reasons in the log.
+#include <atomic>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
 #include "node/runtime/resp/bloom_dump.h"
 #include "node/runtime/resp/commands.h"
 #include "node/runtime/resp/reply_writer.h"
@@ -10,6 +16,31 @@ namespace pollen::resp {
 namespace {
 
 constexpr size_t kMaxPendingRestores = 4;  // per connection
+
+// RedisBloom 2.4's LOADCHUNK errors, word for word: restore scripts and
+// client tests match them. Pollen's reason (checksum, order, another
+// cluster's secret...) goes to the log, at most a line a second, and every
+// refusal to pollen_resp_loadchunk_refused_total. A limit keeps its own
+// error, which names the setting (max-filter-bytes).
+void RefuseChunk(CommandCall& call, std::string_view key, const absl::Status& why) {
+  if (why.code() == absl::StatusCode::kResourceExhausted) return ReplyStatus(call.out, why);
+  call.ctx.counters.loadchunk_refused.fetch_add(1, std::memory_order_relaxed);
+  static std::atomic<int64_t> last_log_ms{0};
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (int64_t last = last_log_ms.load(std::memory_order_relaxed);
+      now_ms - last >= 1000 && last_log_ms.compare_exchange_strong(last, now_ms, std::memory_order_relaxed)) {
+    spdlog::warn("BF.LOADCHUNK {}: refused: {}", key, ToStd(why.message()));
+  }
+  switch (why.code()) {
+    case absl::StatusCode::kOutOfRange:
+      return AppendError(call.out, "ERR invalid offset - no link found");
+    case absl::StatusCode::kFailedPrecondition:
+      return AppendError(call.out, "ERR invalid chunk - Too big for current filter");
+    default:
+      return AppendError(call.out, "ERR received bad data");
+  }
+}
 
 void ReplyChunk(std::string* out, int64_t iterator, std::string_view data) {
   AppendArrayHeader(out, 2);
@@ -56,32 +87,37 @@ void CmdBfLoadchunk(CommandCall& call) {
   int64_t iterator = 0;
   if (!ParseInt64(a[2], &iterator)) return AppendError(call.out, "ERR Second argument must be numeric");
   auto& restores = call.session.restores;
+  const bool exists = call.ctx.node->Version(a[1]).has_value();
   if (iterator == 1) {
     // As RedisBloom: a dump loads into a fresh name only.
-    if (call.ctx.node->Version(a[1]).has_value()) return AppendError(call.out, "ERR received bad data: the filter exists");
+    if (exists) return RefuseChunk(call, a[1], absl::InvalidArgumentError("the filter exists"));
     if (restores.find(a[1]) == restores.end() && restores.size() >= kMaxPendingRestores) {
       return AppendError(call.out, "ERR too many loads in progress on this connection");
     }
     absl::StatusOr<std::unique_ptr<PendingRestore>> p =
         PendingRestore::Begin(a[1], a[3], call.ctx.limits.max_filter_bytes);
-    if (!p.ok()) return ReplyStatus(call.out, p.status());
+    if (!p.ok()) return RefuseChunk(call, a[1], p.status());
     restores[std::string(a[1])] = *std::move(p);
     return AppendSimple(call.out, "OK");
   }
   auto it = restores.find(a[1]);
-  if (it == restores.end()) return AppendError(call.out, "ERR not found");
-  if (iterator < 1) return ReplyStatus(call.out, absl::InvalidArgumentError("received bad data: iterator out of range"));
-  if (absl::Status s = it->second->Add(static_cast<uint64_t>(iterator), a[3]); !s.ok()) return ReplyStatus(call.out, s);
+  if (it == restores.end()) {
+    // RedisBloom writes a chunk into any filter of that name; Pollen loads
+    // only the dump this connection began (a filter's bits only grow).
+    if (!exists) return AppendError(call.out, "ERR not found");
+    return RefuseChunk(call, a[1], absl::OutOfRangeError("no load of this filter in progress on this connection"));
+  }
+  if (iterator < 1) return RefuseChunk(call, a[1], absl::InvalidArgumentError("iterator out of range"));
+  if (absl::Status s = it->second->Add(static_cast<uint64_t>(iterator), a[3]); !s.ok()) {
+    return RefuseChunk(call, a[1], s);
+  }
   if (!it->second->complete()) return AppendSimple(call.out, "OK");
   const std::string value = it->second->SnapshotValue();
   restores.erase(it);
   // Into a deleted name: a new filter (a fresh stamp above the tombstone).
   absl::Status s = RunOnDriver(call.ctx, [&](node::Time now) { return call.ctx.node->ImportSnapshot(value, now); });
-  if (!s.ok()) {
-    std::string why = ToStd(s.message());
-    if (why.rfind("ERR ", 0) == 0) why.erase(0, 4);
-    return ReplyStatus(call.out, absl::InvalidArgumentError(Cat("received bad data: ", why)));
-  }
+  if (absl::IsResourceExhausted(s) || absl::IsUnavailable(s)) return ReplyStatus(call.out, s);  // a limit; no driver
+  if (!s.ok()) return RefuseChunk(call, a[1], absl::InvalidArgumentError(s.message()));  // e.g. another cluster's
   call.ctx.touches.Touch(a[1]);
   // A restored filter is durable once a snapshot holds it (its bits did not
   // come through the add log): the last chunk's OK waits for one, on the

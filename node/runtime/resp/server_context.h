@@ -73,6 +73,7 @@ struct ServerCounters {
   std::atomic<uint64_t> error_replies{0};         // any "-..." reply
   std::atomic<uint64_t> protocol_errors{0};       // malformed requests
   std::atomic<uint64_t> auth_failures{0};         // wrong password / NOAUTH
+  std::atomic<uint64_t> loadchunk_refused{0};     // BF.LOADCHUNK chunks refused (reason in the log)
   std::atomic<uint64_t> output_limit_disconnects{0};
   std::atomic<uint64_t> idle_disconnects{0};
   std::atomic<uint64_t> bytes_in{0};
