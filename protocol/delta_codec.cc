@@ -322,6 +322,14 @@ absl::Status ForEachRicePosition(uint64_t m, std::string_view in, size_t max_pos
   const int kk = static_cast<int>(k);
   const uint64_t low_mask = (uint64_t{1} << kk) - 1;  // k <= width <= 48
   uint64_t i = 0;
+  // Position i: d after the last one, checked against the universe.
+  const auto accept = [&](uint64_t d) {
+    if (d >= m - next) return false;
+    take(next + d);
+    next += d + 1;
+    ++i;
+    return true;
+  };
   while (i < count) {
     // Every code that lies whole in one 57-bit peek, without reloading: at
     // ~7 bits a code (a big filter's range at 1.5% fill, k = 5) that is 7
@@ -339,10 +347,7 @@ absl::Status ForEachRicePosition(uint64_t m, std::string_view in, size_t max_pos
       const int need = ones + 1 + kk;
       if (ones >= kRiceEscape || used + need > avail) break;
       const uint64_t d = (static_cast<uint64_t>(ones) << kk) | ((w >> (ones + 1)) & low_mask);
-      if (d >= m - next) return Bad("position out of range");
-      take(next + d);
-      next += d + 1;
-      ++i;
+      if (!accept(d)) return Bad("position out of range");
       used += need;
       w >>= need;  // need <= 57
     }
@@ -351,10 +356,7 @@ absl::Status ForEachRicePosition(uint64_t m, std::string_view in, size_t max_pos
     // An escape, a code longer than what is left of a peek, or the end.
     uint64_t d = 0;
     if (!RiceRead(&r, kk, width, &d)) return Bad("truncated bitstream");
-    if (d >= m - next) return Bad("position out of range");
-    take(next + d);
-    next += d + 1;
-    ++i;
+    if (!accept(d)) return Bad("position out of range");
   }
   if (!r.AtCleanEnd()) return Bad("trailing bytes or non-zero padding");
   return absl::OkStatus();
