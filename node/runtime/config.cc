@@ -185,6 +185,14 @@ const std::vector<Option>& Options() {
          c.resp_password = std::string(v);
          return absl::OkStatus();
        }},
+      {"rename-command", "",
+       "Redis' rename-command: comma-separated NAME=NEWNAME pairs; an empty NEWNAME disables the command "
+       "(FLUSHALL=,FLUSHDB=)",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) -> absl::Status {
+         if (v.size() > 4096) return absl::InvalidArgumentError("expected at most 4096 bytes");
+         c.rename_command = std::string(v);
+         return absl::OkStatus();
+       }},
       {"resp-threads", "1", "Threads serving RESP clients", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.resp_threads, v, 1, 64); }},
       {"resp-busy-poll-us", "50",
@@ -748,6 +756,7 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "secret-file = " << c.secret_file << "\n"
       << "resp-bind = " << c.resp_bind << "\n"
       << "resp-password = " << (c.resp_password.empty() ? "" : "(set)") << "\n"
+      << "rename-command = " << c.rename_command << "\n"
       << "resp-threads = " << c.resp_threads << "\n"
       << "resp-busy-poll-us = " << c.resp_busy_poll_us << "\n"
       << "resp-latency-tracking = " << (c.resp_latency_tracking ? "true" : "false") << "\n"

@@ -48,6 +48,7 @@ struct DaemonConfig {
 
   std::string resp_bind;
   std::string resp_password;  // never logged
+  std::string rename_command;  // NAME=NEWNAME,... (resp::CommandNames::Parse)
   uint32_t resp_threads = 1;
   uint32_t resp_busy_poll_us = 50;
   bool resp_latency_tracking = true;

@@ -120,6 +120,9 @@ int RunDaemon(int argc, char** argv) {
   if (!secret.ok()) return Fail(kExitConfig, secret.status().message());
   if (!warning.empty()) spdlog::warn("{}", warning);
 
+  absl::StatusOr<resp::CommandNames> command_names = resp::CommandNames::Parse(config.rename_command);
+  if (!command_names.ok()) return Fail(kExitConfig, Cat("rename-command: ", command_names.status().message()));
+
   crdt::SetHugePages(config.huge_pages ? crdt::HugePages::kAdvise : crdt::HugePages::kNone);
   if (!ConfigureAllocator()) spdlog::debug("memory: the allocator's thresholds are its own (not glibc's malloc)");
   auto node_or = node::Node::Create(MakeNodeConfig(config, *secret));
@@ -218,6 +221,7 @@ int RunDaemon(int argc, char** argv) {
                p->log_records(), "\r\npollen_addlog_create_records:", p->create_records(), "\r\n");
   };
   ctx->password = config.resp_password;
+  ctx->command_names = *std::move(command_names);
   ctx->limits.max_clients = config.resp_max_clients;
   ctx->limits.max_bulk_bytes = config.proto_max_bulk_len;
   // The node enforces both memory limits (Node::Reserve); this early check

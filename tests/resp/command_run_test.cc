@@ -156,6 +156,19 @@ TEST(CommandRun, OnlySingleItemBfAddAndBfExistsOutsideMultiStartARun) {
   EXPECT_FALSE(ContinuesRun(V{"BF.ADD", "f", "a"}, V{"BF.EXISTS", "f", "a"}));
 }
 
+// rename-command: a run starts under the name BF.ADD/BF.EXISTS answer to.
+TEST(CommandRun, RenamedBfAddStartsARunUnderItsNewNameOnly) {
+  testing::NodeFixture f;
+  Session session;
+  using V = std::vector<std::string_view>;
+  absl::StatusOr<CommandNames> names = CommandNames::Parse("BF.ADD=put,BF.EXISTS=");
+  ASSERT_TRUE(names.ok()) << names.status();
+  f.ctx.command_names = *std::move(names);
+  EXPECT_EQ(RunKindOf(f.ctx, session, V{"PUT", "f", "a"}), RunKind::kAdd);
+  EXPECT_EQ(RunKindOf(f.ctx, session, V{"BF.ADD", "f", "a"}), RunKind::kNone);
+  EXPECT_EQ(RunKindOf(f.ctx, session, V{"BF.EXISTS", "f", "a"}), RunKind::kNone);
+}
+
 TEST(CommandRun, RoutedAddsAreNotBatched) {
   testing::NodeFixture f;
   Session session;

@@ -827,5 +827,45 @@ TEST(WaitRecord, OverflowForgetsTheKeysAndTheNextWaitAnswersZero) {
   EXPECT_FALSE(session.wait_record.overflowed);  // later WAITs cover the keys added from now on
 }
 
+// FLUSHALL and FLUSHDB [ASYNC|SYNC]: every filter deleted as DEL deletes
+// it (its name can be created again); a bad argument changes nothing.
+TEST_F(DispatcherTest, FlushallAndFlushdbDeleteEveryFilterAsDelDoes) {
+  ASSERT_EQ(Run({"BF.RESERVE", "a", "0.01", "1000"}), "+OK\r\n");
+  ASSERT_EQ(Run({"BF.ADD", "b", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"FLUSHALL", "nope"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"FLUSHALL", "ASYNC", "SYNC"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"FLUSHDB", "later"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"DBSIZE"}), ":2\r\n");
+  EXPECT_EQ(Run({"FLUSHALL", "async"}), "+OK\r\n");
+  EXPECT_EQ(Run({"DBSIZE"}), ":0\r\n");
+  EXPECT_EQ(Run({"EXISTS", "a", "b"}), ":0\r\n");
+  EXPECT_FALSE(f_.node->Info("b").ok());
+  ASSERT_EQ(Run({"BF.ADD", "b", "y"}), ":1\r\n");  // a new filter under a deleted name
+  EXPECT_EQ(Run({"BF.EXISTS", "b", "x"}), ":0\r\n");
+  EXPECT_EQ(Run({"FLUSHDB", "SYNC"}), "+OK\r\n");
+  EXPECT_EQ(Run({"FLUSHDB"}), "+OK\r\n");  // nothing left: still OK, as Redis
+  EXPECT_EQ(Run({"DBSIZE"}), ":0\r\n");
+}
+
+// rename-command (CommandNames): a renamed command answers to its new name
+// only, one renamed to "" to none; bad renames are refused whole.
+TEST_F(DispatcherTest, RenameCommandDisablesOrRenamesCommands) {
+  absl::StatusOr<CommandNames> names = CommandNames::Parse("FLUSHALL=,flushdb=Wipe-7f");
+  ASSERT_TRUE(names.ok()) << names.status();
+  f_.ctx.command_names = *std::move(names);
+  ASSERT_EQ(Run({"BF.ADD", "a", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"FLUSHALL"}), "-ERR unknown command 'FLUSHALL', with args beginning with: \r\n");
+  EXPECT_EQ(Run({"flushdb", "async"}), "-ERR unknown command 'flushdb', with args beginning with: 'async' \r\n");
+  EXPECT_EQ(Run({"DBSIZE"}), ":1\r\n");
+  EXPECT_EQ(Run({"WIPE-7F"}), "+OK\r\n");
+  EXPECT_EQ(Run({"DBSIZE"}), ":0\r\n");
+  for (const char* bad : {"NOPE=x", "FLUSHALL", "FLUSHALL=,FLUSHALL=x", "FLUSHALL=ping", "FLUSHALL=w,FLUSHDB=W",
+                          "FLUSHALL=a b", "=x", "FLUSHALL=,"}) {
+    EXPECT_FALSE(CommandNames::Parse(bad).ok()) << bad;
+  }
+  EXPECT_TRUE(CommandNames::Parse("").ok());
+  EXPECT_TRUE(CommandNames::Parse("").value().renames_none());
+}
+
 }  // namespace
 }  // namespace pollen::resp

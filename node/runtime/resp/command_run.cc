@@ -9,6 +9,12 @@ namespace pollen::resp {
 RunKind RunKindOf(const ServerContext& ctx, const Session& session, std::span<const std::string_view> args) {
   if (args.size() != 3 || session.txn.active) return RunKind::kNone;
   if (!ctx.password.empty() && !session.authenticated) return RunKind::kNone;
+  if (!ctx.command_names.renames_none()) {  // BF.ADD or BF.EXISTS may answer to another name, or to none
+    const CommandSpec* spec = ctx.command_names.Find(args[0]);
+    if (spec == nullptr) return RunKind::kNone;
+    if (spec->name == "bf.add") return RunKind::kAdd;
+    return spec->name == "bf.exists" ? RunKind::kExists : RunKind::kNone;
+  }
   if (IEquals(args[0], "bf.add")) return RunKind::kAdd;
   if (IEquals(args[0], "bf.exists")) return RunKind::kExists;
   return RunKind::kNone;

@@ -43,6 +43,8 @@ constexpr CommandSpec kCommands[] = {
     {"echo", 2, "fast", 0, 0, 0, "connection", "Returns the given string.", false, CmdEcho},
     {"exec", 1, "noscript loading stale skip_slowlog", 0, 0, 0, "transactions", "Executes a transaction.", false, CmdExec},
     {"exists", -2, "readonly fast", 1, -1, 1, "keyspace", "Number of the given keys (filters) that exist.", false, CmdExists},
+    {"flushall", -1, "write", 0, 0, 0, "server", "Deletes every filter cluster-wide, as DEL does (ASYNC and SYNC are the same).", false, CmdFlushall},
+    {"flushdb", -1, "write", 0, 0, 0, "server", "Deletes every filter cluster-wide, as FLUSHALL (Pollen has one database).", false, CmdFlushall},
     {"get", 2, "readonly fast", 1, 1, 1, "string", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"getrange", 4, "readonly", 1, 1, 1, "string", "Read of another data type: WRONGTYPE on a filter, empty when missing.", false, CmdOtherType},
     {"hello", -1, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Handshake: RESP2 or RESP3, AUTH, SETNAME.", true, CmdHello},

@@ -155,6 +155,7 @@ void CmdCommand(CommandCall& call);
 
 void CmdExists(CommandCall& call);
 void CmdDel(CommandCall& call);  // and UNLINK
+void CmdFlushall(CommandCall& call);  // and FLUSHDB
 void CmdType(CommandCall& call);
 void CmdDbsize(CommandCall& call);
 void CmdKeys(CommandCall& call);

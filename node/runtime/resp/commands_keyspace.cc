@@ -52,12 +52,17 @@ void CmdExists(CommandCall& call) {
 // appendfsync always before the reply (the daemon's run_on_driver waits).
 // UNLINK is DEL: a filter's memory is released when its last reader is done,
 // off the command's path either way.
-void CmdDel(CommandCall& call) {
+namespace {
+
+// DEL's and FLUSHALL's deletion: each filter of `names` that exists gets a
+// replicated tombstone (logged first, when the node has an add log); the
+// rest are skipped. Replies with the error, or with what `reply` writes.
+template <typename Reply>
+void DeleteFilters(CommandCall& call, std::span<const std::string_view> names, Reply reply) {
   ServerContext& ctx = call.ctx;
   int64_t deleted = 0;
   const absl::Status s = RunOnDriver(ctx, [&](node::Time now) -> absl::Status {
-    for (size_t i = 1; i < call.args.size(); ++i) {
-      const std::string_view name = call.args[i];
+    for (const std::string_view name : names) {
       absl::StatusOr<node::FilterInfo> info = ctx.node->Info(name, node::InfoParts::kEpochsOnly);
       if (!info.ok()) continue;  // missing (or deleted by an earlier argument)
       if (ctx.log_delete) {
@@ -69,9 +74,29 @@ void CmdDel(CommandCall& call) {
     }
     return absl::OkStatus();
   });
-  for (size_t i = 1; i < call.args.size(); ++i) ctx.touches.Touch(call.args[i]);
+  for (const std::string_view name : names) ctx.touches.Touch(name);
   if (!s.ok()) return ReplyStatus(call.out, s);
-  AppendInteger(call.out, deleted);
+  reply(deleted);
+}
+
+}  // namespace
+
+void CmdDel(CommandCall& call) {
+  DeleteFilters(call, call.args.subspan(1), [&](int64_t deleted) { AppendInteger(call.out, deleted); });
+}
+
+// FLUSHALL / FLUSHDB [ASYNC|SYNC]: every filter the node lists, deleted as
+// DEL deletes them (tombstones that reach the whole cluster). A filter a
+// peer creates meanwhile, not yet in this node's catalog, is not deleted.
+// rename-command disables them (CommandNames).
+void CmdFlushall(CommandCall& call) {
+  const auto& a = call.args;
+  if (a.size() > 2 || (a.size() == 2 && !IEquals(a[1], "async") && !IEquals(a[1], "sync"))) {
+    return AppendError(call.out, "ERR syntax error");
+  }
+  const std::vector<std::string> names = call.ctx.node->FilterNames();
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  DeleteFilters(call, views, [&](int64_t) { AppendSimple(call.out, "OK"); });
 }
 
 void CmdType(CommandCall& call) { AppendSimple(call.out, Exists(call, call.args[1]) ? kBloomType : "none"); }

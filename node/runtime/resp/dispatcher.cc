@@ -68,7 +68,7 @@ void Dispatch(ServerContext& context, Session& session, std::span<const std::str
   assert(context.node != nullptr);
   context.counters.commands_processed.fetch_add(1, std::memory_order_relaxed);
   const size_t before = out->size();
-  const CommandSpec* spec = FindCommand(args[0]);
+  const CommandSpec* spec = context.command_names.Find(args[0]);
   int slot = spec == nullptr ? -1 : static_cast<int>(spec - AllCommands().data());
   CommandStats::Outcome outcome = CommandStats::Outcome::kRejected;
   if (spec == nullptr) {

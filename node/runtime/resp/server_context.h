@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "node/core/node.h"
 #include "node/runtime/resp/client_table.h"
+#include "node/runtime/resp/command_names.h"
 #include "node/runtime/resp/command_stats.h"
 #include "node/runtime/resp/exec_gate.h"
 #include "node/runtime/resp/watch.h"
@@ -136,6 +137,7 @@ struct ServerContext {
   std::function<std::string(std::string_view section)> info_extra;
 
   std::string password;  // empty: no AUTH required
+  CommandNames command_names;  // the table's, unless rename-command says otherwise
   ServerLimits limits;
   // Time and count each command in command_stats (Redis' latency-tracking).
   // Off: no clock read per command, and no command stats at all.
