@@ -867,5 +867,40 @@ TEST_F(DispatcherTest, RenameCommandDisablesOrRenamesCommands) {
   EXPECT_TRUE(CommandNames::Parse("").value().renames_none());
 }
 
+// BF.DEBUG: RedisBloom's shape ("size:N", then one line per sub-filter)
+// with Pollen's real layers: a scaling filter past its first layer shows two.
+TEST_F(DispatcherTest, BfDebugListsEverySubFilterInRedisBloomsShape) {
+  EXPECT_EQ(Run({"BF.DEBUG", "nope"}), "-ERR not found\r\n");
+  EXPECT_EQ(Run({"BF.DEBUG"}), "-ERR wrong number of arguments for 'bf.debug' command\r\n");
+  EXPECT_EQ(Run({"BF.DEBUG", "d", "x"}), "-ERR wrong number of arguments for 'bf.debug' command\r\n");
+  ASSERT_EQ(Run({"BF.RESERVE", "d", "0.01", "100", "EXPANSION", "2"}), "+OK\r\n");
+  for (int i = 0; i < 250; ++i) Run({"BF.ADD", "d", "k" + std::to_string(i)});
+  const Reply r = RunParsed({"BF.DEBUG", "d"});
+  const absl::StatusOr<node::FilterInfo> info = f_.node->Info("d");
+  ASSERT_TRUE(info.ok());
+  ASSERT_GE(info->generations.size(), 2u);
+  ASSERT_EQ(r.elements.size(), 1 + info->generations.size());
+  EXPECT_EQ(r.elements[0].str, Cat("size:", Run({"BF.CARD", "d"}).substr(1, Run({"BF.CARD", "d"}).size() - 3)));
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < info->generations.size(); ++i) {
+    const node::GenerationInfo& g = info->generations[i];
+    const uint64_t bytes = g.blocks * 64;
+    total_bytes += bytes;
+    EXPECT_EQ(r.elements[i + 1].str.rfind(Cat("bytes:", bytes, " bits:", bytes * 8, " hashes:", g.k,
+                                              " hashwidth:64 capacity:", g.capacity, " size:", g.items, " ratio:"), 0),
+              0u) << r.elements[i + 1].str;
+  }
+  EXPECT_EQ(total_bytes, info->memory_bytes);
+  EXPECT_EQ(info->generations[0].capacity, 100u);
+  // The layers' rates sum to at most the filter's 1% (docs/crdt.md).
+  double sum = 0;
+  for (size_t i = 1; i < r.elements.size(); ++i) {
+    const std::string& line = r.elements[i].str;
+    sum += std::stod(line.substr(line.rfind("ratio:") + 6));
+  }
+  EXPECT_LE(sum, 0.01);
+  EXPECT_GT(sum, 0.001);
+}
+
 }  // namespace
 }  // namespace pollen::resp

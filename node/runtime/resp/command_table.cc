@@ -26,6 +26,7 @@ constexpr CommandSpec kCommands[] = {
     {"auth", -2, "noscript loading stale fast no_auth", 0, 0, 0, "connection", "Authenticates the connection.", true, CmdAuth},
     {"bf.add", -1, "write denyoom module", 1, 1, 1, "bf", "Adds an item to a Bloom filter (creating it if missing).", false, CmdBfAdd},
     {"bf.card", -1, "readonly module fast", 1, 1, 1, "bf", "Estimated number of items in a Bloom filter.", false, CmdBfCard},
+    {"bf.debug", -1, "readonly module fast", 1, 1, 1, "bf", "Per-sub-filter sizes of a Bloom filter (RedisBloom's BF.DEBUG shape).", false, CmdBfDebug},
     {"bf.exists", -1, "readonly module fast", 1, 1, 1, "bf", "Whether an item may be in a Bloom filter.", false, CmdBfExists},
     {"bf.info", -1, "readonly module fast", 1, 1, 1, "bf", "Information about a Bloom filter.", false, CmdBfInfo},
     {"bf.insert", -1, "write denyoom module", 1, 1, 1, "bf", "Adds items, creating the filter with the given parameters if missing.", false, CmdBfInsert},

@@ -138,6 +138,7 @@ size_t RunBfExists(ServerContext& ctx, std::string_view filter, std::span<const 
                    std::string* out);
 void CmdBfMexists(CommandCall& call);
 void CmdBfCard(CommandCall& call);
+void CmdBfDebug(CommandCall& call);
 void CmdBfInfo(CommandCall& call);
 void CmdBfScandump(CommandCall& call);
 void CmdBfLoadchunk(CommandCall& call);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <future>
 #include <memory>
 #include <optional>
@@ -495,6 +496,31 @@ void CmdBfCard(CommandCall& call) {
   if (absl::IsNotFound(info.status())) return AppendInteger(call.out, 0);
   if (!info.ok()) return ReplyStatus(call.out, info.status());
   AppendInteger(call.out, EstimatedItems(*info));
+}
+
+// BF.DEBUG key: RedisBloom's shape, filled with Pollen's sub-filters (every
+// generation's layers, oldest first): "size:N" (BF.CARD's count), then one
+// "bytes:B bits:b hashes:k hashwidth:64 capacity:C size:n ratio:p" per
+// sub-filter, p its target false-positive rate (%g, as RedisBloom prints it).
+void CmdBfDebug(CommandCall& call) {
+  if (call.args.size() != 2) return ReplyWrongArity(call);
+  absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(call.args[1]);
+  if (!info.ok()) return ReplyStatus(call.out, info.status());
+  crdt::FilterParams sizing;
+  sizing.capacity = info->config.capacity;
+  sizing.fpr = info->config.fpr;
+  sizing.expansion = info->config.expansion;
+  sizing.hash_scheme = info->config.hash_scheme;
+  AppendArrayHeader(call.out, 1 + info->generations.size());
+  AppendBulk(call.out, Cat("size:", EstimatedItems(*info)));
+  for (const node::GenerationInfo& g : info->generations) {
+    const double ratio = sizing.scaling() ? crdt::LayerFpr(sizing, g.layer) : sizing.fpr;
+    char ratio_text[32];
+    std::snprintf(ratio_text, sizeof ratio_text, "%g", ratio);
+    const uint64_t bytes = g.blocks * crdt::kWordsPerBlock * 8;
+    AppendBulk(call.out, Cat("bytes:", bytes, " bits:", bytes * 8, " hashes:", g.k, " hashwidth:64 capacity:", g.capacity,
+                             " size:", g.items, " ratio:", ratio_text));
+  }
 }
 
 void CmdBfInfo(CommandCall& call) {
