@@ -45,20 +45,15 @@ void CmdExists(CommandCall& call) {
   AppendInteger(call.out, n);
 }
 
-// DEL / UNLINK: deletes filters cluster-wide (a tombstone in the replicated
-// catalog, node/core/catalog.h) and answers how many existed here. The delete
-// record is logged before the node applies the deletion (write-ahead, so a
-// replay knows which adds went to the deleted filter) and is durable under
-// appendfsync always before the reply (the daemon's run_on_driver waits).
-// UNLINK is DEL: a filter's memory is released when its last reader is done,
-// off the command's path either way.
 namespace {
 
-// DEL's and FLUSHALL's deletion: each filter of `names` that exists gets a
-// replicated tombstone (logged first, when the node has an add log); the
-// rest are skipped. Replies with the error, or with what `reply` writes.
-template <typename Reply>
-void DeleteFilters(CommandCall& call, std::span<const std::string_view> names, Reply reply) {
+// Deletes each filter of `names` that exists here: a tombstone in the
+// replicated catalog (node/core/catalog.h). The delete record is logged
+// before the node applies the deletion (write-ahead, so a replay knows which
+// adds went to the deleted filter) and is durable under appendfsync always
+// before this returns (the daemon's run_on_driver waits). Returns how many
+// existed.
+absl::StatusOr<int64_t> DeleteFilters(CommandCall& call, std::span<const std::string_view> names) {
   ServerContext& ctx = call.ctx;
   int64_t deleted = 0;
   const absl::Status s = RunOnDriver(ctx, [&](node::Time now) -> absl::Status {
@@ -75,14 +70,19 @@ void DeleteFilters(CommandCall& call, std::span<const std::string_view> names, R
     return absl::OkStatus();
   });
   for (const std::string_view name : names) ctx.touches.Touch(name);
-  if (!s.ok()) return ReplyStatus(call.out, s);
-  reply(deleted);
+  if (!s.ok()) return s;
+  return deleted;
 }
 
 }  // namespace
 
+// DEL / UNLINK: deletes filters cluster-wide and answers how many existed
+// here. UNLINK is DEL: a filter's memory is released when its last reader is
+// done, off the command's path either way.
 void CmdDel(CommandCall& call) {
-  DeleteFilters(call, call.args.subspan(1), [&](int64_t deleted) { AppendInteger(call.out, deleted); });
+  const absl::StatusOr<int64_t> deleted = DeleteFilters(call, call.args.subspan(1));
+  if (!deleted.ok()) return ReplyStatus(call.out, deleted.status());
+  AppendInteger(call.out, *deleted);
 }
 
 // FLUSHALL / FLUSHDB [ASYNC|SYNC]: every filter the node lists, deleted as
@@ -96,7 +96,9 @@ void CmdFlushall(CommandCall& call) {
   }
   const std::vector<std::string> names = call.ctx.node->FilterNames();
   const std::vector<std::string_view> views(names.begin(), names.end());
-  DeleteFilters(call, views, [&](int64_t) { AppendSimple(call.out, "OK"); });
+  const absl::StatusOr<int64_t> deleted = DeleteFilters(call, views);
+  if (!deleted.ok()) return ReplyStatus(call.out, deleted.status());
+  AppendSimple(call.out, "OK");
 }
 
 void CmdType(CommandCall& call) { AppendSimple(call.out, Exists(call, call.args[1]) ? kBloomType : "none"); }
