@@ -218,7 +218,7 @@ void StreamPool::WriteNext(const std::shared_ptr<Conn>& c) {
     batch->push_back(std::move(c->queue.front()));
     c->queue.pop_front();
   }
-  for (const Conn::Queued& q : *batch) {  // the frames are moved, not copied: the strings' buffers stay put
+  for (const Conn::Queued& q : *batch) {  // once the batch is whole: its elements do not move again
     bufs.emplace_back(asio::buffer(q.prefix));
     bufs.emplace_back(asio::buffer(q.sealed));
   }

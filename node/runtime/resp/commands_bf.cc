@@ -84,18 +84,26 @@ node::FilterConfig MakeConfig(const ServerContext& ctx, std::string_view name, c
   return config;
 }
 
+// The false-positive rate layer `layer` of a filter made with `config` is
+// sized for: the filter's own for a fixed-size filter, its share of it
+// (crdt::LayerFpr) for a scaling one.
+double LayerTargetFpr(const node::FilterConfig& config, uint32_t layer) {
+  if (config.expansion == 0) return config.fpr;
+  crdt::FilterParams sizing;
+  sizing.capacity = config.capacity;
+  sizing.fpr = config.fpr;
+  sizing.expansion = config.expansion;
+  sizing.hash_scheme = config.hash_scheme;
+  return crdt::LayerFpr(sizing, layer);
+}
+
 // Creates a filter on the driver thread after checking the memory and count
 // limits. AlreadyExists when it exists (possibly created concurrently). The
 // memory limit applies to the filter as created (its first layer in every
 // generation: a scaling filter's first layer is sized at a tighter rate than
 // `fpr`); the layers it opens later are bounded one by one (crdt::kMaxBlocks).
 absl::Status CreateFilter(ServerContext& ctx, const node::FilterConfig& config) {
-  crdt::FilterParams sizing;
-  sizing.capacity = config.capacity;
-  sizing.fpr = config.fpr;
-  sizing.expansion = config.expansion;
-  sizing.hash_scheme = config.hash_scheme;
-  const double first_layer_fpr = config.expansion > 0 ? crdt::LayerFpr(sizing, 0) : config.fpr;
+  const double first_layer_fpr = LayerTargetFpr(config, 0);
   absl::StatusOr<crdt::FilterShape> shape =
       crdt::ChooseShapeCached(config.capacity, first_layer_fpr, crdt::LayoutOf(config.hash_scheme));
   if (!shape.ok()) return absl::InvalidArgumentError(Cat("filter too large: ", ToStd(shape.status().message())));
@@ -506,17 +514,11 @@ void CmdBfDebug(CommandCall& call) {
   if (call.args.size() != 2) return ReplyWrongArity(call);
   absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(call.args[1]);
   if (!info.ok()) return ReplyStatus(call.out, info.status());
-  crdt::FilterParams sizing;
-  sizing.capacity = info->config.capacity;
-  sizing.fpr = info->config.fpr;
-  sizing.expansion = info->config.expansion;
-  sizing.hash_scheme = info->config.hash_scheme;
   AppendArrayHeader(call.out, 1 + info->generations.size());
   AppendBulk(call.out, Cat("size:", EstimatedItems(*info)));
   for (const node::GenerationInfo& g : info->generations) {
-    const double ratio = sizing.scaling() ? crdt::LayerFpr(sizing, g.layer) : sizing.fpr;
     char ratio_text[32];
-    std::snprintf(ratio_text, sizeof ratio_text, "%g", ratio);
+    std::snprintf(ratio_text, sizeof ratio_text, "%g", LayerTargetFpr(info->config, g.layer));
     const uint64_t bytes = g.blocks * crdt::kWordsPerBlock * 8;
     AppendBulk(call.out, Cat("bytes:", bytes, " bits:", bytes * 8, " hashes:", g.k, " hashwidth:64 capacity:", g.capacity,
                              " size:", g.items, " ratio:", ratio_text));
