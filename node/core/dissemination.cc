@@ -8,6 +8,7 @@
 
 #include "crdt/popcount.h"
 #include "crdt/sizing.h"
+#include "node/core/recycle_buffer.h"
 #include "protocol/delta_codec.h"
 
 namespace pollen::node {
@@ -44,17 +45,11 @@ void PendingAdds::Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt:
   }
 }
 
-std::vector<PendingAdds::Entry> PendingAdds::Drain(DropReport* dropped) {
-  // The buffer handed back in exchange keeps the last round's capacity, so
-  // Push does not regrow it from empty every round; allocated outside the lock.
-  constexpr size_t kMaxKeptEntries = 16384;  // 512 KiB: a burst's size is not kept
-  std::vector<Entry> out;
-  out.reserve(last_drained_);
+void PendingAdds::Drain(std::vector<Entry>* out, DropReport* dropped) {
+  RecycleBuffer(*out);  // outside the lock: it may free
   std::lock_guard lock(mu_);
-  out.swap(entries_);
-  last_drained_ = std::min(out.size(), kMaxKeptEntries);
+  out->swap(entries_);
   *dropped = std::exchange(dropped_, DropReport{});
-  return out;
 }
 
 bool DeltaBuffer::Add(const std::string& filter, uint64_t filter_uid, uint64_t slot,

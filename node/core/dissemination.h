@@ -68,16 +68,18 @@ class PendingAdds {
 
   // Any thread. Queues the non-zero words of each result.
   void Push(uint64_t filter_uid, uint64_t slot, std::span<const crdt::AddResult> results);
-  // The driver thread only. Returns the pending entries in push order and
-  // what was dropped since the last Drain.
-  std::vector<Entry> Drain(DropReport* dropped);
+  // The driver thread only. Replaces *out (the entries of the previous
+  // Drain) with the pending entries in push order, and reports what was
+  // dropped since the last Drain. The buffer *out held becomes the queue
+  // that pushes fill next (RecycleBuffer): during a bulk load two buffers
+  // take turns instead of a queue regrowing from empty every round.
+  void Drain(std::vector<Entry>* out, DropReport* dropped);
 
  private:
   const size_t max_words_;
   std::mutex mu_;
   std::vector<Entry> entries_;  // guarded by mu_; at most max_words_
   DropReport dropped_;          // guarded by mu_
-  size_t last_drained_ = 0;     // Drain's (the driver's) only: the size it last took, capped
 };
 
 class DeltaBuffer {

@@ -280,7 +280,8 @@ void Node::Impl::CheckSaturation(const FilterState& state, const crdt::SubFilter
 
 void Node::Impl::DrainPending() {
   PendingAdds::DropReport dropped;
-  std::vector<PendingAdds::Entry> entries = pending.Drain(&dropped);
+  pending.Drain(&drained_adds, &dropped);
+  const std::vector<PendingAdds::Entry>& entries = drained_adds;
   if (entries.empty() && dropped.words == 0) return;  // the common case: a round with no client adds
   // Entries for one filter arrive in runs; look each run's filter up once
   // (a sorted vector: a std::map here cost allocations on every round).
@@ -319,7 +320,8 @@ void Node::Impl::DrainPending() {
   // run of them) resolves its filter, sub-filter and clock once: per entry
   // these cost ~10% of the server's user time under redis-benchmark BF.ADD
   // at pipeline 16 (perf).
-  std::vector<crdt::WordBits> words;
+  std::vector<crdt::WordBits>& words = drained_words;
+  RecycleBuffer(words);
   for (size_t i = 0; i < entries.size();) {
     const uint64_t uid = entries[i].filter_uid;
     const uint64_t slot = entries[i].slot;

@@ -36,6 +36,7 @@
 #include "node/core/membership.h"
 #include "node/core/push_delivery.h"
 #include "node/core/push_pacing.h"
+#include "node/core/recycle_buffer.h"
 #include "node/core/routing.h"
 #include "node/core/rng.h"
 #include "node/core/summary_cache.h"
@@ -293,6 +294,9 @@ struct Node::Impl {
   uint64_t filters_version = 0;  // driver only: bumped by every change of `filters`
 
   PendingAdds pending;
+  // DrainPending's working buffers, kept from round to round (RecycleBuffer).
+  std::vector<PendingAdds::Entry> drained_adds;
+  std::vector<crdt::WordBits> drained_words;
   DeltaBuffer deltas;
   std::set<std::string> announce_catalog, announce_epochs;  // driver only: new since the last round
   std::map<std::string, uint32_t> catalog_rounds, epoch_rounds;  // announcements still to repeat
@@ -311,6 +315,7 @@ struct Node::Impl {
   std::unique_ptr<PushDelivery> delivery;  // with `tree`: numbered pushes, NACKs, probes
   std::unique_ptr<PushPacing> pacing;      // with `tree`: when the next push may go
   std::vector<TreeEntry> tree_pending;  // at most kMaxBufferedWords words
+  std::vector<crdt::WordBits> union_scratch;  // PushEntries' working space (RecycleBuffer)
   size_t tree_pending_words = 0;
   Time next_push = Time::max();         // set while pending entries wait (own adds join them at the gossip round)
   bool root_link_refused = false;       // the last link to the smallest live member was refused

@@ -203,18 +203,33 @@ void Node::Impl::TreePush() {
 
 void Node::Impl::PushEntries(const std::string* exclude, std::span<const std::string> links) {
   if (links.empty()) return;
-  std::map<DeltaBuffer::Key, DeltaBuffer::Bits> unions;
-  std::vector<crdt::WordBits> scratch;
+  // Per (filter, sub-filter), the union of the entries' bits. Most keys have
+  // one entry (a node's own adds of one push): those are packed from the
+  // entry itself; only a key with several is copied into `merged`. Copying
+  // every one was most of PushEntries' page faults in a bulk load (perf).
+  struct Union {
+    uint64_t filter_uid = 0;
+    std::span<const crdt::WordBits> words;
+    std::vector<crdt::WordBits> merged;
+  };
+  std::map<DeltaBuffer::Key, Union> unions;
+  RecycleBuffer(union_scratch);
   for (const TreeEntry& e : tree_pending) {
     if (exclude != nullptr && e.from == *exclude) continue;
     for (const auto& [key, bits] : e.bits) {
       // Only the current incarnation's bits: a filter replaced since the
       // entry was buffered must not get its predecessor's bits.
       std::shared_ptr<const FilterState> state = DriverLookup(key.first);
-      if (state == nullptr || state->uid != bits.filter_uid) continue;
-      DeltaBuffer::Bits& u = unions[key];
+      if (state == nullptr || state->uid != bits.filter_uid || bits.words.empty()) continue;
+      Union& u = unions[key];
       u.filter_uid = bits.filter_uid;
-      UnionCanonical(u.words, bits.words, scratch);
+      if (u.words.empty()) {
+        u.words = bits.words;
+        continue;
+      }
+      if (u.merged.empty()) u.merged.assign(u.words.begin(), u.words.end());
+      UnionCanonical(u.merged, bits.words, union_scratch);
+      u.words = u.merged;
     }
   }
   GossipPacker packer(GossipBudget() > kTreeWrapperBytes ? GossipBudget() - kTreeWrapperBytes : 1);

@@ -21,6 +21,12 @@ crdt::AddResult OneBit(uint64_t block, uint32_t word, uint32_t bit) {
   return r;
 }
 
+std::vector<PendingAdds::Entry> Drained(PendingAdds& pending, PendingAdds::DropReport* dropped) {
+  std::vector<PendingAdds::Entry> out;
+  pending.Drain(&out, dropped);
+  return out;
+}
+
 TEST(PendingAdds, DrainReturnsEntriesInPushOrderAndEmpties) {
   PendingAdds pending(100);
   crdt::AddResult two_words = OneBit(3, 1, 5);
@@ -29,7 +35,7 @@ TEST(PendingAdds, DrainReturnsEntriesInPushOrderAndEmpties) {
   pending.Push(8, 2, std::vector<crdt::AddResult>{OneBit(9, 7, 63)});
   pending.Push(8, 2, std::vector<crdt::AddResult>{crdt::AddResult{}});  // no new bits: nothing queued
   PendingAdds::DropReport dropped{99, {}, true};
-  const std::vector<PendingAdds::Entry> got = pending.Drain(&dropped);
+  const std::vector<PendingAdds::Entry> got = Drained(pending, &dropped);
   EXPECT_EQ(dropped.words, 0u);
   EXPECT_TRUE(dropped.by_generation.empty());
   EXPECT_FALSE(dropped.untracked);
@@ -39,7 +45,26 @@ TEST(PendingAdds, DrainReturnsEntriesInPushOrderAndEmpties) {
   EXPECT_EQ(std::make_tuple(got[1].word.index, got[1].word.bits), std::make_tuple(3u * 8 + 1, uint64_t{1} << 5));
   EXPECT_EQ(std::make_tuple(got[2].word.index, got[2].word.bits), std::make_tuple(3u * 8 + 6, uint64_t{0x90}));
   EXPECT_EQ(std::make_tuple(got[3].filter_uid, got[3].slot, got[3].word.index), std::make_tuple(8u, 2u, 9u * 8 + 7));
-  EXPECT_TRUE(pending.Drain(&dropped).empty());
+  EXPECT_TRUE(Drained(pending, &dropped).empty());
+}
+
+// The buffer handed to Drain becomes the queue of the next pushes: during a
+// bulk load two allocations take turns (RecycleBuffer keeps a used one).
+TEST(PendingAdds, DrainHandsTheCallersBufferToTheNextPushes) {
+  PendingAdds pending(100);
+  PendingAdds::DropReport dropped;
+  std::vector<PendingAdds::Entry> first(64, PendingAdds::Entry{1, 0, {0, 1}});
+  const PendingAdds::Entry* first_data = first.data();
+  pending.Push(7, 1, std::vector<crdt::AddResult>{OneBit(2, 0, 1)});
+  pending.Drain(&first, &dropped);  // first's old entries are dropped, not returned
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].filter_uid, 7u);
+  pending.Push(8, 1, std::vector<crdt::AddResult>{OneBit(3, 0, 1)});
+  std::vector<PendingAdds::Entry> second;
+  pending.Drain(&second, &dropped);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].filter_uid, 8u);
+  EXPECT_EQ(second.data(), first_data);  // pushed into the buffer handed in first
 }
 
 TEST(PendingAdds, PushesPastTheBoundAreDroppedWholeAndCounted) {
@@ -48,12 +73,12 @@ TEST(PendingAdds, PushesPastTheBoundAreDroppedWholeAndCounted) {
   pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(2, 0, 0), OneBit(3, 0, 0)});  // would be 4: dropped
   pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(4, 0, 0)});                   // 3: fits
   PendingAdds::DropReport dropped;
-  std::vector<PendingAdds::Entry> got = pending.Drain(&dropped);
+  std::vector<PendingAdds::Entry> got = Drained(pending, &dropped);
   EXPECT_EQ(got.size(), 3u);
   EXPECT_EQ(dropped.words, 2u);
   // Draining frees the room again.
   pending.Push(1, 0, std::vector<crdt::AddResult>{OneBit(5, 0, 0), OneBit(6, 0, 0), OneBit(7, 0, 0)});
-  got = pending.Drain(&dropped);
+  got = Drained(pending, &dropped);
   EXPECT_EQ(got.size(), 3u);
   EXPECT_EQ(dropped.words, 0u);
 }
@@ -71,7 +96,7 @@ TEST(PendingAdds, DroppedWordsAreToldPerGeneration) {
   pending.Push(6, 2, std::vector<crdt::AddResult>{OneBit(1, 0, 0)});  // dropped
   pending.Push(5, 0, std::vector<crdt::AddResult>{OneBit(2, 3, 3)});  // dropped
   PendingAdds::DropReport dropped;
-  EXPECT_EQ(pending.Drain(&dropped).size(), 1u);
+  EXPECT_EQ(Drained(pending, &dropped).size(), 1u);
   EXPECT_EQ(dropped.words, 4u);
   EXPECT_FALSE(dropped.untracked);
   ASSERT_EQ(dropped.by_generation.size(), 2u);
@@ -84,7 +109,7 @@ TEST(PendingAdds, DroppedWordsAreToldPerGeneration) {
   for (uint64_t uid = 0; uid <= PendingAdds::kMaxDroppedGenerations; ++uid) {
     pending.Push(100 + uid, 0, std::vector<crdt::AddResult>{OneBit(1, 0, 0)});
   }
-  EXPECT_EQ(pending.Drain(&dropped).size(), 1u);
+  EXPECT_EQ(Drained(pending, &dropped).size(), 1u);
   EXPECT_EQ(dropped.words, PendingAdds::kMaxDroppedGenerations + 1);
   EXPECT_TRUE(dropped.untracked);
   EXPECT_TRUE(dropped.by_generation.empty());
@@ -102,7 +127,7 @@ TEST(PendingAdds, ConcurrentPushesAreDrainedExactlyOnce) {
     while (true) {
       const bool last = finished.load() == kPushers;  // read before the final drain
       PendingAdds::DropReport dropped;
-      for (const PendingAdds::Entry& e : pending.Drain(&dropped)) drained.push_back(e);
+      for (const PendingAdds::Entry& e : Drained(pending, &dropped)) drained.push_back(e);
       dropped_total += dropped.words;
       if (last) break;
       std::this_thread::yield();
