@@ -4,6 +4,7 @@
 namespace pollen::node {
 
 void Node::Impl::GossipRound() {
+  RecycleBuffer(union_scratch);  // every round, pushes or not: a burst's scratch is freed once quiet
   DrainPending();
   if (const size_t expired = held.Expire(now - config.anti_entropy_interval); expired > 0) {
     Stats([&](NodeCounters& s) { s.held_deltas_dropped += expired; });

@@ -315,7 +315,7 @@ struct Node::Impl {
   std::unique_ptr<PushDelivery> delivery;  // with `tree`: numbered pushes, NACKs, probes
   std::unique_ptr<PushPacing> pacing;      // with `tree`: when the next push may go
   std::vector<TreeEntry> tree_pending;  // at most kMaxBufferedWords words
-  std::vector<crdt::WordBits> union_scratch;  // PushEntries' working space (RecycleBuffer)
+  std::vector<crdt::WordBits> union_scratch;  // PushEntries' working space (recycled each GossipRound)
   size_t tree_pending_words = 0;
   Time next_push = Time::max();         // set while pending entries wait (own adds join them at the gossip round)
   bool root_link_refused = false;       // the last link to the smallest live member was refused

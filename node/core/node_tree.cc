@@ -213,7 +213,6 @@ void Node::Impl::PushEntries(const std::string* exclude, std::span<const std::st
     std::vector<crdt::WordBits> merged;
   };
   std::map<DeltaBuffer::Key, Union> unions;
-  RecycleBuffer(union_scratch);
   for (const TreeEntry& e : tree_pending) {
     if (exclude != nullptr && e.from == *exclude) continue;
     for (const auto& [key, bits] : e.bits) {

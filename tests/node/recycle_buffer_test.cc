@@ -9,7 +9,7 @@
 namespace pollen::node {
 namespace {
 
-constexpr size_t kBigEntries = (size_t{1} << 20) / sizeof(uint64_t);  // 1 MiB, over the kept size
+constexpr size_t kBigEntries = (size_t{1} << 20) / sizeof(uint64_t);  // 1 MiB: over kSmallBytes, under kMaxKeptBytes
 
 TEST(RecycleBuffer, AWellUsedBigBufferKeepsItsAllocation) {
   std::vector<uint64_t> buffer(kBigEntries, 7);
@@ -34,6 +34,12 @@ TEST(RecycleBuffer, ABigBufferUsedUnderAQuarterIsFreed) {
   buffer.resize(kBigEntries / 4);
   RecycleBuffer(buffer);
   EXPECT_GE(buffer.capacity(), kBigEntries);
+}
+
+TEST(RecycleBuffer, ABufferOverTheCapIsFreedEvenFull) {
+  std::vector<uint64_t> buffer(kMaxKeptBytes / sizeof(uint64_t) + 1, 7);
+  RecycleBuffer(buffer);
+  EXPECT_EQ(buffer.capacity(), 0u);
 }
 
 TEST(RecycleBuffer, ASmallBufferIsKeptEvenUnused) {
