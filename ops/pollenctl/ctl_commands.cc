@@ -238,6 +238,8 @@ bool CheckUsage(const std::vector<std::string>& a, std::string* why) {
     ok = n == 1 || n == 2;
   } else if (cmd == "whohas") {
     ok = n == 2;
+  } else if (cmd == "import") {
+    ok = n == 1;
   } else if (cmd == "keyring") {
     ok = (n == 1 && (a[1] == "list" || a[1] == "install")) ||
          (n == 2 && (a[1] == "install" || a[1] == "use" || a[1] == "remove"));
@@ -261,6 +263,7 @@ int RunSubcommand(RespClient& client, const Options& o) {
   if (cmd == "falsepositive") return FalsePositive(client, o);
   if (cmd == "keyring") return Keyring(client, o);
   if (cmd == "snapshot") return Snapshot(client, o);
+  if (cmd == "import") return RunImport(client, o);
   return kExitUsage;
 }
 

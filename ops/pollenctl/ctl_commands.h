@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/pollenctl/import.h"
 #include "ops/pollenctl/resp_client.h"
 
 namespace pollen::ctl {
@@ -23,6 +24,8 @@ struct Options {
   bool json = false;
   int timeout_seconds = 10;
   std::vector<std::string> args;  // subcommand and its arguments
+  ImportOptions import;           // import's options (--from-redis, --from-file, ...)
+  bool import_options_given = false;
 };
 
 // Runs opts.args[0] over `client` (already connected and authenticated).

@@ -31,6 +31,17 @@ commands:
   keyring use <id>               make an installed key the primary
   keyring remove <id>            remove a key
   snapshot                       write a snapshot now
+  import <filter> SOURCE         add every key of SOURCE with batched BF.MADD,
+                                 resumable (a state file, saved each second and
+                                 removed when done); progress on a terminal:
+    --from-redis <url> --set <key>   the members of a Redis SET, read by SSCAN
+                                 (url: redis://[[user]:password@]host[:port][/db]),
+                                 e.g. scrapy-redis's '<spider>:dupefilter'
+    --from-file <path>           one key a line ('-': stdin, not resumable)
+    --batch <n>                  keys per BF.MADD and SSCAN COUNT (default 1000)
+    --state <path>               default: pollenctl-import-<filter>.state
+    --capacity <n> --error-rate <e>  BF.RESERVE the filter if it does not
+                                 exist (without them a missing filter is an error)
 
 options:
   --host <host>        default 127.0.0.1 (IPv6 literals and names work)
@@ -95,12 +106,31 @@ int main(int argc, char** argv) {
           o.timeout_seconds > 3600) {
         return Usage("--timeout needs seconds from 1 to 3600");
       }
+    } else if (a == "--from-redis" || a == "--set" || a == "--from-file" || a == "--state" ||
+               a == "--error-rate") {
+      std::string* target = a == "--from-redis" ? &o.import.from_redis
+                            : a == "--set"      ? &o.import.set_key
+                            : a == "--from-file" ? &o.import.from_file
+                            : a == "--state"    ? &o.import.state_path
+                                                : &o.import.error_rate;
+      if (!value(a.c_str(), target) || target->empty()) return Usage(a + " needs a value");
+      o.import_options_given = true;
+    } else if (a == "--batch") {
+      if (!value("--batch", &v) || !absl::SimpleAtoi(v, &o.import.batch)) return Usage("--batch needs a number");
+      o.import_options_given = true;
+    } else if (a == "--capacity") {
+      if (!value("--capacity", &v) || !absl::SimpleAtoi(v, &o.import.capacity) || o.import.capacity == 0) {
+        return Usage("--capacity needs a positive number");
+      }
+      o.import_options_given = true;
     } else {
       return Usage("unknown option '" + a + "'");
     }
   }
   std::string why;
   if (!pollen::ctl::CheckUsage(o.args, &why)) return Usage(why);
+  if (o.args[0] == "import" && !pollen::ctl::CheckImportOptions(o.import, &why)) return Usage(why);
+  if (o.args[0] != "import" && o.import_options_given) return Usage("those options go with 'import'");
 
   pollen::ctl::RespClient client;
   if (absl::Status s = client.Connect(o.host, o.port, std::chrono::seconds(o.timeout_seconds)); !s.ok()) {

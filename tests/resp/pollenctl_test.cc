@@ -1,8 +1,11 @@
 // pollenctl against an in-process RespServer with a real Node: output, --json
 // (validated by python's json module) and exit codes.
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/resp/server_test_util.h"
 
@@ -128,6 +131,84 @@ TEST(Pollenctl, PasswordAndUsage) {
   EXPECT_EQ(Ctl(s, "--bogus status").exit_code, 2);
   EXPECT_EQ(RunCommand(POLLENCTL_PATH " --help").exit_code, 0);
   EXPECT_EQ(RunCommand(POLLENCTL_PATH " --port 1 status").exit_code, 3);
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+bool FileExists(const std::string& path) { return std::ifstream(path).good(); }
+
+// import from a file: a missing filter, then a run resumed from a state file
+// (the keys before its position are skipped, the rest added), then a state
+// file of another import refused. The SET source is tested against a real
+// redis-server (clients/python/tests/test_scrapy_redis_crawl.py).
+TEST(Pollenctl, ImportFromAFileResumesFromItsStateFile) {
+  ServerFixture s;
+  const std::string keys = ::testing::TempDir() + "/import_keys.txt";
+  const std::string state = ::testing::TempDir() + "/import_keys.state";
+  std::remove(state.c_str());
+  std::string text, first_thousand;
+  for (int i = 0; i < 2500; ++i) {
+    text += absl::StrCat("k", i, i == 1500 ? "\r\n" : "\n", i == 2000 ? "\n" : "");  // a CRLF, a blank line
+    if (i == 999) first_thousand = text;
+  }
+  WriteFile(keys, text);
+  const std::string source = " --from-file " + keys + " --state " + state;
+  auto r = Ctl(s, "import f" + source);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("filter 'f' does not exist"), std::string::npos) << r.output;
+
+  WriteFile(state, absl::StrCat("pollenctl-import 1\nsource file ", keys, "\nposition ", first_thousand.size(),
+                                "\nkeys 1000\n"));
+  r = Ctl(s, "import f" + source + " --batch 300 --capacity 100000 --error-rate 0.001");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming from " + state + " after 1000 keys"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("imported 1500 keys (1500 new to the filter) from file " + keys + " into f"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(FileExists(state));  // done: nothing to resume
+  EXPECT_EQ(Ctl(s, "exists f k1000 k1500 k2000 k2499").exit_code, 0);  // k1500 without its \r
+  EXPECT_EQ(Ctl(s, "exists f k0").exit_code, 1);  // before the saved position: skipped
+  EXPECT_EQ(Ctl(s, "exists f k999").exit_code, 1);
+
+  WriteFile(state, "pollenctl-import 1\nsource file /elsewhere\nposition 3\nkeys 1\n");
+  r = Ctl(s, "import f" + source);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("belongs to another import (file /elsewhere)"), std::string::npos) << r.output;
+  WriteFile(state, "pollenctl-import 1\nsource file " + keys + "\nposition x\n");
+  r = Ctl(s, "import f" + source);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("is damaged"), std::string::npos) << r.output;
+  std::remove(state.c_str());
+
+  r = Ctl(s, "--json import f" + source);  // again from the start: every key is there already
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(ValidJson(r.output)) << r.output;
+  EXPECT_NE(r.output.find("\"keys\":2500,\"new\":1000"), std::string::npos) << r.output;
+  r = RunCommand("sh -c \"printf 'x1\\nx2\\n' | " POLLENCTL_PATH " --port " + std::to_string(s.port()) +
+                 " import f --from-file -\"");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("imported 2 keys (2 new to the filter) from stdin into f"), std::string::npos) << r.output;
+}
+
+TEST(Pollenctl, ImportUsage) {
+  ServerFixture s;
+  for (const char* bad : {"import f", "import f --from-redis redis://h:1 --from-file x", "import f --from-redis redis://h:1",
+                          "import f --from-file x --set k", "import f --from-file x --batch 0",
+                          "import f --from-file x --capacity 10", "add f x --batch 5", "import --from-file x"}) {
+    EXPECT_EQ(Ctl(s, bad).exit_code, 2) << bad;
+  }
+  ASSERT_EQ(Ctl(s, "add f x").exit_code, 0);
+  auto r = Ctl(s, "import f --from-redis rediss://h:1 --set k");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("TLS sources"), std::string::npos) << r.output;
+  r = Ctl(s, "import f --from-redis redis://127.0.0.1:1 --set k");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("source:"), std::string::npos) << r.output;
+  r = Ctl(s, "import f --from-file /nonexistent/keys");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("cannot open /nonexistent/keys"), std::string::npos) << r.output;
 }
 
 }  // namespace
