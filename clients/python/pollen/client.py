@@ -68,6 +68,7 @@ class SeenSet:
         self.failovers = 0       # moves to another node
         self.unvouched = 0       # keys answered "new" because their request failed in flight
         self.short_waits = 0     # WAITs that reached fewer than wait_replicas nodes
+        self.rewaited = 0        # keys answered "new" whose WAIT failed with its node: added again at the next
 
     @property
     def node(self):
@@ -104,6 +105,12 @@ class SeenSet:
             if "exists" not in str(e):
                 raise
 
+    def delete(self):
+        """Deletes the filter (DEL: at every node, by replication); True if it
+        existed at the node that answered."""
+        deleted, _ = self._run(lambda c: self._command(c, "DEL", self.filter))
+        return deleted == 1
+
     def close(self):
         if self._conn is not None:
             self._conn.disconnect()
@@ -126,13 +133,16 @@ class SeenSet:
     def _wait(self, batch):
         # A node that fails during WAIT has answered the adds already; the
         # keys are added again at the next node (answers ignored) and WAITed
-        # there, so they are replicated all the same.
+        # there, so they are replicated all the same. Until then the next
+        # node may not hold them: another client adding one of them there
+        # meanwhile is also answered "new" (counted in rewaited).
         tries = 0
 
         def add_then_wait(conn):
             nonlocal tries
             tries += 1
             if tries > 1:
+                self.rewaited += len(batch)
                 self._command(conn, "BF.MADD", self.filter, *batch)
             return self._command(conn, "WAIT", str(self.wait_replicas), str(self.wait_timeout_ms))
 

@@ -9,7 +9,9 @@ import sys
 import scrapy
 from scrapy.crawler import CrawlerProcess
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))  # the pollen package
+sys.path.insert(0, HERE)  # redis_queue_scheduler
 
 job = json.loads(sys.argv[1])
 

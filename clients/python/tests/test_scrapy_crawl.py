@@ -141,7 +141,7 @@ class ScrapyCrawlTest(unittest.TestCase):
             # would leave a key at the killed node alone. No try to go back
             # to the dead node: on a loaded machine the crawl outlasts the
             # default 30 s, and each failed try counts as a failover.
-            stats = self.crawl(site, {"REDIS_URL": self.cluster.urls[0], "POLLEN_URLS": self.cluster.urls[1:],
+            stats = self.crawl(site, {"POLLEN_URLS": self.cluster.urls,
                                       "POLLEN_WAIT_REPLICAS": 2, "POLLEN_WAIT_TIMEOUT_MS": 20000,
                                       "POLLEN_HOME_RETRY_SECONDS": 3600, "CONCURRENT_REQUESTS": 1})
             self.assertTrue(killed.is_set())
