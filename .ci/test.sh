@@ -6,7 +6,7 @@
 #     CMAKE_ARGS="-DPOLLEN_BUILD_FUZZ=OFF" bash .ci/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash .ci/deps.sh
+bash .ci/deps.sh --tests
 
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-Release}
