@@ -1,6 +1,5 @@
 #include "ops/pollenctl/import.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "crdt/snapshot.h"
 #include "ops/pollenctl/ctl_commands.h"
 #include "ops/pollenctl/output.h"
 #include "ops/pollenctl/resp_client.h"
@@ -132,17 +132,15 @@ std::optional<ImportState> ReadState(const std::string& path, std::string* why) 
   return s;
 }
 
-// Writes the state by a temporary name, fsync and rename.
+// Writes the state by a temporary name, fsync and rename (as snapshots are).
 bool WriteState(const std::string& path, const ImportState& s, std::string* why) {
-  const std::string tmp = path + ".tmp";
   const std::string text = absl::StrCat(kStateMagic, "\nsource ", s.source, "\nposition ", s.position, "\nkeys ",
                                         s.keys, "\n");
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  if (fd >= 0) ok = ::close(fd) == 0 && ok;
-  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) *why = "cannot write state file " + path + ": " + std::strerror(errno);
-  return ok;
+  if (absl::Status status = crdt::WriteFileAtomically(path, text); !status.ok()) {
+    *why = absl::StrCat("cannot write state file ", path, ": ", status.message());
+    return false;
+  }
+  return true;
 }
 
 // A source of keys, read a page at a time. A page's keys are added before
