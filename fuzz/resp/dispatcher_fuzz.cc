@@ -39,7 +39,9 @@ struct World {
       now += 1000;
       return fn(pollen::node::Time(now));
     };
-    ctx.default_filter.capacity = 1000;
+    pollen::resp::BloomSettings small;
+    small.initial_size = 1000;  // filters made by BF.ADD
+    ctx.bloom.Reset(small);
     ctx.limits.max_filters = 16;
     ctx.limits.max_filter_bytes = 4u << 20;
   }
@@ -54,7 +56,8 @@ constexpr const char* kTokens[] = {
     "GETNAME", "ID", "default", "pw", "x", "", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "18446744073709551615",
     "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "RESET", "EXISTS", "DEL", "UNLINK", "WAIT", "TYPE", "DBSIZE", "KEYS", "SCAN", "MATCH",
     "OBJECT", "ENCODING", "MEMORY", "USAGE", "TIME", "ROLE", "LASTSAVE", "MODULE", "GETKEYS", "GET", "LRANGE",
-    "PFCOUNT", "NO-EVICT", "on", "[a-", "f*", "\\", "inf", "0x10", "-0"};
+    "PFCOUNT", "NO-EVICT", "on", "[a-", "f*", "\\", "inf", "0x10", "-0", "SET", "bf-error-rate", "bf-initial-size",
+    "bf-expansion-factor", "resp3-replies", "redis-8", "redisbloom-2.4", "3", "0.5"};
 
 void RunOne(World& w, pollen::resp::Session& session, std::span<const std::string_view> args) {
   std::string out;

@@ -133,6 +133,13 @@ absl::Status SetName(std::string* out, std::string_view v) {
   return absl::OkStatus();
 }
 
+// The Bloom settings share CONFIG SET's parser (resp::SetBloomSetting).
+absl::Status SetBloom(DaemonConfig& c, std::string_view name, std::string_view v) {
+  absl::Status s = resp::SetBloomSetting(name, v, &c.bloom);
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(std::string(s.message()));
+}
+
 using Dur = node::Duration;
 using std::chrono::hours;
 using std::chrono::milliseconds;
@@ -193,6 +200,22 @@ const std::vector<Option>& Options() {
          c.rename_command = std::string(v);
          return absl::OkStatus();
        }},
+      {"bf-error-rate", "0.01",
+       "Error rate of a filter BF.ADD/BF.MADD/BF.INSERT create, and BF.INSERT's default ERROR (Redis 8's setting; "
+       "above 0.25 taken as 0.25)",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBloom(c, "bf-error-rate", v); }},
+      {"bf-initial-size", "1000000",
+       "Capacity of a filter BF.ADD/BF.MADD/BF.INSERT create, and BF.INSERT's default CAPACITY (Redis 8's "
+       "setting; Redis' default is 100)",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBloom(c, "bf-initial-size", v); }},
+      {"bf-expansion-factor", "2",
+       "EXPANSION of BF.RESERVE, BF.INSERT and created filters when none is given; 0 = NONSCALING (Redis 8's "
+       "setting)",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBloom(c, "bf-expansion-factor", v); }},
+      {"resp3-replies", "redisbloom-2.4",
+       "RESP3 replies of BF.ADD/MADD/EXISTS/MEXISTS/INSERT and BF.INFO: redisbloom-2.4 (integers, arrays) or "
+       "redis-8 (booleans, a map)",
+       Where::kAnywhere, [](DaemonConfig& c, std::string_view v) { return SetBloom(c, "resp3-replies", v); }},
       {"resp-threads", "1", "Threads serving RESP clients", Where::kAnywhere,
        [](DaemonConfig& c, std::string_view v) { return SetU32(&c.resp_threads, v, 1, 64); }},
       {"resp-busy-poll-us", "50",
@@ -757,6 +780,10 @@ std::string RenderConfig(const DaemonConfig& c) {
       << "resp-bind = " << c.resp_bind << "\n"
       << "resp-password = " << (c.resp_password.empty() ? "" : "(set)") << "\n"
       << "rename-command = " << c.rename_command << "\n"
+      << "bf-error-rate = " << *resp::BloomSettingValue("bf-error-rate", c.bloom) << "\n"
+      << "bf-initial-size = " << c.bloom.initial_size << "\n"
+      << "bf-expansion-factor = " << c.bloom.expansion << "\n"
+      << "resp3-replies = " << *resp::BloomSettingValue("resp3-replies", c.bloom) << "\n"
       << "resp-threads = " << c.resp_threads << "\n"
       << "resp-busy-poll-us = " << c.resp_busy_poll_us << "\n"
       << "resp-latency-tracking = " << (c.resp_latency_tracking ? "true" : "false") << "\n"

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "node/core/node.h"
 #include "node/core/types.h"
+#include "node/runtime/resp/bloom_settings.h"
 
 namespace pollen::runtime {
 
@@ -49,6 +50,7 @@ struct DaemonConfig {
   std::string resp_bind;
   std::string resp_password;  // never logged
   std::string rename_command;  // NAME=NEWNAME,... (resp::CommandNames::Parse)
+  resp::BloomSettings bloom;   // bf-error-rate, bf-initial-size, bf-expansion-factor, resp3-replies
   uint32_t resp_threads = 1;
   uint32_t resp_busy_poll_us = 50;
   bool resp_latency_tracking = true;

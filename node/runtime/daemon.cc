@@ -232,6 +232,7 @@ int RunDaemon(int argc, char** argv) {
   ctx->latency_tracking = config.resp_latency_tracking;
   ctx->limits.idle_timeout = std::chrono::duration_cast<std::chrono::seconds>(config.resp_idle_timeout);
   ctx->default_filter = default_filter;
+  ctx->bloom.Reset(config.bloom);
   ctx->version = kPollenVersion;
 
   resp::IoPool resp_pool(config.resp_threads,  // one event loop per RESP thread

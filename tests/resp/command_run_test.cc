@@ -129,6 +129,33 @@ TEST(CommandRun, ARunTouchesTheFilterForWatch) {
   EXPECT_EQ(run(watcher, {"EXEC"}), "*-1\r\n");
 }
 
+// Under RESP3 with resp3-replies = redis-8, a run answers with booleans, as
+// its requests one at a time do.
+TEST(CommandRun, ARunAnswersRedis8BooleansAsSingleRequests) {
+  Side runs, singles;
+  for (Side* side : {&runs, &singles}) {
+    side->session.proto = Proto::kResp3;
+    BloomSettings redis8 = side->f.ctx.bloom.Get();
+    redis8.resp3_replies = Resp3Replies::kRedis8;
+    side->f.ctx.bloom.Reset(redis8);
+  }
+  const std::vector<std::string> items = {"a", "b", "a", "c"};
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  for (RunKind kind : {RunKind::kAdd, RunKind::kExists}) {
+    std::string run_out;
+    ASSERT_TRUE(DispatchRun(runs.f.ctx, runs.session, kind, "f", views, &run_out).has_value());
+    std::string single_out;
+    for (const std::string& item : items) {
+      single_out += singles.Run({kind == RunKind::kAdd ? "BF.ADD" : "BF.EXISTS", "f", item});
+    }
+    EXPECT_EQ(run_out, single_out);
+  }
+  EXPECT_EQ(singles.Run({"BF.MEXISTS", "f", "a", "zzz"}), "*2\r\n#t\r\n#f\r\n");
+  std::string out;
+  ASSERT_TRUE(DispatchRun(runs.f.ctx, runs.session, RunKind::kAdd, "f", views, &out).has_value());
+  EXPECT_EQ(out, "#f\r\n#f\r\n#f\r\n#f\r\n");
+}
+
 TEST(CommandRun, OnlySingleItemBfAddAndBfExistsOutsideMultiStartARun) {
   testing::NodeFixture f;
   Session session;

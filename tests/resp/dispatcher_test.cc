@@ -271,7 +271,93 @@ TEST_F(DispatcherTest, CommandIntrospectionCoversTheTable) {
   EXPECT_EQ(Run({"COMMAND", "INFO", "nosuch"}), "*1\r\n$-1\r\n");
   EXPECT_EQ(Run({"CONFIG", "GET", "save"}), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
   EXPECT_EQ(Run({"CONFIG", "GET", "maxmemory"}), "*0\r\n");
-  EXPECT_EQ(Run({"CONFIG", "SET", "x", "y"}), "-ERR unknown subcommand 'SET'. Try CONFIG HELP.\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "x", "y"}),
+            "-ERR Unknown option or number of arguments for CONFIG SET - 'x'\r\n");
+  EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "-ERR unknown subcommand 'RESETSTAT'. Try CONFIG HELP.\r\n");
+}
+
+// Redis 8's bf-* settings: CONFIG SET changes what BF.ADD, BF.INSERT and
+// BF.RESERVE create, all pairs or none, with Redis' errors.
+TEST_F(DispatcherTest, ConfigSetChangesTheBloomDefaultsAllOrNothing) {
+  EXPECT_EQ(Run({"CONFIG", "GET", "bf-initial-size"}), "*2\r\n$15\r\nbf-initial-size\r\n$5\r\n10000\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-initial-size", "300", "BF-ERROR-RATE", "0.001"}), "+OK\r\n");
+  EXPECT_EQ(Run({"CONFIG", "GET", "bf-error-rate"}), "*2\r\n$13\r\nbf-error-rate\r\n$5\r\n0.001\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "made", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "made", "CAPACITY"}), "*1\r\n:300\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "made", "EXPANSION"}), "*1\r\n:2\r\n");
+  // The same layers as a BF.RESERVE of that rate and capacity.
+  EXPECT_EQ(Run({"BF.RESERVE", "reserved-alike", "0.001", "300"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "reserved-alike", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.DEBUG", "made"}), Run({"BF.DEBUG", "reserved-alike"}));
+
+  // A bad pair changes nothing, the good pairs before it included.
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-initial-size", "50", "bf-expansion-factor", "40000"}),
+            "-ERR CONFIG SET failed (possibly related to argument 'bf-expansion-factor') - Value for "
+            "`bf-expansion-factor` must be in the range [0, 32768]\r\n");
+  EXPECT_EQ(Run({"CONFIG", "GET", "bf-initial-size"}), "*2\r\n$15\r\nbf-initial-size\r\n$3\r\n300\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-error-rate", "1"}),
+            "-ERR CONFIG SET failed (possibly related to argument 'bf-error-rate') - Value for `bf-error-rate` "
+            "must be in the range (0.000000, 1.000000)\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-initial-size", "12x"}),
+            "-ERR CONFIG SET failed (possibly related to argument 'bf-initial-size') - Invalid value for "
+            "`bf-initial-size`\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-initial-size", "1", "bf-initial-size", "2"}),
+            "-ERR CONFIG SET failed (possibly related to argument 'bf-initial-size') - duplicate parameter\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-initial-size"}), "-ERR wrong number of arguments for 'config|set' command\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-initial-size", "1", "x"}), "-ERR syntax error\r\n");
+  // RedisBloom's cap: a rate above 0.25 is stored as 0.25.
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-error-rate", "0.5"}), "+OK\r\n");
+  EXPECT_EQ(Run({"CONFIG", "GET", "bf-error-rate"}), "*2\r\n$13\r\nbf-error-rate\r\n$4\r\n0.25\r\n");
+
+  // An expansion factor of 0 makes created and reserved filters NONSCALING,
+  // unless EXPANSION is given.
+  EXPECT_EQ(Run({"CONFIG", "SET", "bf-expansion-factor", "0"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "fixed", "x"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "fixed", "EXPANSION"}), "*1\r\n$-1\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "reserved", "0.01", "100"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "reserved", "EXPANSION"}), "*1\r\n$-1\r\n");
+  EXPECT_EQ(Run({"BF.RESERVE", "grows", "0.01", "100", "EXPANSION", "4"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "grows", "EXPANSION"}), "*1\r\n:4\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "inserted", "ITEMS", "a"}), "*1\r\n:1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "inserted", "EXPANSION"}), "*1\r\n$-1\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "inserted4", "EXPANSION", "4", "ITEMS", "a"}), "*1\r\n:1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "inserted4", "EXPANSION"}), "*1\r\n:4\r\n");
+}
+
+// resp3-replies: RedisBloom 2.4's integers and arrays by default, Redis 8's
+// booleans and maps when asked, under RESP3 only.
+TEST_F(DispatcherTest, Resp3RepliesFollowTheChosenServer) {
+  ASSERT_EQ(Run({"BF.RESERVE", "f", "0.01", "100", "NONSCALING"}), "+OK\r\n");
+  ASSERT_NE(Run({"HELLO", "3"}).find("proto"), std::string::npos);
+  EXPECT_EQ(Run({"BF.ADD", "f", "a"}), ":1\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "ITEMS"}), "*1\r\n:1\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "resp3-replies", "redis-8"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "f", "a"}), "#f\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "f", "b"}), "#t\r\n");
+  EXPECT_EQ(Run({"BF.MADD", "f", "b", "c"}), "*2\r\n#f\r\n#t\r\n");
+  EXPECT_EQ(Run({"BF.INSERT", "f", "ITEMS", "d", "d"}), "*2\r\n#t\r\n#f\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "f", "a"}), "#t\r\n");
+  EXPECT_EQ(Run({"BF.EXISTS", "missing", "a"}), "#f\r\n");
+  EXPECT_EQ(Run({"BF.MEXISTS", "f", "a", "never-added"}), "*2\r\n#t\r\n#f\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "ITEMS"}), "%1\r\n+Number of items inserted\r\n:4\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "EXPANSION"}), "%1\r\n+Expansion rate\r\n_\r\n");
+  const std::string info = Run({"BF.INFO", "f"});
+  EXPECT_EQ(info.rfind("%5\r\n+Capacity\r\n:100\r\n+Size\r\n:", 0), 0u) << info;
+  EXPECT_NE(info.find("+Number of filters\r\n:1\r\n+Number of items inserted\r\n:4\r\n+Expansion rate\r\n_\r\n"),
+            std::string::npos)
+      << info;
+  EXPECT_EQ(Run({"BF.CARD", "f"}), ":4\r\n");
+  EXPECT_EQ(Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(Run({"BF.ADD", "f", "e"}), "+QUEUED\r\n");
+  EXPECT_EQ(Run({"EXEC"}), "*1\r\n#t\r\n");
+  // RESP2 is the same under either setting.
+  ASSERT_NE(Run({"HELLO", "2"}).find("proto"), std::string::npos);
+  EXPECT_EQ(Run({"BF.ADD", "f", "a"}), ":0\r\n");
+  EXPECT_EQ(Run({"BF.MEXISTS", "f", "a", "never-added"}), "*2\r\n:1\r\n:0\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "f", "ITEMS"}), "*1\r\n:5\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "resp3-replies", "redis-7"}),
+            "-ERR CONFIG SET failed (possibly related to argument 'resp3-replies') - argument(s) must be one of the "
+            "following: redisbloom-2.4, redis-8\r\n");
 }
 
 TEST_F(DispatcherTest, InfoReportsSections) {

@@ -101,7 +101,9 @@ struct NodeFixture {
   explicit NodeFixture(uint8_t secret_seed = 1) : node(MakeNode("node-a", secret_seed)), driver(node.get()) {
     ctx.node = node.get();
     ctx.run_on_driver = [this](std::function<absl::Status(node::Time)> fn) { return driver.Run(std::move(fn)); };
-    ctx.default_filter.capacity = 10'000;  // keep test filters small
+    BloomSettings small;
+    small.initial_size = 10'000;  // keep filters made by BF.ADD small
+    ctx.bloom.Reset(small);
   }
 };
 

@@ -40,7 +40,7 @@ std::optional<RunResult> DispatchRun(ServerContext& ctx, Session& session, RunKi
     if (!errors.has_value()) return std::nullopt;
     run.errors = *errors;
   } else {
-    run.errors = RunBfExists(ctx, filter, items, out);
+    run.errors = RunBfExists(ctx, session, filter, items, out);
   }
   if (session.record != nullptr) session.record->set_last_command(kind == RunKind::kAdd ? "bf.add" : "bf.exists");
   ctx.counters.commands_processed.fetch_add(items.size(), std::memory_order_relaxed);

@@ -37,7 +37,7 @@ constexpr CommandSpec kCommands[] = {
     {"bf.scandump", -1, "readonly module fast", 1, 1, 1, "bf", "Dumps a filter in chunks (for BF.LOADCHUNK).", false, CmdBfScandump},
     {"client", -2, "admin noscript loading stale", 0, 0, 0, "connection", "Connection management: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, HELP.", false, CmdClient},
     {"command", -1, "loading stale", 0, 0, 0, "server", "Details about the commands.", false, CmdCommand},
-    {"config", -2, "admin noscript loading stale", 0, 0, 0, "server", "CONFIG GET: only save and appendonly (both off).", false, CmdConfig},
+    {"config", -2, "admin noscript loading stale", 0, 0, 0, "server", "CONFIG GET (save, appendonly, proto-max-bulk-len, the bf-* settings, resp3-replies); CONFIG SET of the bf-* settings and resp3-replies.", false, CmdConfig},
     {"dbsize", 1, "readonly fast", 0, 0, 0, "keyspace", "Number of keys (filters).", false, CmdDbsize},
     {"del", -2, "write", 1, -1, 1, "keyspace", "Deletes filters cluster-wide (a replicated tombstone).", false, CmdDel},
     {"discard", 1, "noscript loading stale fast allow_busy", 0, 0, 0, "transactions", "Discards a transaction.", false, CmdDiscard},

@@ -134,8 +134,8 @@ void CmdBfExists(CommandCall& call);
 // owners decide each add: the requests must run one by one).
 std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
                                 std::span<const std::string_view> items, std::string* out);
-size_t RunBfExists(ServerContext& ctx, std::string_view filter, std::span<const std::string_view> items,
-                   std::string* out);
+size_t RunBfExists(ServerContext& ctx, const Session& session, std::string_view filter,
+                   std::span<const std::string_view> items, std::string* out);
 void CmdBfMexists(CommandCall& call);
 void CmdBfCard(CommandCall& call);
 void CmdBfDebug(CommandCall& call);

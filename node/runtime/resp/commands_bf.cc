@@ -38,6 +38,18 @@ struct CreateOptions {
 constexpr std::string_view kRateRange = "ERR (0 < error rate range < 1) ";
 constexpr std::string_view kCapacityRange = "ERR (capacity should be larger than 0)";
 
+// Whether adds and tests answer with RESP3 booleans, as Redis 8 does
+// (resp3-replies = redis-8), or with integers, as RedisBloom 2.4 does under
+// either protocol.
+bool Booleans(const ServerContext& ctx, const Session& session) {
+  return session.proto == Proto::kResp3 && ctx.bloom.redis8_resp3();
+}
+
+void AppendAnswer(std::string* out, bool yes, bool booleans) {
+  if (booleans) return AppendBool(out, yes);
+  AppendInteger(out, yes ? 1 : 0);
+}
+
 // BF.RESERVE's optional words are looked up anywhere after the command name,
 // by exact (case-insensitive) match, as RedisBloom does; other words are
 // ignored. Returns the index, or 0 when absent.
@@ -216,11 +228,12 @@ void ReplyAdded(ServerContext& ctx, Session& session, std::string* out, std::str
   session.wait_record.Add(filter, items.first(refused ? replies - 1 : replies),
                           [&ctx, filter] { return IncarnationOf(*ctx.node, filter); });
   if (multi) AppendArrayHeader(out, replies);
+  const bool booleans = Booleans(ctx, session);
   for (size_t i = 0; i < replies; ++i) {
     if (full[i]) {
       AppendError(out, node::kFilterFullError);
     } else {
-      AppendInteger(out, (*added)[i] ? 1 : 0);
+      AppendAnswer(out, (*added)[i], booleans);
     }
   }
 }
@@ -284,7 +297,8 @@ void CheckItems(CommandCall& call, std::string_view filter, std::span<const std:
     return;
   }
   if (multi) AppendArrayHeader(call.out, found->size());
-  for (bool b : *found) AppendInteger(call.out, b ? 1 : 0);
+  const bool booleans = Booleans(ctx, call.session);
+  for (bool b : *found) AppendAnswer(call.out, b, booleans);
 }
 
 // Per sub-filter this node's count, exact while only this node's adds set its
@@ -300,10 +314,15 @@ int64_t EstimatedItems(const node::FilterInfo& info) {
   return static_cast<int64_t>(std::llround(std::min(sum, 9.0e18)));
 }
 
+// What BF.ADD and BF.MADD create: bf-initial-size, bf-error-rate and
+// bf-expansion-factor (0: NONSCALING), as Redis 8.
 node::FilterConfig DefaultConfig(const ServerContext& ctx, std::string_view name) {
+  const BloomSettings settings = ctx.bloom.Get();
   CreateOptions o;
-  o.capacity = ctx.default_filter.capacity;
-  o.fpr = ctx.default_filter.fpr;
+  o.capacity = settings.initial_size;
+  o.fpr = settings.error_rate;
+  o.nonscaling = settings.expansion == 0;
+  o.expansion = o.nonscaling ? kDefaultExpansion : settings.expansion;
   node::FilterConfig c = MakeConfig(ctx, name, o);
   c.rotate_fill = ctx.default_filter.rotate_fill;
   c.rotate_interval = ctx.default_filter.rotate_interval;
@@ -331,10 +350,15 @@ void CmdBfReserve(CommandCall& call) {
   if (!ParseInt64(a[3], &capacity)) return AppendError(call.out, "ERR bad capacity");
   if (capacity <= 0) return AppendError(call.out, kCapacityRange);
   o.capacity = static_cast<uint64_t>(capacity);
-  o.nonscaling = FindWord(a, "NONSCALING") != 0;
+  const bool nonscaling_word = FindWord(a, "NONSCALING") != 0;
+  // Without EXPANSION: bf-expansion-factor's, 0 making it NONSCALING (Redis 8).
+  const uint32_t default_expansion = call.ctx.bloom.Get().expansion;
+  o.nonscaling = nonscaling_word || default_expansion == 0;
+  if (default_expansion > 0) o.expansion = std::min(default_expansion, crdt::kMaxExpansion);
   if (const size_t e = FindWord(a, "EXPANSION"); e != 0) {
     if (e + 1 >= a.size()) return AppendError(call.out, "ERR no expansion");
-    if (o.nonscaling) return AppendErrorVerbatim(call.out, "Nonscaling filters cannot expand");
+    if (nonscaling_word) return AppendErrorVerbatim(call.out, "Nonscaling filters cannot expand");
+    o.nonscaling = false;
     int64_t expansion = 0;
     if (!ParseInt64(a[e + 1], &expansion)) return AppendError(call.out, "ERR bad expansion");
     // RedisBloom takes any integer here; Pollen clamps it to [1, 65536]
@@ -365,10 +389,14 @@ void CmdBfMadd(CommandCall& call) {
 void CmdBfInsert(CommandCall& call) {
   const auto& a = call.args;
   if (a.size() < 4) return ReplyWrongArity(call);
+  // Defaults as Redis 8: bf-initial-size, bf-error-rate, and
+  // bf-expansion-factor (0: NONSCALING unless EXPANSION is given).
+  const BloomSettings settings = call.ctx.bloom.Get();
   CreateOptions o;
-  o.capacity = call.ctx.default_filter.capacity;
-  o.fpr = call.ctx.default_filter.fpr;
-  int64_t capacity = static_cast<int64_t>(o.capacity), expansion = 2;
+  o.capacity = settings.initial_size;
+  o.fpr = settings.error_rate;
+  int64_t capacity = static_cast<int64_t>(o.capacity), expansion = settings.expansion;
+  bool expansion_given = false;
   bool create = true;
   size_t items = 0;
   for (size_t i = 2; i < a.size() && items == 0;) {
@@ -394,10 +422,15 @@ void CmdBfInsert(CommandCall& call) {
       if (word == InsertWord::kExpansion && !ParseInt64(value, &expansion)) {
         return AppendErrorVerbatim(call.out, "Bad expansion");
       }
+      if (word == InsertWord::kExpansion) expansion_given = true;
       i += 2;
     }
   }
   if (items == 0 || items >= a.size()) return ReplyWrongArity(call);
+  if (expansion == 0 && !expansion_given) {
+    o.nonscaling = true;
+    expansion = kDefaultExpansion;
+  }
   if (capacity <= 0 || !(o.fpr > 0 && o.fpr < 1) || expansion < 1) {
     return AppendErrorVerbatim(call.out, "Bad argument received");
   }
@@ -428,7 +461,7 @@ void CmdBfExists(CommandCall& call) {
     ReplyStatus(call.out, found.status());
     return;
   }
-  AppendInteger(call.out, *found ? 1 : 0);
+  AppendAnswer(call.out, *found, Booleans(ctx, call.session));
 }
 
 std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
@@ -469,18 +502,19 @@ std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::strin
     }
     session.wait_record.Add(filter, taken, incarnation);
   }
+  const bool booleans = Booleans(ctx, session);
   for (size_t i = 0; i < n; ++i) {
     if (full[i]) {
       AppendError(out, node::kFilterFullError);
     } else {
-      AppendInteger(out, (*added)[i] ? 1 : 0);
+      AppendAnswer(out, (*added)[i], booleans);
     }
   }
   return refused;
 }
 
-size_t RunBfExists(ServerContext& ctx, std::string_view filter, std::span<const std::string_view> items,
-                   std::string* out) {
+size_t RunBfExists(ServerContext& ctx, const Session& session, std::string_view filter,
+                   std::span<const std::string_view> items, std::string* out) {
   ctx.counters.keys_queried.fetch_add(items.size(), std::memory_order_relaxed);
   absl::StatusOr<std::vector<bool>> found = ctx.node->ExistsMany(filter, items);
   if (absl::IsNotFound(found.status())) {
@@ -489,7 +523,8 @@ size_t RunBfExists(ServerContext& ctx, std::string_view filter, std::span<const 
     for (size_t i = 0; i < items.size(); ++i) ReplyStatus(out, found.status());
     return items.size();
   }
-  for (bool b : *found) AppendInteger(out, b ? 1 : 0);
+  const bool booleans = Booleans(ctx, session);
+  for (bool b : *found) AppendAnswer(out, b, booleans);
   return 0;
 }
 
@@ -540,43 +575,40 @@ void CmdBfInfo(CommandCall& call) {
   const int64_t size = static_cast<int64_t>(std::min<uint64_t>(info->memory_bytes, INT64_MAX));
   const int64_t filters = static_cast<int64_t>(info->generations.size());
   const uint32_t expansion = info->config.expansion;
-  const int64_t items = EstimatedItems(*info);
+  struct Field {
+    std::string_view word;  // BF.INFO key WORD
+    std::string_view name;
+    std::optional<int64_t> value;  // nullopt: a NONSCALING filter's expansion
+  };
+  const Field fields[] = {
+      {"CAPACITY", "Capacity", capacity},
+      {"SIZE", "Size", size},
+      {"FILTERS", "Number of filters", filters},
+      {"ITEMS", "Number of items inserted", EstimatedItems(*info)},
+      {"EXPANSION", "Expansion rate", expansion > 0 ? std::optional<int64_t>(expansion) : std::nullopt},
+  };
+  std::span<const Field> shown = fields;
   if (a.size() == 3) {
-    std::string* out = call.out;
-    if (IEquals(a[2], "CAPACITY")) {
-      AppendArrayHeader(out, 1), AppendInteger(out, capacity);
-    } else if (IEquals(a[2], "SIZE")) {
-      AppendArrayHeader(out, 1), AppendInteger(out, size);
-    } else if (IEquals(a[2], "FILTERS")) {
-      AppendArrayHeader(out, 1), AppendInteger(out, filters);
-    } else if (IEquals(a[2], "ITEMS")) {
-      AppendArrayHeader(out, 1), AppendInteger(out, items);
-    } else if (IEquals(a[2], "EXPANSION")) {
-      AppendArrayHeader(out, 1);
-      if (expansion > 0) {
-        AppendInteger(out, expansion);
-      } else {
-        AppendNull(out, call.session.proto);  // NONSCALING
-      }
-    } else {
-      AppendErrorVerbatim(out, "Invalid information value");
-    }
-    return;
+    const auto it = std::find_if(std::begin(fields), std::end(fields), [&a](const Field& f) { return IEquals(a[2], f.word); });
+    if (it == std::end(fields)) return AppendErrorVerbatim(call.out, "Invalid information value");
+    shown = std::span(it, 1);
   }
-  AppendArrayHeader(call.out, 10);
-  AppendSimple(call.out, "Capacity");
-  AppendInteger(call.out, capacity);
-  AppendSimple(call.out, "Size");
-  AppendInteger(call.out, size);
-  AppendSimple(call.out, "Number of filters");
-  AppendInteger(call.out, filters);
-  AppendSimple(call.out, "Number of items inserted");
-  AppendInteger(call.out, items);
-  AppendSimple(call.out, "Expansion rate");
-  if (expansion > 0) {
-    AppendInteger(call.out, expansion);
+  // RedisBloom 2.4: a flat array naming every field, or the one value asked
+  // for. Redis 8 under RESP3 (resp3-replies = redis-8): a map either way.
+  const bool map = Booleans(call.ctx, call.session);
+  const bool named = map || a.size() == 2;
+  if (map) {
+    AppendMapHeader(call.out, shown.size(), Proto::kResp3);
   } else {
-    AppendNull(call.out, call.session.proto);
+    AppendArrayHeader(call.out, named ? 2 * shown.size() : shown.size());
+  }
+  for (const Field& f : shown) {
+    if (named) AppendSimple(call.out, f.name);
+    if (f.value.has_value()) {
+      AppendInteger(call.out, *f.value);
+    } else {
+      AppendNull(call.out, call.session.proto);
+    }
   }
 }
 

@@ -373,34 +373,72 @@ void CmdHello(CommandCall& call) {
   AppendBulk(out, "modules"), AppendModuleList(out, p);
 }
 
-void CmdConfig(CommandCall& call) {
-  if (IEquals(call.args[1], "GET")) {
-    if (call.args.size() < 3) return AppendError(call.out, "ERR wrong number of arguments for 'config|get' command");
-    // Pollen has little of Redis' configuration: redis-benchmark asks for
-    // appendonly and save (Redis' own RDB/AOF persistence is indeed off), and
-    // backup tools for proto-max-bulk-len (the largest LOADCHUNK argument).
-    const std::string bulk = std::to_string(call.ctx.limits.max_bulk_bytes);
-    const std::pair<std::string_view, std::string_view> params[] = {
-        {"appendonly", "no"}, {"save", ""}, {"proto-max-bulk-len", bulk}};
-    // Redis 7 echoes a name asked for exactly as typed, and gives a pattern's
-    // matches their own names.
-    std::vector<std::pair<std::string_view, std::string_view>> hits;
-    for (const auto& p : params) {
-      for (size_t i = 2; i < call.args.size(); ++i) {
-        if (IEquals(call.args[i], p.first)) {
-          hits.emplace_back(call.args[i], p.second);
-          break;
-        }
-        if (GlobMatch(Lower(call.args[i]), p.first)) {
-          hits.push_back(p);
-          break;
-        }
+namespace {
+
+void ConfigGet(CommandCall& call) {
+  if (call.args.size() < 3) return AppendError(call.out, "ERR wrong number of arguments for 'config|get' command");
+  // Pollen has little of Redis' configuration: redis-benchmark asks for
+  // appendonly and save (Redis' own RDB/AOF persistence is indeed off), and
+  // backup tools for proto-max-bulk-len (the largest LOADCHUNK argument).
+  // Then Redis 8's Bloom settings and resp3-replies (bloom_settings.h).
+  std::vector<std::pair<std::string_view, std::string>> params = {
+      {"appendonly", "no"}, {"save", ""}, {"proto-max-bulk-len", std::to_string(call.ctx.limits.max_bulk_bytes)}};
+  const BloomSettings bloom = call.ctx.bloom.Get();
+  for (std::string_view name : kBloomSettingNames) params.emplace_back(name, *BloomSettingValue(name, bloom));
+  // Redis 7 echoes a name asked for exactly as typed, and gives a pattern's
+  // matches their own names.
+  std::vector<std::pair<std::string_view, std::string_view>> hits;
+  for (const auto& [name, value] : params) {
+    for (size_t i = 2; i < call.args.size(); ++i) {
+      if (IEquals(call.args[i], name)) {
+        hits.emplace_back(call.args[i], value);
+        break;
+      }
+      if (GlobMatch(Lower(call.args[i]), name)) {
+        hits.emplace_back(name, value);
+        break;
       }
     }
-    AppendMapHeader(call.out, hits.size(), call.session.proto);
-    for (const auto& [k, v] : hits) AppendBulk(call.out, k), AppendBulk(call.out, v);
-    return;
   }
+  AppendMapHeader(call.out, hits.size(), call.session.proto);
+  for (const auto& [k, v] : hits) AppendBulk(call.out, k), AppendBulk(call.out, v);
+}
+
+// CONFIG SET name value [name value ...]: the settings of bloom_settings.h,
+// all or none, with Redis 7's errors. Applies to this node only, until it
+// restarts (as Redis without CONFIG REWRITE).
+void ConfigSet(CommandCall& call) {
+  const auto& a = call.args;
+  if (a.size() < 4) return AppendError(call.out, "ERR wrong number of arguments for 'config|set' command");
+  if (a.size() % 2 != 0) return AppendError(call.out, "ERR syntax error");
+  std::vector<std::string> names;
+  for (size_t i = 2; i < a.size(); i += 2) {
+    std::string name = Lower(a[i]);
+    if (std::find(kBloomSettingNames.begin(), kBloomSettingNames.end(), name) == kBloomSettingNames.end()) {
+      return AppendError(call.out,
+                         Cat("ERR Unknown option or number of arguments for CONFIG SET - '", a[i].substr(0, 128), "'"));
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return AppendError(call.out, Cat("ERR CONFIG SET failed (possibly related to argument '", a[i].substr(0, 128),
+                                       "') - duplicate parameter"));
+    }
+    names.push_back(std::move(name));
+  }
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  for (size_t i = 0; i < names.size(); ++i) pairs.emplace_back(names[i], a[3 + 2 * i]);
+  size_t failed = 0;
+  if (absl::Status s = call.ctx.bloom.Set(pairs, &failed); !s.ok()) {
+    return AppendError(call.out, Cat("ERR CONFIG SET failed (possibly related to argument '",
+                                     a[2 + 2 * failed].substr(0, 128), "') - ", ToStd(s.message())));
+  }
+  AppendSimple(call.out, "OK");
+}
+
+}  // namespace
+
+void CmdConfig(CommandCall& call) {
+  if (IEquals(call.args[1], "GET")) return ConfigGet(call);
+  if (IEquals(call.args[1], "SET")) return ConfigSet(call);
   AppendError(call.out, Cat("ERR unknown subcommand '", call.args[1].substr(0, 128), "'. Try CONFIG HELP."));
 }
 

@@ -60,6 +60,8 @@ void AppendNull(std::string* out, Proto p) { out->append(p == Proto::kResp3 ? "_
 
 void AppendNullArray(std::string* out, Proto p) { out->append(p == Proto::kResp3 ? "_\r\n" : "*-1\r\n"); }
 
+void AppendBool(std::string* out, bool b) { out->append(b ? "#t\r\n" : "#f\r\n"); }
+
 void AppendMapHeader(std::string* out, size_t pairs, Proto p) {
   if (p == Proto::kResp3) {
     absl::StrAppend(out, "%", pairs, "\r\n");

@@ -31,5 +31,6 @@ void AppendNullArray(std::string* out, Proto p);                // *-1 | _
 void AppendMapHeader(std::string* out, size_t pairs, Proto p);  // *2n | %n, then 2n values
 void AppendSetHeader(std::string* out, size_t n, Proto p);      // *n | ~n
 void AppendVerbatim(std::string* out, std::string_view text, Proto p);  // $len text | =len txt:text
+void AppendBool(std::string* out, bool b);  // #t | #f: RESP3 only (callers choose integers for RESP2)
 
 }  // namespace pollen::resp

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "node/core/node.h"
+#include "node/runtime/resp/bloom_settings.h"
 #include "node/runtime/resp/client_table.h"
 #include "node/runtime/resp/command_names.h"
 #include "node/runtime/resp/command_stats.h"
@@ -143,11 +144,14 @@ struct ServerContext {
   // Off: no clock read per command, and no command stats at all.
   bool latency_tracking = true;
 
-  // What BF.ADD / BF.MADD / BF.INSERT create for a missing filter (RedisBloom
-  // auto-creates with capacity 100, error 0.01; Pollen filters do not scale,
-  // so the default is FilterConfig's: capacity 1'000'000, fpr 0.01,
-  // 2 generations, shared). The name is filled in per filter.
+  // What BF.ADD / BF.MADD / BF.INSERT create for a missing filter: its
+  // generations, rotation and routing (FilterConfig's defaults: 2
+  // generations, shared). Its capacity, rate and expansion come from `bloom`.
+  // The name is filled in per filter.
   node::FilterConfig default_filter;
+  // Redis 8's bf-* settings and resp3-replies (bloom_settings.h): set from
+  // the config at start, changed by CONFIG SET.
+  LiveBloomSettings bloom;
 
   std::string version = "0.1.0";  // Pollen's version, reported by INFO
   std::chrono::steady_clock::time_point start_time = std::chrono::steady_clock::now();  // INFO uptime

@@ -6,6 +6,8 @@ A case file is a list of lines:
                         when they stand where a reply is expected)
   <blank>              ignored
   @anchor-setup CMD    run on the anchor (after FLUSHALL) before the file's cases
+  @pollen-setup CMD    run on pollend only (by run.py) before the file's cases: a Pollen
+                       setting that the anchor has by nature (e.g. resp3-replies redis-8)
   > CMD ARGS...        a case: the command, split like redis-cli splits a line
   <reply lines>        the expected reply: exactly one RESP value, one CRLF-terminated
                        element per line (CRLF removed), bulk payloads on their own line,
@@ -330,13 +332,17 @@ class CaseFile:
     def cases(self):
         return [it for it in self.items if isinstance(it, Case)]
 
+    def _directive(self, name):
+        return [split_command(it[len(name):]) for it in self.items
+                if isinstance(it, str) and it.startswith(name + " ")]
+
     @property
     def anchor_setup(self):
-        out = []
-        for it in self.items:
-            if isinstance(it, str) and it.startswith("@anchor-setup"):
-                out.append(split_command(it[len("@anchor-setup"):]))
-        return out
+        return self._directive("@anchor-setup")
+
+    @property
+    def pollen_setup(self):
+        return self._directive("@pollen-setup")
 
     def to_text(self):
         out = []
@@ -390,7 +396,7 @@ def load_case_file(path, allow_unrecorded=False):
             i = j
             continue
         if line == "" or _is_comment(line) or line.startswith("@"):
-            if line.startswith("@") and not line.startswith("@anchor-setup "):
+            if line.startswith("@") and not line.startswith(("@anchor-setup ", "@pollen-setup ")):
                 raise FormatError("%s: unknown directive %r" % (where, line))
             items.append(line)
             i += 1

@@ -3,14 +3,15 @@
 
   run.py --pollend PATH [files...]
       For each case file (default: every *.cases next to this script) start a fresh
-      pollend on free loopback ports, wait until PING answers, run the file's cases in
-      order on one connection, then stop pollend (SIGTERM, SIGKILL after 10 s).
+      pollend on free loopback ports, wait until PING answers, run the file's
+      '@pollen-setup' commands, then its cases in order on one connection, then
+      stop pollend (SIGTERM, SIGKILL after 10 s).
 
   run.py --server HOST:PORT [--anchor] [files...]
       Run against a server that is already running. With --anchor the server is the
       RedisBloom anchor: before each file it is flushed (FLUSHALL) and the file's
-      '@anchor-setup' commands are run, as record.py does. Without --anchor nothing
-      is sent but the cases.
+      '@anchor-setup' commands are run, as record.py does. Without --anchor (a
+      pollend) the file's '@pollen-setup' commands are run, then the cases.
 
 Prints 'FILE: N passed, M failed' per file, each failure with the command and the
 expected and actual replies, and finally 'N passed, M failed'. Exit status 1 if any
@@ -173,11 +174,11 @@ def run_cases(cf, host, port, anchor_setup):
     conn = rt.Connection(host, port, timeout=CASE_TIMEOUT)
     broken = None   # why the remaining cases cannot run
     try:
-        if anchor_setup:
-            for args in [[b"FLUSHALL"]] + cf.anchor_setup:
-                reply = conn.call(args)
-                if reply.kind in "-!":
-                    raise RuntimeError("setup %r failed: %s" % (args, rt.render_lines(reply)))
+        setup = [[b"FLUSHALL"]] + cf.anchor_setup if anchor_setup else cf.pollen_setup
+        for args in setup:
+            reply = conn.call(args)
+            if reply.kind in "-!":
+                raise RuntimeError("setup %r failed: %s" % (args, rt.render_lines(reply)))
         for case in cf.cases:
             if broken:
                 failures.append(Failure(case, ["<not run: %s>" % broken]))
