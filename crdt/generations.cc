@@ -103,9 +103,9 @@ absl::Status ValidateParams(const FilterParams& params) {
     return absl::InvalidArgumentError(
         absl::StrCat("filter name must be at most ", kMaxFilterNameBytes, " bytes, got ", params.name.size()));
   }
-  if (params.filter_id != FilterIdForName(params.name)) {
-    return absl::InvalidArgumentError("filter id does not match the filter name");
-  }
+  // Any identity but the routing key's: a copy or a renamed filter keeps
+  // the identity of the filter it came from (FilterIdForName).
+  if (params.filter_id == kRoutingKeyId) return absl::InvalidArgumentError("filter id is reserved");
   if (absl::Status s = ValidateShape(params.shape); !s.ok()) return s;
   if (params.generations < 1 || params.generations > kMaxGenerations) {
     return absl::InvalidArgumentError(

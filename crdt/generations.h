@@ -94,7 +94,7 @@ inline constexpr uint32_t LayerOfSlot(uint64_t slot) { return static_cast<uint32
 // parameters.
 struct FilterParams {
   std::string name;
-  uint64_t filter_id = 0;  // FilterIdForName(name)
+  uint64_t filter_id = 0;  // identity: FilterIdForName of the name it was created under
   FilterShape shape;       // layer 0's
   uint32_t generations = 2;  // G
   uint32_t hash_scheme = kHashSchemeDefault;

@@ -33,8 +33,16 @@ struct SipKey {
 // Aborts if libsodium cannot initialize (no usable randomness source).
 void EnsureSodiumInitialized();
 
-// A stable 64-bit id for a filter name (BLAKE2b of the name, first 8 bytes LE).
+// A stable 64-bit id for a filter name (BLAKE2b of the name, first 8 bytes LE):
+// the identity a filter is created with. Its hash keys derive from the
+// identity, not the name, so a copy, a renamed filter or a dump loaded under
+// another name keeps its source's identity and its bits stay valid.
 uint64_t FilterIdForName(std::string_view name);
+
+// The identity the owner routing of node/core/routing.h derives its key from:
+// no filter may carry it (ValidateParams), so no filter's bits reveal the
+// routing hash.
+inline constexpr uint64_t kRoutingKeyId = 0x726f757465000001ULL;
 
 // Public fingerprint of the secret: BLAKE2b keyed by the secret over a fixed
 // label, 8 bytes LE. Equal secrets give equal ids; it reveals nothing useful.

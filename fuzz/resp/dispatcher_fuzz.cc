@@ -57,7 +57,8 @@ constexpr const char* kTokens[] = {
     "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "RESET", "EXISTS", "DEL", "UNLINK", "WAIT", "TYPE", "DBSIZE", "KEYS", "SCAN", "MATCH",
     "OBJECT", "ENCODING", "MEMORY", "USAGE", "TIME", "ROLE", "LASTSAVE", "MODULE", "GETKEYS", "GET", "LRANGE",
     "PFCOUNT", "NO-EVICT", "on", "[a-", "f*", "\\", "inf", "0x10", "-0", "SET", "bf-error-rate", "bf-initial-size",
-    "bf-expansion-factor", "resp3-replies", "redis-8", "redisbloom-2.4", "3", "0.5"};
+    "bf-expansion-factor", "resp3-replies", "redis-8", "redisbloom-2.4", "3", "0.5", "COPY", "RENAME", "RENAMENX",
+    "REPLACE", "DB", "BF.SCANDUMP", "BF.LOADCHUNK"};
 
 void RunOne(World& w, pollen::resp::Session& session, std::span<const std::string_view> args) {
   std::string out;

@@ -528,12 +528,13 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   if (!into_empty) {
     if (absl::Status s = crdt::VerifySnapshotChecksum(snapshot); !s.ok()) return s;
   }
-  if (impl.IsDeleted(*entry)) {
-    if (!restamp_at.has_value()) return absl::AbortedError("ERR snapshot: the filter was deleted after it was taken");
+  if (restamp_at.has_value()) {  // a restore: a new filter, created here and now
     impl.now = *restamp_at;
     entry->stamp = impl.FreshStamp(entry->config.name);
     entry->creator = impl.config.name;
     if (impl.IsDeleted(*entry)) return absl::FailedPreconditionError("ERR snapshot: filter name deleted for good");
+  } else if (impl.IsDeleted(*entry)) {
+    return absl::AbortedError("ERR snapshot: the filter was deleted after it was taken");
   }
   std::shared_ptr<const FilterState> local = impl.DriverLookup(entry->config.name);
   if (local == nullptr || (!(local->entry.params == entry->params) && Precedes(*entry, local->entry))) {

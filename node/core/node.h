@@ -472,9 +472,10 @@ class Node {
   // catalog entry (wire::CatalogEntry) | crdt::EncodeSnapshot bytes, so values
   // can be imported in any order. Importing a filter that exists merges it in.
   // A value whose entry a tombstone covers is refused with Aborted and
-  // changes nothing, unless `restamp_at` is given (a restore, BF.LOADCHUNK):
-  // then the entry gets a fresh stamp above the tombstone and this node as
-  // its creator, so the restore is a new filter. `consumed` (optional): as
+  // changes nothing. With `restamp_at` (a restore: BF.LOADCHUNK, COPY,
+  // RENAME) the entry gets a fresh stamp, above any tombstone, and this node
+  // as its creator: the restore is a new filter, made here (a copy of a
+  // config filter is no config filter). `consumed` (optional): as
   // crdt::OrSnapshotIntoEmpty's, in offsets of `bytes`; called only on
   // recovery's one-pass load into an empty filter.
   std::map<std::string, std::string> ExportSnapshots() const;

@@ -166,7 +166,7 @@ std::shared_ptr<const FilterState> Node::Impl::MatchFilter(const crdt::FilterPar
     return nullptr;
   }
   if (!(state->entry.params == params)) {
-    RefuseMerge(params.name, "filter parameters differ (blocks, k, generations, hash scheme or key id)");
+    RefuseMerge(params.name, "filter parameters differ (identity, blocks, k, generations, hash scheme or key id)");
     return nullptr;
   }
   return state;

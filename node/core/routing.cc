@@ -8,9 +8,9 @@
 namespace pollen::node {
 namespace {
 
-// A filter id no user filter can have (ids are BLAKE2b of a name; this one is
-// a fixed constant), so the routing key is independent of every filter key.
-constexpr uint64_t kRouteKeyId = 0x726f757465000001ULL;
+// A filter id no filter may carry (crdt::ValidateParams refuses it), so the
+// routing key is independent of every filter key.
+constexpr uint64_t kRouteKeyId = crdt::kRoutingKeyId;
 
 
 }  // namespace

@@ -677,6 +677,16 @@ def bf_scandump_loadchunk():
     for it_, data in chunks:
         bf.loadchunk(k, it_, data)
     expect_eq(bf.mexists(k, "a", "b", "c"), [1, 1, 1], "the restored filter holds what was dumped")
+    # The copy and migrate recipes: the dump loads under another name, and
+    # RENAME keeps a filter's items.
+    other = key("dump-elsewhere")
+    for it_, data in chunks:
+        bf.loadchunk(other, it_, data)
+    expect_eq(bf.mexists(other, "a", "b", "c", "never-added"), [1, 1, 1, 0], "the dump loaded under another name")
+    moved = key("dump-moved")
+    expect_eq(R.rename(other, moved), True, "RENAME of the loaded filter")
+    expect_eq(bf.mexists(moved, "a", "b", "c"), [1, 1, 1], "the renamed filter keeps its items")
+    expect_eq(R.exists(other), 0, "the old name is gone")
     expect_error(lambda: bf.scandump(key("no-such-filter"), 0), "not found", "BF.SCANDUMP of a missing filter")
 
 

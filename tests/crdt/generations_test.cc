@@ -32,7 +32,9 @@ TEST(Generations, RejectsInvalidParams) {
   absl::StatusOr<FilterParams> params = MakeParams("f", 100, 0.01, 2, kSecret);
   ASSERT_TRUE(params.ok());
   FilterParams bad = *params;
-  bad.filter_id ^= 1;
+  bad.filter_id ^= 1;  // another identity (a copy's, a renamed filter's) is valid
+  EXPECT_TRUE(ValidateParams(bad).ok());
+  bad.filter_id = kRoutingKeyId;  // but not the routing key's
   EXPECT_FALSE(ValidateParams(bad).ok());
   bad = *params;
   bad.hash_scheme = 99;

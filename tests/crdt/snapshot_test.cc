@@ -83,7 +83,10 @@ TEST(Snapshot, RoundTripsBinaryNamesUpToTheLimit) {
     ASSERT_TRUE(back.ok()) << len << ": " << back.status();
     EXPECT_EQ((*back)->params().name, name);
     EXPECT_TRUE((*back)->MightContain("k"));
-    // One byte cut from the name's end (and the checksum redone) is refused.
+    // One byte cut from the name's end (and the checksum redone): a name of
+    // 0xFFFF bytes would become one too short for the escape, refused; a
+    // longer one becomes a well-formed snapshot of another name (identities
+    // are not names), which a caller expecting this filter refuses.
     if (len >= 0xFFFF) {
       std::string cut = bytes.substr(0, bytes.size() - 4);
       cut.erase(8 + 4 + 4 + 2 + len - 1, 1);
@@ -91,7 +94,8 @@ TEST(Snapshot, RoundTripsBinaryNamesUpToTheLimit) {
       std::memcpy(&header_len, cut.data() + 12, 4);
       header_len -= 1;
       std::memcpy(cut.data() + 12, &header_len, 4);
-      EXPECT_FALSE(DecodeSnapshot(SealSnapshot(cut), kSecret, nullptr).ok()) << len;
+      if (len == 0xFFFF) EXPECT_FALSE(DecodeSnapshot(SealSnapshot(cut), kSecret, nullptr).ok()) << len;
+      EXPECT_FALSE(DecodeSnapshot(SealSnapshot(cut), kSecret, &set->params()).ok()) << len;
     }
   }
 }

@@ -137,7 +137,7 @@ TEST_F(Frames, ValidlySealedButMalformedContent) {
   env.mutable_delta()->mutable_filter()->set_k(0);
   ExpectRejected(forger_.Seal(env), "malformed");
   env = DeltaEnvelope(params_, 0);
-  env.mutable_delta()->mutable_filter()->set_filter_id(params_.filter_id ^ 1);
+  env.mutable_delta()->mutable_filter()->set_filter_id(crdt::kRoutingKeyId);  // no filter's identity
   ExpectRejected(forger_.Seal(env), "malformed");
   ExpectRejected(forger_.Seal(DeltaEnvelope(params_, ~uint64_t{0})), "malformed");
   // Anti-entropy: wrong summary count, out-of-range wanted range, bad range data.
@@ -186,8 +186,12 @@ TEST_F(Frames, ParameterMismatchIsRefused) {
   crdt::FilterParams key = params_;
   key.key_id ^= 1;
   node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(key, 0)), cluster_->now());
-  EXPECT_EQ(Count("params"), 3u);
-  EXPECT_EQ(CountEvents(node().TakeEvents(), Event::Kind::kMergeRefused), 3u);
+  // Another identity (a filter copied from another under this name).
+  crdt::FilterParams identity = params_;
+  identity.filter_id ^= 1;
+  node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(identity, 0)), cluster_->now());
+  EXPECT_EQ(Count("params"), 4u);
+  EXPECT_EQ(CountEvents(node().TakeEvents(), Event::Kind::kMergeRefused), 4u);
   EXPECT_EQ(Observe(*cluster_, 0), before);
   // Epoch announcements under other parameters are refused as well.
   wire::Envelope ep;
@@ -195,7 +199,7 @@ TEST_F(Frames, ParameterMismatchIsRefused) {
   ToWire(*other, fe->mutable_filter());
   fe->set_epoch(5);
   node().HandleDatagram("addr-x", forger_.Seal(ep), cluster_->now());
-  EXPECT_EQ(Count("params"), 4u);
+  EXPECT_EQ(Count("params"), 5u);
   EXPECT_EQ(node().Info("crawl")->epoch, 0u);
   // The matching one is accepted and merges.
   node().HandleDatagram("addr-x", forger_.Seal(DeltaEnvelope(params_, 0)), cluster_->now());

@@ -690,7 +690,9 @@ TEST_F(DispatcherTest, ScandumpLoadchunkRestoreAFilterOnAnotherNode) {
   testing::NodeFixture target;
   Session s;
   EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[1].first, chunks[1].second}), "-ERR not found\r\n");
-  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "other", "1", chunks[0].second}).rfind("-ERR received bad data", 0), 0u);
+  // The header loads under another name too (a rename): that load is left
+  // unfinished here, on its own name.
+  EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "other", "1", chunks[0].second}), "+OK\r\n");
   EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", "1", "garbage"}).rfind("-ERR received bad data", 0), 0u);
   ASSERT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[0].first, chunks[0].second}), "+OK\r\n");
   // Out of order, corrupt, too long: refused with RedisBloom's words (the
@@ -708,7 +710,7 @@ TEST_F(DispatcherTest, ScandumpLoadchunkRestoreAFilterOnAnotherNode) {
               "-ERR invalid chunk - Too big for current filter\r\n");
   }
   EXPECT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", "0", chunks[1].second}), "-ERR received bad data\r\n");
-  EXPECT_EQ(target.ctx.counters.loadchunk_refused.load(), 6u);  // "other", "garbage" and the four above
+  EXPECT_EQ(target.ctx.counters.loadchunk_refused.load(), 5u);  // "garbage" and the four above
   for (size_t i = 1; i + 1 < chunks.size(); ++i) {
     ASSERT_EQ(Do(target, s, {"BF.LOADCHUNK", "d", chunks[i].first, chunks[i].second}), "+OK\r\n") << i;
   }

@@ -177,7 +177,15 @@ absl::StatusOr<std::unique_ptr<PendingRestore>> PendingRestore::Begin(std::strin
   absl::StatusOr<DumpHeader> h = DecodeDumpHeader(header);
   if (!h.ok()) return h.status();
   if (h->params.name != key) {
-    return Bad("the dump is of another filter (its hash keys derive from its name, so it loads only under that name)");
+    // Loaded under another name: the filter keeps the dumped filter's
+    // identity (params.filter_id), from which its hash keys derive, so its
+    // bits answer for the same keys under the new name.
+    wire::CatalogEntry entry;
+    if (!entry.ParseFromString(h->entry)) return Bad("catalog entry does not parse");
+    entry.mutable_filter()->set_name(std::string(key));
+    h->entry = entry.SerializeAsString();
+    h->params.name = std::string(key);
+    if (absl::Status s = crdt::ValidateParams(h->params); !s.ok()) return Bad(s.message());
   }
   uint64_t words = 0;
   for (uint64_t w : h->words) words += w;

@@ -92,9 +92,10 @@ absl::StatusOr<DumpChunk> DecodeDumpChunk(std::string_view bytes);
 // One filter being loaded by LOADCHUNK: its header and contents so far.
 class PendingRestore {
  public:
-  // From the header chunk for `key` (which must be the dumped filter's name:
-  // its hash keys derive from it). Errors: InvalidArgument for a header that
-  // is not a valid dump of `key`; ResourceExhausted (naming
+  // From the header chunk, for the filter `key`: the dumped filter's name or
+  // any other (the filter keeps the dumped one's identity, which its hash
+  // keys derive from). Errors: InvalidArgument for a header that is not a
+  // valid dump (or `key` is not a valid name); ResourceExhausted (naming
   // max-filter-bytes) for a filter whose generations would need more than
   // `max_bytes`.
   static absl::StatusOr<std::unique_ptr<PendingRestore>> Begin(std::string_view key, std::string_view header,

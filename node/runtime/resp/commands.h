@@ -157,6 +157,14 @@ void CmdCommand(CommandCall& call);
 void CmdExists(CommandCall& call);
 void CmdDel(CommandCall& call);  // and UNLINK
 void CmdFlushall(CommandCall& call);  // and FLUSHDB
+void CmdCopy(CommandCall& call);
+void CmdRename(CommandCall& call);  // and RENAMENX
+// A copy of filter `src` named `dst` (which must not exist), made on this
+// node from its live bits and replicated as a new filter; it keeps the
+// source's identity, so its bits answer for the same keys (commands_dump.cc).
+// NotFound without `src`; a limit's error (max-filter-bytes, max-memory);
+// Aborted if the source rotated, grew or went meanwhile (nothing changed).
+absl::Status CopyFilter(ServerContext& ctx, std::string_view src, std::string_view dst);
 void CmdType(CommandCall& call);
 void CmdDbsize(CommandCall& call);
 void CmdKeys(CommandCall& call);

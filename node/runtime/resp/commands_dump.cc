@@ -48,6 +48,26 @@ void ReplyChunk(std::string* out, int64_t iterator, std::string_view data) {
   AppendBulk(out, data);
 }
 
+// A dump's layout of `info`'s sub-filters (no catalog entry yet).
+DumpHeader DumpLayout(const node::FilterInfo& info, uint64_t chunk_words) {
+  DumpHeader h;
+  for (const node::GenerationInfo& g : info.generations) {
+    h.slots.push_back(crdt::SlotOf(g.epoch, g.layer));
+    h.words.push_back(g.blocks * crdt::kWordsPerBlock);
+  }
+  h.chunk_words = chunk_words;
+  return h;
+}
+
+// The filter's catalog entry, for a dump's header (driver thread).
+absl::Status ExportEntry(ServerContext& ctx, std::string_view filter, DumpHeader* h) {
+  return RunOnDriver(ctx, [&](node::Time) {
+    absl::StatusOr<std::string> entry = ctx.node->ExportCatalogEntry(filter);
+    if (entry.ok()) h->entry = *std::move(entry);
+    return entry.status();
+  });
+}
+
 }  // namespace
 
 void CmdBfScandump(CommandCall& call) {
@@ -57,19 +77,9 @@ void CmdBfScandump(CommandCall& call) {
   if (!ParseInt64(a[2], &iterator)) return AppendErrorVerbatim(call.out, "Second argument must be numeric");
   absl::StatusOr<node::FilterInfo> info = call.ctx.node->Info(a[1], node::InfoParts::kEpochsOnly);
   if (!info.ok()) return ReplyStatus(call.out, info.status());
-  DumpHeader h;
-  for (const node::GenerationInfo& g : info->generations) {
-    h.slots.push_back(crdt::SlotOf(g.epoch, g.layer));
-    h.words.push_back(g.blocks * crdt::kWordsPerBlock);
-  }
-  h.chunk_words = DumpChunkWords(call.ctx.limits.dump_chunk_bytes, call.ctx.limits.max_bulk_bytes);
+  DumpHeader h = DumpLayout(*info, DumpChunkWords(call.ctx.limits.dump_chunk_bytes, call.ctx.limits.max_bulk_bytes));
   if (iterator == 0) {
-    absl::Status s = RunOnDriver(call.ctx, [&](node::Time) {
-      absl::StatusOr<std::string> entry = call.ctx.node->ExportCatalogEntry(a[1]);
-      if (entry.ok()) h.entry = *std::move(entry);
-      return entry.status();
-    });
-    if (!s.ok()) return ReplyStatus(call.out, s);
+    if (absl::Status s = ExportEntry(call.ctx, a[1], &h); !s.ok()) return ReplyStatus(call.out, s);
     return ReplyChunk(call.out, 1, EncodeDumpHeader(h));
   }
   if (iterator < 0 || static_cast<uint64_t>(iterator) > h.data_chunks()) return ReplyChunk(call.out, 0, "");
@@ -127,6 +137,34 @@ void CmdBfLoadchunk(CommandCall& call) {
     if (!snap.ok()) return AppendError(out, Cat("ERR persistence: ", ToStd(snap.status().message())));
     AppendSimple(out, "OK");
   });
+}
+
+// The source's dump, taken chunk by chunk from the live filter as SCANDUMP
+// takes it and loaded under `dst` as LOADCHUNK loads one: the copy keeps the
+// source's identity, so its bits answer for the same keys.
+absl::Status CopyFilter(ServerContext& ctx, std::string_view src, std::string_view dst) {
+  absl::StatusOr<node::FilterInfo> info = ctx.node->Info(src, node::InfoParts::kEpochsOnly);
+  if (!info.ok()) return info.status();
+  DumpHeader h = DumpLayout(*info, kMaxDumpChunkWords);
+  if (absl::Status s = ExportEntry(ctx, src, &h); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<PendingRestore>> restore =
+      PendingRestore::Begin(dst, EncodeDumpHeader(h), ctx.limits.max_filter_bytes);
+  if (!restore.ok()) return restore.status();
+  std::vector<uint64_t> words;
+  for (uint64_t c = 1; c <= h.data_chunks(); ++c) {
+    const ChunkPlace place = PlaceOfChunk(h, c);
+    words.resize(place.words);
+    if (absl::Status s = ctx.node->ExportWords(src, h.slots[place.sub], place.first_word, words); !s.ok()) {
+      // The source was deleted, rotated or grew meanwhile: nothing changed.
+      return absl::AbortedError(Cat("ERR the source changed during the copy (", ToStd(s.message()), "); try again"));
+    }
+    if (absl::Status s = (*restore)->Add(c + 1, EncodeDumpChunk(h.slots[place.sub], place.first_word, words)); !s.ok()) {
+      return s;
+    }
+  }
+  const std::string value = (*restore)->SnapshotValue();
+  restore->reset();  // the staged words go before the copy is built
+  return RunOnDriver(ctx, [&](node::Time now) { return ctx.node->ImportSnapshot(value, now); });
 }
 
 }  // namespace pollen::resp

@@ -101,6 +101,65 @@ void CmdFlushall(CommandCall& call) {
   AppendSimple(call.out, "OK");
 }
 
+// COPY / RENAME / RENAMENX, with Redis' replies and errors. A copy's bits
+// did not come through the add log, so, as a restored filter's, they are
+// durable once a snapshot holds them: COPY answers after one, and RENAME
+// waits for it before it deletes the source (a crash in between leaves both
+// names, never neither). RENAME is a copy, then DEL of the source: adds to
+// the source that reach this node after the copy are not in it (on other
+// nodes, those of about the last gossip round).
+
+void CmdCopy(CommandCall& call) {
+  const auto& a = call.args;
+  bool replace = false;
+  int64_t db = 0;
+  for (size_t i = 3; i < a.size(); ++i) {
+    if (IEquals(a[i], "REPLACE")) {
+      replace = true;
+    } else if (IEquals(a[i], "DB") && i + 1 < a.size()) {
+      if (!ParseInt64(a[++i], &db)) return AppendError(call.out, "ERR value is not an integer or out of range");
+    } else {
+      return AppendError(call.out, "ERR syntax error");
+    }
+  }
+  if (a[1] == a[2] && db == 0) return AppendError(call.out, "ERR source and destination objects are the same");
+  if (!Exists(call, a[1])) return AppendInteger(call.out, 0);
+  if (db != 0) return AppendError(call.out, "ERR DB index is out of range");  // one database
+  if (Exists(call, a[2])) {
+    if (!replace) return AppendInteger(call.out, 0);
+    const std::string_view dst[] = {a[2]};
+    if (absl::StatusOr<int64_t> s = DeleteFilters(call, dst); !s.ok()) return ReplyStatus(call.out, s.status());
+  }
+  if (absl::Status s = CopyFilter(call.ctx, a[1], a[2]); !s.ok()) return ReplyStatus(call.out, s);
+  call.ctx.touches.Touch(a[2]);
+  if (!call.ctx.snapshot) return AppendInteger(call.out, 1);
+  ReplyAfterSnapshot(call, [](const absl::StatusOr<std::string>& snap, std::string* out) {
+    if (!snap.ok()) return AppendError(out, Cat("ERR persistence: ", ToStd(snap.status().message())));
+    AppendInteger(out, 1);
+  });
+}
+
+void CmdRename(CommandCall& call) {
+  const auto& a = call.args;
+  const bool nx = IEquals(a[0], "renamenx");
+  if (!Exists(call, a[1])) return AppendError(call.out, "ERR no such key");
+  if (a[1] == a[2]) return nx ? AppendInteger(call.out, 0) : AppendSimple(call.out, "OK");
+  if (Exists(call, a[2])) {
+    if (nx) return AppendInteger(call.out, 0);
+    const std::string_view dst[] = {a[2]};
+    if (absl::StatusOr<int64_t> s = DeleteFilters(call, dst); !s.ok()) return ReplyStatus(call.out, s.status());
+  }
+  if (absl::Status s = CopyFilter(call.ctx, a[1], a[2]); !s.ok()) return ReplyStatus(call.out, s);
+  if (call.ctx.snapshot) {  // the copy durable before the source goes (waits, as SAVE)
+    absl::StatusOr<std::string> snap = SnapshotAndWait(call.ctx);
+    if (!snap.ok()) return AppendError(call.out, Cat("ERR persistence: ", ToStd(snap.status().message())));
+  }
+  const std::string_view src[] = {a[1]};
+  if (absl::StatusOr<int64_t> s = DeleteFilters(call, src); !s.ok()) return ReplyStatus(call.out, s.status());
+  call.ctx.touches.Touch(a[2]);
+  return nx ? AppendInteger(call.out, 1) : AppendSimple(call.out, "OK");
+}
+
 void CmdType(CommandCall& call) { AppendSimple(call.out, Exists(call, call.args[1]) ? kBloomType : "none"); }
 
 void CmdDbsize(CommandCall& call) { AppendInteger(call.out, static_cast<int64_t>(call.ctx.node->FilterNames().size())); }
