@@ -16,6 +16,14 @@ namespace pollen::testing {
 inline constexpr auto kReadyTimeout = std::chrono::seconds(120);
 inline constexpr auto kConvergeTimeout = std::chrono::seconds(180);
 
+// True when EXISTS answers `count` for `key` at `n` (1: the filter is there,
+// 0: it is not).
+inline bool KeyCount(Pollend& n, const std::string& key, long long count) {
+  RespClient c = n.Client();
+  RespReply r = c.Command({"EXISTS", key});
+  return r.type == RespReply::kInteger && r.integer == count;
+}
+
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {

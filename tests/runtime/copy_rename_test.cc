@@ -13,11 +13,7 @@
 namespace pollen::testing {
 namespace {
 
-bool Missing(Pollend& n, const std::string& key) {
-  RespClient c = n.Client();
-  RespReply r = c.Command({"EXISTS", key});
-  return r.type == RespReply::kInteger && r.integer == 0;
-}
+bool Missing(Pollend& n, const std::string& key) { return KeyCount(n, key, 0); }
 
 TEST_F(ClusterTest, CopiesRenamesAndRenamedLoadsKeepTheirKeysEverywhere) {
   std::vector<std::vector<std::string>> flags;

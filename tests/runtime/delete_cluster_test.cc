@@ -15,17 +15,8 @@
 namespace pollen::testing {
 namespace {
 
-bool Exists(Pollend& n, const std::string& key) {
-  RespClient c = n.Client();
-  RespReply r = c.Command({"EXISTS", key});
-  return r.type == RespReply::kInteger && r.integer == 1;
-}
-
-bool Missing(Pollend& n, const std::string& key) {
-  RespClient c = n.Client();
-  RespReply r = c.Command({"EXISTS", key});
-  return r.type == RespReply::kInteger && r.integer == 0;
-}
+bool Exists(Pollend& n, const std::string& key) { return KeyCount(n, key, 1); }
+bool Missing(Pollend& n, const std::string& key) { return KeyCount(n, key, 0); }
 
 std::vector<std::string> SnapshotFiles(const std::string& dir) {
   std::vector<std::string> out;

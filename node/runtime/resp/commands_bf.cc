@@ -38,10 +38,10 @@ struct CreateOptions {
 constexpr std::string_view kRateRange = "ERR (0 < error rate range < 1) ";
 constexpr std::string_view kCapacityRange = "ERR (capacity should be larger than 0)";
 
-// Whether adds and tests answer with RESP3 booleans, as Redis 8 does
-// (resp3-replies = redis-8), or with integers, as RedisBloom 2.4 does under
-// either protocol.
-bool Booleans(const ServerContext& ctx, const Session& session) {
+// Whether this reply takes Redis 8's RESP3 types (resp3-replies = redis-8):
+// booleans for adds and tests, a map for BF.INFO. Otherwise RedisBloom 2.4's
+// integers and arrays, under either protocol.
+bool Redis8Replies(const ServerContext& ctx, const Session& session) {
   return session.proto == Proto::kResp3 && ctx.bloom.redis8_resp3();
 }
 
@@ -228,7 +228,7 @@ void ReplyAdded(ServerContext& ctx, Session& session, std::string* out, std::str
   session.wait_record.Add(filter, items.first(refused ? replies - 1 : replies),
                           [&ctx, filter] { return IncarnationOf(*ctx.node, filter); });
   if (multi) AppendArrayHeader(out, replies);
-  const bool booleans = Booleans(ctx, session);
+  const bool booleans = Redis8Replies(ctx, session);
   for (size_t i = 0; i < replies; ++i) {
     if (full[i]) {
       AppendError(out, node::kFilterFullError);
@@ -297,7 +297,7 @@ void CheckItems(CommandCall& call, std::string_view filter, std::span<const std:
     return;
   }
   if (multi) AppendArrayHeader(call.out, found->size());
-  const bool booleans = Booleans(ctx, call.session);
+  const bool booleans = Redis8Replies(ctx, call.session);
   for (bool b : *found) AppendAnswer(call.out, b, booleans);
 }
 
@@ -461,7 +461,7 @@ void CmdBfExists(CommandCall& call) {
     ReplyStatus(call.out, found.status());
     return;
   }
-  AppendAnswer(call.out, *found, Booleans(ctx, call.session));
+  AppendAnswer(call.out, *found, Redis8Replies(ctx, call.session));
 }
 
 std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::string_view filter,
@@ -502,7 +502,7 @@ std::optional<size_t> RunBfAdds(ServerContext& ctx, Session& session, std::strin
     }
     session.wait_record.Add(filter, taken, incarnation);
   }
-  const bool booleans = Booleans(ctx, session);
+  const bool booleans = Redis8Replies(ctx, session);
   for (size_t i = 0; i < n; ++i) {
     if (full[i]) {
       AppendError(out, node::kFilterFullError);
@@ -523,7 +523,7 @@ size_t RunBfExists(ServerContext& ctx, const Session& session, std::string_view 
     for (size_t i = 0; i < items.size(); ++i) ReplyStatus(out, found.status());
     return items.size();
   }
-  const bool booleans = Booleans(ctx, session);
+  const bool booleans = Redis8Replies(ctx, session);
   for (bool b : *found) AppendAnswer(out, b, booleans);
   return 0;
 }
@@ -595,7 +595,7 @@ void CmdBfInfo(CommandCall& call) {
   }
   // RedisBloom 2.4: a flat array naming every field, or the one value asked
   // for. Redis 8 under RESP3 (resp3-replies = redis-8): a map either way.
-  const bool map = Booleans(call.ctx, call.session);
+  const bool map = Redis8Replies(call.ctx, call.session);
   const bool named = map || a.size() == 2;
   if (map) {
     AppendMapHeader(call.out, shown.size(), Proto::kResp3);
