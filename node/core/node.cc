@@ -510,8 +510,63 @@ void Node::ClearDirtyMarks() {
   }
 }
 
+// Every restore goes through here, off the driver thread: the checksum and
+// the build touch every byte of the filter (at 1 GiB, seconds of first
+// touches of fresh memory on this VM), which on the driver would delay its
+// membership probes.
+struct Node::PreparedRestore {
+  CatalogEntry entry;
+  std::unique_ptr<crdt::GenerationSet> set;
+};
+
+absl::StatusOr<std::shared_ptr<Node::PreparedRestore>> Node::PrepareRestore(std::string_view bytes) const {
+  const Impl& impl = *impl_;
+  uint32_t len = 0;
+  absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "snapshot", &len);
+  if (!entry.ok()) return entry.status();
+  const std::string_view snapshot = bytes.substr(12 + len);
+  uint32_t version = 0;
+  absl::StatusOr<crdt::ParsedSnapshot> parsed =
+      crdt::ParseSnapshotUnverified(snapshot, impl.config.secret, &entry->params, &version);
+  if (!parsed.ok()) return parsed.status();
+  if (absl::Status s = crdt::VerifySnapshotChecksum(snapshot); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<crdt::GenerationSet>> set = crdt::BuildSnapshot(*parsed, impl.config.secret);
+  if (!set.ok()) return set.status();
+  auto restore = std::make_shared<PreparedRestore>();
+  restore->entry = *std::move(entry);
+  restore->set = *std::move(set);
+  return restore;
+}
+
+absl::Status Node::CommitRestore(std::shared_ptr<PreparedRestore> restore, Time now) {
+  assert(restore != nullptr && restore->set != nullptr);
+  Impl& impl = *impl_;
+  CatalogEntry& entry = restore->entry;
+  impl.now = now;
+  entry.stamp = impl.FreshStamp(entry.config.name);  // a new filter, made here and now
+  entry.creator = impl.config.name;
+  if (impl.IsDeleted(entry)) return absl::FailedPreconditionError("ERR snapshot: filter name deleted for good");
+  if (impl.DriverLookup(entry.config.name) != nullptr) return absl::AlreadyExistsError("ERR the filter exists");
+  if (impl.filters.size() >= kMaxFilters) return absl::ResourceExhaustedError("ERR too many filters");
+  if (absl::Status budget = impl.CheckBudget(entry, nullptr); !budget.ok()) return budget;
+  impl.Unrefuse(entry.config.name);
+  auto state = std::make_shared<FilterState>();
+  state->uid = impl.next_uid++;
+  state->entry = entry;
+  state->set = std::shared_ptr<crdt::GenerationSet>(std::move(restore->set));
+  const std::string name = entry.config.name;
+  impl.Install(std::move(state), true);
+  impl.ReleaseHeld(name);
+  return absl::OkStatus();
+}
+
 absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at,
                                   const std::function<void(size_t)>& consumed) {
+  if (restamp_at.has_value()) {
+    absl::StatusOr<std::shared_ptr<PreparedRestore>> restore = PrepareRestore(bytes);
+    if (!restore.ok()) return restore.status();
+    return CommitRestore(*std::move(restore), *restamp_at);
+  }
   Impl& impl = *impl_;
   uint32_t len = 0;
   absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "snapshot", &len);
@@ -524,26 +579,17 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   absl::StatusOr<crdt::ParsedSnapshot> parsed =
       crdt::ParseSnapshotUnverified(snapshot, impl.config.secret, &entry->params, &version);
   if (!parsed.ok()) return parsed.status();
-  const bool into_empty = !restamp_at.has_value() && version >= 3 && impl.EmptyConfigTarget(*entry, *parsed);
+  const bool into_empty = version >= 3 && impl.EmptyConfigTarget(*entry, *parsed);
   if (!into_empty) {
     if (absl::Status s = crdt::VerifySnapshotChecksum(snapshot); !s.ok()) return s;
   }
-  if (restamp_at.has_value()) {  // a restore: a new filter, created here and now
-    impl.now = *restamp_at;
-    entry->stamp = impl.FreshStamp(entry->config.name);
-    entry->creator = impl.config.name;
-    if (impl.IsDeleted(*entry)) return absl::FailedPreconditionError("ERR snapshot: filter name deleted for good");
-  } else if (impl.IsDeleted(*entry)) {
-    return absl::AbortedError("ERR snapshot: the filter was deleted after it was taken");
-  }
+  if (impl.IsDeleted(*entry)) return absl::AbortedError("ERR snapshot: the filter was deleted after it was taken");
   std::shared_ptr<const FilterState> local = impl.DriverLookup(entry->config.name);
   if (local == nullptr || (!(local->entry.params == entry->params) && Precedes(*entry, local->entry))) {
     if (local == nullptr && impl.filters.size() >= kMaxFilters) return absl::ResourceExhaustedError("ERR too many filters");
-    // A restore (BF.LOADCHUNK) is held to the budget; recovery is not: its
-    // files were written by this node, and refusing them would lose them.
-    if (restamp_at.has_value()) {
-      if (absl::Status budget = impl.CheckBudget(*entry, local.get()); !budget.ok()) return budget;
-    }
+    // Recovery is not held to the memory budget (restores are, in
+    // CommitRestore): its files were written by this node, and refusing them
+    // would lose them.
     absl::StatusOr<std::unique_ptr<crdt::GenerationSet>> set = crdt::BuildSnapshot(*parsed, impl.config.secret);
     if (!set.ok()) return set.status();
     impl.Unrefuse(entry->config.name);

@@ -516,6 +516,18 @@ class Node {
   void ClearDirtyMarks();
   absl::Status ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at = std::nullopt,
                               const std::function<void(size_t)>& consumed = nullptr);
+  // A restore (BF.LOADCHUNK, COPY, RENAME) in two halves, so that the driver
+  // does not stall on a big filter. PrepareRestore (any thread: it reads only
+  // what never changes) validates a snapshot value whole (entry, key id,
+  // structure, checksum) and builds its filter: at gigabytes, seconds of
+  // first touches of fresh memory. CommitRestore (driver thread) installs
+  // it as a new filter of this node (a fresh stamp, above any tombstone),
+  // unless the name is deleted for good (FailedPrecondition), taken
+  // (AlreadyExists) or over a memory limit (ResourceExhausted).
+  // ImportSnapshot with `restamp_at` is the two in one call.
+  struct PreparedRestore;
+  absl::StatusOr<std::shared_ptr<PreparedRestore>> PrepareRestore(std::string_view bytes) const;
+  absl::Status CommitRestore(std::shared_ptr<PreparedRestore> restore, Time now);
   // The filter name inside such a value (validated as ImportSnapshot would
   // parse its catalog entry); any thread.
   static absl::StatusOr<std::string> SnapshotFilterName(std::string_view bytes);

@@ -47,6 +47,8 @@ export class SeenSet {
   seen(keys: Iterable<string | Buffer>): Promise<boolean[]>;
   /** Creates the filter (BF.RESERVE); an existing filter is left as it is. */
   reserve(errorRate: number, capacity: number, options?: { routed?: boolean }): Promise<void>;
+  /** Deletes the filter (DEL: at every node, by replication); true if it existed at the node that answered. */
+  delete(): Promise<boolean>;
   /** Waits for the calls already made, then closes the connection. Later calls reject. */
   close(): Promise<void>;
 }

@@ -189,6 +189,20 @@ class SeenSet {
     });
   }
 
+  /**
+   * Deletes the filter (DEL: at every node, by replication); resolves to true
+   * if it existed at the node that answered. A later call makes it anew.
+   */
+  delete() {
+    return this._enqueue({
+      kind: 'call',
+      run: async () => {
+        const { result } = await this._run((client) => this._command(client, ['DEL', this.filter], this.timeoutMs));
+        return result === 1;
+      },
+    });
+  }
+
   /** Waits for the calls already made, then closes the connection. Later calls reject. */
   async close() {
     this._closing = true;

@@ -73,6 +73,11 @@ describe('SeenSet on a healthy cluster', () => {
       for (const port of cluster.respPorts.slice(1)) {
         assert.deepEqual(await direct(port, 'BF.MEXISTS', 'urls', ...ks), Array(10).fill(1));
       }
+      // delete(): the filter is gone (here at once), and a later add makes it anew, empty.
+      assert.equal(await s.delete(), true);
+      assert.equal(await direct(cluster.respPorts[0], 'EXISTS', 'urls'), 0);
+      assert.equal(await s.delete(), false);
+      assert.deepEqual(await s.seenAdd(['k0']), [false]);
     } finally {
       await s.close();
     }

@@ -122,10 +122,14 @@ void CmdBfLoadchunk(CommandCall& call) {
     return RefuseChunk(call, a[1], s);
   }
   if (!it->second->complete()) return AppendSimple(call.out, "OK");
-  const std::string value = it->second->SnapshotValue();
-  restores.erase(it);
-  // Into a deleted name: a new filter (a fresh stamp above the tombstone).
-  absl::Status s = RunOnDriver(call.ctx, [&](node::Time now) { return call.ctx.node->ImportSnapshot(value, now); });
+  absl::StatusOr<std::shared_ptr<node::Node::PreparedRestore>> prepared = [&] {
+    const std::string value = it->second->SnapshotValue();
+    restores.erase(it);
+    return call.ctx.node->PrepareRestore(value);  // here, not on the driver: it builds the whole filter
+  }();
+  // A new filter (a fresh stamp, above the tombstone of a deleted name).
+  absl::Status s = prepared.status();
+  if (s.ok()) s = RunOnDriver(call.ctx, [&](node::Time now) { return call.ctx.node->CommitRestore(*std::move(prepared), now); });
   if (absl::IsResourceExhausted(s) || absl::IsUnavailable(s)) return ReplyStatus(call.out, s);  // a limit; no driver
   if (!s.ok()) return RefuseChunk(call, a[1], absl::InvalidArgumentError(s.message()));  // e.g. another cluster's
   call.ctx.touches.Touch(a[1]);
@@ -162,9 +166,13 @@ absl::Status CopyFilter(ServerContext& ctx, std::string_view src, std::string_vi
       return s;
     }
   }
-  const std::string value = (*restore)->SnapshotValue();
-  restore->reset();  // the staged words go before the copy is built
-  return RunOnDriver(ctx, [&](node::Time now) { return ctx.node->ImportSnapshot(value, now); });
+  absl::StatusOr<std::shared_ptr<node::Node::PreparedRestore>> copy = [&] {
+    const std::string value = (*restore)->SnapshotValue();
+    restore->reset();  // the staged words go before the copy is built
+    return ctx.node->PrepareRestore(value);
+  }();
+  if (!copy.ok()) return copy.status();
+  return RunOnDriver(ctx, [&](node::Time now) { return ctx.node->CommitRestore(*std::move(copy), now); });
 }
 
 }  // namespace pollen::resp
