@@ -128,6 +128,17 @@ TEST(Delete, SnapshotOfADeletedFilterIsRefusedUnlessRestamped) {
   ASSERT_TRUE(c.node(0).ImportSnapshot(snapshot, c.now()).ok());
   EXPECT_GT(c.node(0).Info("s")->stamp, c.node(0).Tombstones().at("s"));
   EXPECT_TRUE(*c.node(0).Exists("s", "x"));
+  // Prepared off the driver, a restore commits only into a free name: the
+  // filter restored above holds it now, and stays as it is.
+  const uint64_t stamp = c.node(0).Info("s")->stamp;
+  absl::StatusOr<std::shared_ptr<Node::PreparedRestore>> again = c.node(0).PrepareRestore(snapshot);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(c.node(0).CommitRestore(*std::move(again), c.now()).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(c.node(0).Info("s")->stamp, stamp);
+  // A damaged value is refused before anything is built.
+  std::string damaged = snapshot;
+  damaged[damaged.size() - 20] ^= 1;
+  EXPECT_FALSE(c.node(0).PrepareRestore(damaged).ok());
 }
 
 TEST(Delete, TombstonesAreBoundedOldestFirst) {
