@@ -447,6 +447,31 @@ absl::StatusOr<CatalogEntry> ValueEntry(std::string_view bytes, uint64_t key_id,
   return entry;
 }
 
+// A snapshot value's parts, with everything checked but the checksum: its
+// catalog entry (key id included) and its crdt snapshot, parsed in place.
+struct ParsedValue {
+  CatalogEntry entry;
+  size_t snapshot_offset = 0;  // where the crdt snapshot starts in the value
+  std::string_view snapshot;
+  crdt::ParsedSnapshot parsed;
+  uint32_t version = 0;
+};
+
+absl::StatusOr<ParsedValue> ParseValue(std::string_view bytes, uint64_t key_id, const crdt::ClusterSecret& secret) {
+  ParsedValue v;
+  uint32_t len = 0;
+  absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, key_id, "snapshot", &len);
+  if (!entry.ok()) return entry.status();
+  v.entry = *std::move(entry);
+  v.snapshot_offset = 12 + len;
+  v.snapshot = bytes.substr(v.snapshot_offset);
+  absl::StatusOr<crdt::ParsedSnapshot> parsed =
+      crdt::ParseSnapshotUnverified(v.snapshot, secret, &v.entry.params, &v.version);
+  if (!parsed.ok()) return parsed.status();
+  v.parsed = *std::move(parsed);
+  return v;
+}
+
 }  // namespace
 
 std::string Node::SnapshotValue(std::string_view catalog_entry, std::string_view crdt_snapshot) {
@@ -521,19 +546,13 @@ struct Node::PreparedRestore {
 
 absl::StatusOr<std::shared_ptr<Node::PreparedRestore>> Node::PrepareRestore(std::string_view bytes) const {
   const Impl& impl = *impl_;
-  uint32_t len = 0;
-  absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "snapshot", &len);
-  if (!entry.ok()) return entry.status();
-  const std::string_view snapshot = bytes.substr(12 + len);
-  uint32_t version = 0;
-  absl::StatusOr<crdt::ParsedSnapshot> parsed =
-      crdt::ParseSnapshotUnverified(snapshot, impl.config.secret, &entry->params, &version);
-  if (!parsed.ok()) return parsed.status();
-  if (absl::Status s = crdt::VerifySnapshotChecksum(snapshot); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<crdt::GenerationSet>> set = crdt::BuildSnapshot(*parsed, impl.config.secret);
+  absl::StatusOr<ParsedValue> v = ParseValue(bytes, impl.key_id, impl.config.secret);
+  if (!v.ok()) return v.status();
+  if (absl::Status s = crdt::VerifySnapshotChecksum(v->snapshot); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<crdt::GenerationSet>> set = crdt::BuildSnapshot(v->parsed, impl.config.secret);
   if (!set.ok()) return set.status();
   auto restore = std::make_shared<PreparedRestore>();
-  restore->entry = *std::move(entry);
+  restore->entry = std::move(v->entry);
   restore->set = *std::move(set);
   return restore;
 }
@@ -568,17 +587,15 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
     return CommitRestore(*std::move(restore), *restamp_at);
   }
   Impl& impl = *impl_;
-  uint32_t len = 0;
-  absl::StatusOr<CatalogEntry> entry = ValueEntry(bytes, impl.key_id, "snapshot", &len);
-  if (!entry.ok()) return entry.status();
   // Validated whole (checksum, structure, parameters) before anything
   // changes, except on recovery's fast path below, which checks the checksum
   // as it loads and undoes the load if it fails.
-  const std::string_view snapshot = bytes.substr(12 + len);
-  uint32_t version = 0;
-  absl::StatusOr<crdt::ParsedSnapshot> parsed =
-      crdt::ParseSnapshotUnverified(snapshot, impl.config.secret, &entry->params, &version);
-  if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<ParsedValue> value = ParseValue(bytes, impl.key_id, impl.config.secret);
+  if (!value.ok()) return value.status();
+  CatalogEntry* entry = &value->entry;
+  const crdt::ParsedSnapshot* parsed = &value->parsed;
+  const std::string_view snapshot = value->snapshot;
+  const uint32_t version = value->version;
   const bool into_empty = version >= 3 && impl.EmptyConfigTarget(*entry, *parsed);
   if (!into_empty) {
     if (absl::Status s = crdt::VerifySnapshotChecksum(snapshot); !s.ok()) return s;
@@ -617,7 +634,7 @@ absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> re
   impl.LearnEpoch(entry->config.name, parsed->newest);
   for (const auto& [epoch, count] : parsed->layers) impl.LearnLayers(*local, epoch, count);
   std::map<uint64_t, uint64_t> set_bits;
-  const size_t snapshot_offset = 12 + len;  // of `snapshot` in `bytes`
+  const size_t snapshot_offset = value->snapshot_offset;
   std::function<void(size_t)> consumed_in_bytes;
   if (consumed) consumed_in_bytes = [&consumed, snapshot_offset](size_t n) { consumed(snapshot_offset + n); };
   if (absl::Status s = into_empty ? crdt::OrSnapshotIntoEmpty(snapshot, *parsed, *local->set, &set_bits, consumed_in_bytes)
