@@ -579,13 +579,7 @@ absl::Status Node::CommitRestore(std::shared_ptr<PreparedRestore> restore, Time 
   return absl::OkStatus();
 }
 
-absl::Status Node::ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at,
-                                  const std::function<void(size_t)>& consumed) {
-  if (restamp_at.has_value()) {
-    absl::StatusOr<std::shared_ptr<PreparedRestore>> restore = PrepareRestore(bytes);
-    if (!restore.ok()) return restore.status();
-    return CommitRestore(*std::move(restore), *restamp_at);
-  }
+absl::Status Node::ImportSnapshot(std::string_view bytes, const std::function<void(size_t)>& consumed) {
   Impl& impl = *impl_;
   // Validated whole (checksum, structure, parameters) before anything
   // changes, except on recovery's fast path below, which checks the checksum

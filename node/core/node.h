@@ -472,10 +472,8 @@ class Node {
   // catalog entry (wire::CatalogEntry) | crdt::EncodeSnapshot bytes, so values
   // can be imported in any order. Importing a filter that exists merges it in.
   // A value whose entry a tombstone covers is refused with Aborted and
-  // changes nothing. With `restamp_at` (a restore: BF.LOADCHUNK, COPY,
-  // RENAME) the entry gets a fresh stamp, above any tombstone, and this node
-  // as its creator: the restore is a new filter, made here (a copy of a
-  // config filter is no config filter). `consumed` (optional): as
+  // changes nothing (a restore, which makes a new filter under a fresh
+  // stamp, is PrepareRestore and CommitRestore below). `consumed` (optional): as
   // crdt::OrSnapshotIntoEmpty's, in offsets of `bytes`; called only on
   // recovery's one-pass load into an empty filter.
   std::map<std::string, std::string> ExportSnapshots() const;
@@ -514,8 +512,7 @@ class Node {
   // (after loading files that hold those bits already).
   absl::Status ImportDelta(std::string_view bytes);
   void ClearDirtyMarks();
-  absl::Status ImportSnapshot(std::string_view bytes, std::optional<Time> restamp_at = std::nullopt,
-                              const std::function<void(size_t)>& consumed = nullptr);
+  absl::Status ImportSnapshot(std::string_view bytes, const std::function<void(size_t)>& consumed = nullptr);
   // A restore (BF.LOADCHUNK, COPY, RENAME) in two halves, so that the driver
   // does not stall on a big filter. PrepareRestore (any thread: it reads only
   // what never changes) validates a snapshot value whole (entry, key id,
@@ -523,8 +520,8 @@ class Node {
   // first touches of fresh memory. CommitRestore (driver thread) installs
   // it as a new filter of this node (a fresh stamp, above any tombstone),
   // unless the name is deleted for good (FailedPrecondition), taken
-  // (AlreadyExists) or over a memory limit (ResourceExhausted).
-  // ImportSnapshot with `restamp_at` is the two in one call.
+  // (AlreadyExists) or over a memory limit (ResourceExhausted). A copy of a
+  // config filter is no config filter.
   struct PreparedRestore;
   absl::StatusOr<std::shared_ptr<PreparedRestore>> PrepareRestore(std::string_view bytes) const;
   absl::Status CommitRestore(std::shared_ptr<PreparedRestore> restore, Time now);

@@ -368,7 +368,7 @@ absl::StatusOr<RecoveryStats> Persistence::Recover(node::Node* node, node::Time 
     for (const std::string& name : pending) {
       const std::string path = Cat(dir_, "/", name);
       auto file = MappedFile::Open(path);
-      absl::Status s = file.ok() ? node->ImportSnapshot((*file)->bytes(), std::nullopt,
+      absl::Status s = file.ok() ? node->ImportSnapshot((*file)->bytes(),
                                                         [&file](size_t n) { (*file)->ReleaseBefore(n); })
                                  : file.status();
       if (absl::IsAborted(s)) {

@@ -125,7 +125,9 @@ TEST(Delete, SnapshotOfADeletedFilterIsRefusedUnlessRestamped) {
   EXPECT_TRUE(c.node(0).ImportCatalogEntry(entry, c.now()).ok());  // applied under the rule: dead
   EXPECT_FALSE(c.node(0).Info("s").ok());
   // A restore (BF.LOADCHUNK) is a new creation: a stamp above the tombstone.
-  ASSERT_TRUE(c.node(0).ImportSnapshot(snapshot, c.now()).ok());
+  absl::StatusOr<std::shared_ptr<Node::PreparedRestore>> restore = c.node(0).PrepareRestore(snapshot);
+  ASSERT_TRUE(restore.ok()) << restore.status();
+  ASSERT_TRUE(c.node(0).CommitRestore(*std::move(restore), c.now()).ok());
   EXPECT_GT(c.node(0).Info("s")->stamp, c.node(0).Tombstones().at("s"));
   EXPECT_TRUE(*c.node(0).Exists("s", "x"));
   // Prepared off the driver, a restore commits only into a free name: the

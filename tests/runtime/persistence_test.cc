@@ -347,7 +347,7 @@ TEST(PersistenceTest, OnePassLoadReportsHowFarItHasRead) {
   const std::string& value = values.at("crawl:seen");
   auto target = MakeNode("crawl:seen", 1000000);
   std::vector<size_t> reported;
-  ASSERT_TRUE(target->ImportSnapshot(value, std::nullopt, [&](size_t n) { reported.push_back(n); }).ok());
+  ASSERT_TRUE(target->ImportSnapshot(value, [&](size_t n) { reported.push_back(n); }).ok());
   ASSERT_GE(reported.size(), 2u);  // 10^6 keys at 1%: ~1.2 MB of words, read in pieces of 512 KiB
   for (size_t i = 1; i < reported.size(); ++i) EXPECT_GT(reported[i], reported[i - 1]) << i;
   EXPECT_LE(reported.back(), value.size());

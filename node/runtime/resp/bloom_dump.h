@@ -25,7 +25,8 @@
 // a growth between calls makes the loader refuse the dump (a chunk's slot is
 // not the header's): dump again. LOADCHUNK assembles the whole dump on the side and
 // changes the node only when the last chunk has arrived and everything checked
-// out (Node::ImportSnapshot, which also checks the cluster secret's key id).
+// out (Node::PrepareRestore and CommitRestore, which also check the cluster
+// secret's key id).
 #pragma once
 
 #include <cstdint>
@@ -107,7 +108,7 @@ class PendingRestore {
   // InvalidArgument for anything else that is not that chunk ("bad data").
   absl::Status Add(uint64_t iterator, std::string_view bytes);
   bool complete() const { return next_chunk_ > header_.data_chunks(); }
-  // The node snapshot value of the whole dump (Node::ImportSnapshot); once complete.
+  // The node snapshot value of the whole dump (Node::PrepareRestore); once complete.
   std::string SnapshotValue() const;
 
  private:
